@@ -1,0 +1,46 @@
+# slackgate: `make run` runs it, `make test` tests it (installing what it needs).
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+
+# The Claude Code CLI the tests run against; 2.1.197 must keep working too:
+#   make test CLAUDE_CODE_VERSION=2.1.197
+CLAUDE_CODE_VERSION ?= 2.1.330
+GO ?= go
+FUZZTIME ?= 10s
+
+.PHONY: all build run test test-go fuzz bench lint claude-code
+
+all: build
+
+build:
+	$(GO) build -o bin/slackgate ./cmd/slackgate
+
+## run: slackgate on this machine (Slack + Claude Code worker in one process).
+run: build
+	./bin/slackgate run
+
+## claude-code: install the pinned CLI into .cache/ and print its path.
+claude-code:
+	@.ci/claude-code.sh $(CLAUDE_CODE_VERSION)
+
+## test: vet, race tests against the real CLI and a private redis, fuzz briefly.
+test: lint
+	CLAUDE_BIN="$$(.ci/claude-code.sh $(CLAUDE_CODE_VERSION))" \
+	SLACKGATE_REQUIRE_INTEGRATION=1 \
+	.ci/with-redis.sh $(MAKE) --no-print-directory test-go fuzz
+
+test-go:
+	$(GO) test -race -count=1 -timeout 12m ./...
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeLine$$' -fuzztime $(FUZZTIME) ./relay
+
+lint:
+	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*'))"; \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted" >&2; exit 1; fi
+	$(GO) vet ./...
+
+## bench: the store round trip on both backends (figures go in README.md).
+bench:
+	CLAUDE_BIN="$$(.ci/claude-code.sh $(CLAUDE_CODE_VERSION))" \
+	.ci/with-redis.sh $(GO) test -run '^$$' -bench . -benchmem ./store/...

@@ -1,0 +1,344 @@
+// Package store is slackgate's domain vocabulary and the one place where the
+// Slack side (bot) and the Claude Code side (relay) meet: the durable record of
+// sessions and pending control requests, and the bus that carries inputs,
+// decisions and session events between processes.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Sentinel errors. Backends wrap them with context; callers test with errors.Is.
+var (
+	// ErrNotFound: no request, session or input with that id.
+	ErrNotFound = errors.New("not found")
+	// ErrAlreadyDecided: the request was settled before (by a person, a
+	// deadline, a cancellation or the end of its process). The Request
+	// returned alongside carries the first, winning Decision.
+	ErrAlreadyDecided = errors.New("already decided")
+	// ErrExists: Create was called with an id that is already taken.
+	ErrExists = errors.New("already exists")
+	// ErrNotOwner: the worker does not own the session it tried to act on.
+	ErrNotOwner = errors.New("session not owned by this worker")
+	// ErrInvalid: the argument breaks the vocabulary's rules (empty id,
+	// unknown outcome, a decision without a time).
+	ErrInvalid = errors.New("invalid argument")
+)
+
+// MaxDeliveries bounds how often Consume hands out one event whose handler
+// keeps failing, so one poisoned event cannot stall a consumer forever.
+const MaxDeliveries = 5
+
+// Kind says what a pending request asks of a person.
+type Kind string
+
+const (
+	KindTool     Kind = "tool"     // a tool call to approve or deny
+	KindQuestion Kind = "question" // AskUserQuestion: options to pick, or free text
+	KindPlan     Kind = "plan"     // ExitPlanMode: a plan to approve or send back
+)
+
+// Outcome is how a request was settled.
+type Outcome string
+
+const (
+	OutcomeAllow     Outcome = "allow"     // a person approved or answered
+	OutcomeDeny      Outcome = "deny"      // a person denied, skipped or sent the plan back
+	OutcomeExpired   Outcome = "expired"   // nobody answered before the deadline; Claude gets a deny
+	OutcomeCancelled Outcome = "cancelled" // Claude withdrew it (control_cancel_request, interrupt); nothing is sent
+	OutcomeEnded     Outcome = "ended"     // the Claude process ended while it waited; nothing is sent
+)
+
+// Valid reports whether o is one of the known outcomes.
+func (o Outcome) Valid() bool {
+	switch o {
+	case OutcomeAllow, OutcomeDeny, OutcomeExpired, OutcomeCancelled, OutcomeEnded:
+		return true
+	}
+	return false
+}
+
+// Request is one control_request from Claude Code waiting for a person:
+// everything they need to decide, and, once settled, the Decision.
+type Request struct {
+	ID           string `json:"id"`             // slackgate's id, unique across sessions
+	SessionID    string `json:"session_id"`     // the slackgate/Claude session it belongs to
+	CLIRequestID string `json:"cli_request_id"` // request_id on the wire, echoed in control_response
+	Kind         Kind   `json:"kind"`
+
+	ToolName           string          `json:"tool_name"`
+	DisplayName        string          `json:"display_name,omitempty"`
+	Input              json.RawMessage `json:"input,omitempty"`
+	Description        string          `json:"description,omitempty"`
+	Suggestions        []Suggestion    `json:"permission_suggestions,omitempty"`
+	BlockedPath        string          `json:"blocked_path,omitempty"`
+	DecisionReason     string          `json:"decision_reason,omitempty"`
+	DecisionReasonType string          `json:"decision_reason_type,omitempty"`
+	ToolUseID          string          `json:"tool_use_id,omitempty"`
+	AgentID            string          `json:"agent_id,omitempty"`
+
+	CreatedAt time.Time `json:"created_at"`
+	Deadline  time.Time `json:"deadline,omitzero"` // zero: waits forever
+
+	// Card is where the bot posted this request in Slack (empty until posted).
+	Card MessageRef `json:"card,omitzero"`
+
+	// Decision is nil while the request is pending and set exactly once.
+	Decision *Decision `json:"decision,omitempty"`
+}
+
+// Pending reports whether nobody has settled the request yet.
+func (r Request) Pending() bool { return r.Decision == nil }
+
+// Suggestion is one of Claude Code's permission_suggestions (a PermissionUpdate
+// on the wire). Raw keeps the exact object so it can be echoed back in
+// updatedPermissions; the other fields are decoded for display.
+type Suggestion struct {
+	Type        string           `json:"type"` // addRules, replaceRules, removeRules, setMode, addDirectories, removeDirectories
+	Rules       []SuggestionRule `json:"rules,omitempty"`
+	Behavior    string           `json:"behavior,omitempty"`
+	Mode        string           `json:"mode,omitempty"`
+	Directories []string         `json:"directories,omitempty"`
+	Destination string           `json:"destination,omitempty"`
+}
+
+// SuggestionRule is one rule of an addRules-style suggestion.
+type SuggestionRule struct {
+	ToolName    string `json:"toolName"`
+	RuleContent string `json:"ruleContent,omitempty"`
+}
+
+// Decision is how a request was settled, by whom and when.
+type Decision struct {
+	Outcome Outcome   `json:"outcome"`
+	By      string    `json:"by,omitempty"`      // Slack user id; empty when the system settled it
+	ByName  string    `json:"by_name,omitempty"` // display name at the time, for the audit trail
+	At      time.Time `json:"at"`
+
+	// Message: the deny reason (sent to Claude), or why the request expired,
+	// was cancelled or ended (shown on the card).
+	Message string `json:"message,omitempty"`
+	// Interrupt: deny and stop the turn (deny only).
+	Interrupt bool `json:"interrupt,omitempty"`
+	// UpdatedInput replaces the tool input when a person edited it (allow
+	// only); nil means the original input.
+	UpdatedInput json.RawMessage `json:"updated_input,omitempty"`
+	// Permissions are the suggestions the person accepted ("Always allow"),
+	// sent back as updatedPermissions (allow only).
+	Permissions []Suggestion `json:"permissions,omitempty"`
+	// Answers maps each AskUserQuestion question text to the chosen label,
+	// several labels joined by ", ", or free text (allow only).
+	Answers map[string]string `json:"answers,omitempty"`
+}
+
+// MessageRef points at one Slack message.
+type MessageRef struct {
+	Channel string `json:"channel,omitempty"`
+	TS      string `json:"ts,omitempty"`
+}
+
+// IsZero reports whether the reference points nowhere.
+func (m MessageRef) IsZero() bool { return m.Channel == "" && m.TS == "" }
+
+// SessionState is where a session is in its life.
+type SessionState string
+
+const (
+	SessionQueued  SessionState = "queued"  // input waiting, no worker has it yet
+	SessionRunning SessionState = "running" // a worker runs its claude process
+	SessionIdle    SessionState = "idle"    // no process; a new input resumes it
+	SessionFailed  SessionState = "failed"  // the last process could not start or crashed
+)
+
+// Session ties a Slack thread to a Claude Code session. Its ID is the Claude
+// session id (a UUID), so the same id is passed as --session-id the first
+// time and --resume afterwards.
+type Session struct {
+	ID             string       `json:"id"`
+	Thread         MessageRef   `json:"thread"` // channel + thread_ts where the conversation lives
+	WorkDir        string       `json:"workdir"`
+	StartedBy      string       `json:"started_by"` // Slack user id
+	PermissionMode string       `json:"permission_mode,omitempty"`
+	Model          string       `json:"model,omitempty"`
+	State          SessionState `json:"state"`
+	// Started is true once a claude process has run with this id, so the
+	// next process must --resume it rather than create it.
+	Started   bool      `json:"started"`
+	Worker    string    `json:"worker,omitempty"` // owner while running
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// Status is the bot's status message in the thread (kept current).
+	Status MessageRef `json:"status,omitzero"`
+}
+
+// Input is a user message queued for a session: the first prompt or a
+// follow-up from the thread.
+type Input struct {
+	ID        string    `json:"id"` // set by the store when empty
+	SessionID string    `json:"session_id"`
+	Text      string    `json:"text"`
+	User      string    `json:"user,omitempty"` // Slack user id
+	At        time.Time `json:"at"`
+}
+
+// EventType names what happened in a session.
+type EventType string
+
+const (
+	EventRequestCreated EventType = "request_created" // published by CreateRequest
+	EventRequestSettled EventType = "request_settled" // published by Decide
+	EventSessionStarted EventType = "session_started" // a claude process started
+	EventAssistantText  EventType = "assistant_text"  // model text
+	EventToolUse        EventType = "tool_use"        // the model called a tool
+	EventToolResult     EventType = "tool_result"     // a tool returned (short)
+	EventResult         EventType = "result"          // a turn ended
+	EventExit           EventType = "exit"            // the claude process exited
+	EventError          EventType = "error"           // the worker could not do something (start failed, ...)
+)
+
+// Event is one thing the Slack side should show or act on. Each event type
+// fills the fields that apply to it.
+type Event struct {
+	ID        string    `json:"id,omitempty"` // set by the store
+	Type      EventType `json:"type"`
+	SessionID string    `json:"session_id"`
+	RequestID string    `json:"request_id,omitempty"` // request_* events
+	At        time.Time `json:"at"`
+
+	Text    string          `json:"text,omitempty"`     // assistant text, tool result excerpt, error text
+	Tool    string          `json:"tool,omitempty"`     // tool_use, tool_result
+	Input   json.RawMessage `json:"input,omitempty"`    // tool_use input
+	IsError bool            `json:"is_error,omitempty"` // tool_result, result
+
+	Result *Result `json:"result,omitempty"` // result
+	Exit   *Exit   `json:"exit,omitempty"`   // exit
+}
+
+// Result summarises one turn (a stream-json "result" line).
+type Result struct {
+	Subtype    string   `json:"subtype"` // success, error_during_execution, error_max_turns, ...
+	IsError    bool     `json:"is_error"`
+	Turns      int      `json:"num_turns"`
+	DurationMS int64    `json:"duration_ms"`
+	CostUSD    float64  `json:"total_cost_usd"`
+	Text       string   `json:"result,omitempty"`
+	Errors     []string `json:"errors,omitempty"`
+}
+
+// Exit describes how a claude process ended.
+type Exit struct {
+	Code   int      `json:"code"`
+	Reason string   `json:"reason,omitempty"` // "stopped", "signal: killed", "idle", ...
+	Stderr []string `json:"stderr,omitempty"` // the last lines of stderr
+}
+
+// AuditEntry is one line of the append-only audit log: a request created or
+// settled.
+type AuditEntry struct {
+	ID        string    `json:"id,omitempty"` // set by the store, increasing
+	At        time.Time `json:"at"`
+	Action    string    `json:"action"` // "created" or "settled"
+	RequestID string    `json:"request_id"`
+	SessionID string    `json:"session_id"`
+	Kind      Kind      `json:"kind"`
+	Tool      string    `json:"tool"`
+	Outcome   Outcome   `json:"outcome,omitempty"`
+	By        string    `json:"by,omitempty"`
+	ByName    string    `json:"by_name,omitempty"`
+	Message   string    `json:"message,omitempty"`
+}
+
+// Store is the durable record and the bus. Every method is safe for
+// concurrent use, by several goroutines and, for networked backends, by
+// several processes.
+type Store interface {
+	Requests
+	Sessions
+	Queue
+	Bus
+	// AuditLog returns up to limit entries with ids after `after` ("" = from
+	// the start), oldest first.
+	AuditLog(ctx context.Context, after string, limit int) ([]AuditEntry, error)
+	// Close releases the backend's resources. Blocked calls return.
+	Close() error
+}
+
+// Requests is the life of a pending control request.
+type Requests interface {
+	// CreateRequest stores a new pending request, appends an audit entry and
+	// publishes EventRequestCreated, atomically. ErrExists if the id is taken;
+	// ErrInvalid if it is already decided or lacks an id or session.
+	CreateRequest(ctx context.Context, r Request) error
+	// GetRequest returns ErrNotFound for an unknown id.
+	GetRequest(ctx context.Context, id string) (Request, error)
+	// ListPending returns the undecided requests of a session, oldest first;
+	// sessionID "" lists every session's.
+	ListPending(ctx context.Context, sessionID string) ([]Request, error)
+	// Decide settles a request exactly once: it stores d, appends an audit
+	// entry and publishes EventRequestSettled, atomically, and returns the
+	// settled request. If the request was settled before it returns that
+	// request (with the first Decision) and ErrAlreadyDecided. ErrNotFound for
+	// an unknown id, ErrInvalid for an unknown outcome or a zero d.At.
+	Decide(ctx context.Context, id string, d Decision) (Request, error)
+	// WaitDecision blocks until the request is settled and returns its
+	// Decision, or returns ctx.Err(). ErrNotFound for an unknown id.
+	WaitDecision(ctx context.Context, id string) (Decision, error)
+	// SetCard records where the request's card was posted. ErrNotFound.
+	SetCard(ctx context.Context, id string, card MessageRef) error
+}
+
+// Sessions is the record of Slack threads and their Claude sessions.
+type Sessions interface {
+	// CreateSession stores a new session and indexes it by thread. ErrExists
+	// if the id or the thread already has a session.
+	CreateSession(ctx context.Context, s Session) error
+	// GetSession returns ErrNotFound for an unknown id.
+	GetSession(ctx context.Context, id string) (Session, error)
+	// SessionByThread finds the session that lives in a Slack thread.
+	// ErrNotFound if none does.
+	SessionByThread(ctx context.Context, thread MessageRef) (Session, error)
+	// UpdateSession applies fn to the current session and stores the result
+	// atomically (fn may run more than once on contention; the id and thread
+	// cannot change). An error from fn is returned unchanged and nothing is
+	// stored. ErrNotFound for an unknown id.
+	UpdateSession(ctx context.Context, id string, fn func(*Session) error) (Session, error)
+}
+
+// Queue carries user inputs to workers. A session with queued input and no
+// owner is "ready"; a worker claims it and becomes its owner until it
+// releases it, so every input of a session reaches the one process running
+// it, in order.
+type Queue interface {
+	// Enqueue appends an input to its session's inbox and marks the session
+	// ready unless a worker owns it. It returns the input with its ID set.
+	Enqueue(ctx context.Context, in Input) (Input, error)
+	// Claim blocks until a ready session exists, makes worker its owner and
+	// returns its id, or returns ctx.Err().
+	Claim(ctx context.Context, worker string) (string, error)
+	// NextInput blocks until the session's inbox has an input and removes it,
+	// or returns ctx.Err(). ErrNotOwner if worker does not own the session.
+	NextInput(ctx context.Context, sessionID, worker string) (Input, error)
+	// Release gives up ownership; a session with inputs left becomes ready
+	// again. ErrNotOwner if worker does not own it.
+	Release(ctx context.Context, sessionID, worker string) error
+	// Owned lists the sessions a worker owns, so a worker restarting under
+	// the same name can end and release what its previous life left behind.
+	Owned(ctx context.Context, worker string) ([]string, error)
+}
+
+// Bus carries events to the Slack side.
+type Bus interface {
+	// Publish appends an event to the event log and returns its id.
+	Publish(ctx context.Context, e Event) (string, error)
+	// Consume delivers every event published after the group was first
+	// created to exactly one consumer of the group, in log order per
+	// consumer, calling fn for each. An event is acknowledged when fn returns
+	// nil; when fn returns an error the event is delivered again later, up to
+	// MaxDeliveries times in all. Events left unacknowledged by a consumer
+	// that died are delivered to another one. It blocks until ctx is
+	// cancelled and then returns nil.
+	Consume(ctx context.Context, group, consumer string, fn func(context.Context, Event) error) error
+}
