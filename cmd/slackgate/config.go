@@ -1,0 +1,213 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+	"github.com/rs/zerolog"
+)
+
+// Config is every setting slackgate reads, all from the environment. It is
+// read here and nowhere else; packages get plain structs built from it.
+type Config struct {
+	// Claude Code.
+	ClaudeBin      string        `env:"CLAUDE_BIN" envDefault:"claude"`
+	WorkDir        string        `env:"CLAUDE_WORKDIR"`
+	PermissionMode string        `env:"CLAUDE_PERMISSION_MODE" envDefault:"default"`
+	Model          string        `env:"CLAUDE_MODEL"`
+	Args           string        `env:"CLAUDE_ARGS"`
+	RequestTimeout time.Duration `env:"REQUEST_TIMEOUT" envDefault:"30m"`
+	MaxSessions    int           `env:"MAX_SESSIONS" envDefault:"8"`
+	IdleTimeout    time.Duration `env:"SESSION_IDLE_TIMEOUT" envDefault:"10m"`
+	WorkerID       string        `env:"WORKER_ID"`
+
+	// Store.
+	RedisURL string `env:"REDIS_URL"`
+	DataDir  string `env:"DATA_DIR" envDefault:"./data"`
+
+	// Slack.
+	SlackBotToken      string `env:"SLACK_BOT_TOKEN"`
+	SlackAppToken      string `env:"SLACK_APP_TOKEN"`
+	SlackSigningSecret string `env:"SLACK_SIGNING_SECRET"`
+	SlackAPIURL        string `env:"SLACK_API_URL"`
+	HTTPAddr           string `env:"HTTP_ADDR" envDefault:":3000"`
+	Approvers          string `env:"APPROVERS"`
+	ChannelWorkDirs    string `env:"CHANNEL_WORKDIRS"`
+
+	// Logs.
+	LogLevel  string `env:"LOG_LEVEL" envDefault:"info"`
+	LogFormat string `env:"LOG_FORMAT" envDefault:"json"`
+}
+
+// permissionModes are the modes Claude Code 2.1.x accepts for
+// --permission-mode. The CLI itself accepted nonsense in 2.1.197, so we check.
+var permissionModes = []string{"default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto"}
+
+// loadConfig parses the environment given as KEY=VALUE pairs.
+func loadConfig(environ []string) (Config, error) {
+	vars := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	cfg, err := env.ParseAsWithOptions[Config](env.Options{Environment: vars})
+	if err != nil {
+		return Config{}, fmt.Errorf("config: %w", nameVariables(err, vars))
+	}
+	if cfg.WorkDir == "" {
+		if cfg.WorkDir, err = os.Getwd(); err != nil {
+			return Config{}, fmt.Errorf("config: CLAUDE_WORKDIR unset and the current directory is unknown: %w", err)
+		}
+	}
+	return cfg, cfg.validate()
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if !slices.Contains(permissionModes, c.PermissionMode) {
+		errs = append(errs, fmt.Errorf("CLAUDE_PERMISSION_MODE=%q: want one of %s", c.PermissionMode, strings.Join(permissionModes, ", ")))
+	}
+	if c.RequestTimeout < 0 {
+		errs = append(errs, fmt.Errorf("REQUEST_TIMEOUT=%s: must be positive, or 0 for never", c.RequestTimeout))
+	}
+	if c.MaxSessions < 1 {
+		errs = append(errs, fmt.Errorf("MAX_SESSIONS=%d: must be at least 1", c.MaxSessions))
+	}
+	if c.IdleTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("SESSION_IDLE_TIMEOUT=%s: must be positive", c.IdleTimeout))
+	}
+	if _, err := zerolog.ParseLevel(strings.ToLower(c.LogLevel)); err != nil || c.LogLevel == "" {
+		errs = append(errs, fmt.Errorf("LOG_LEVEL=%q: want trace, debug, info, warn or error", c.LogLevel))
+	}
+	if c.LogFormat != "json" && c.LogFormat != "console" {
+		errs = append(errs, fmt.Errorf("LOG_FORMAT=%q: want json or console", c.LogFormat))
+	}
+	if _, err := splitArgs(c.Args); err != nil {
+		errs = append(errs, fmt.Errorf("CLAUDE_ARGS: %w", err))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	return nil
+}
+
+// nameVariables rewrites env's parse errors, which name Go struct fields, to
+// name the environment variable a person has to fix.
+func nameVariables(err error, vars map[string]string) error {
+	var agg env.AggregateError
+	if !errors.As(err, &agg) {
+		return err
+	}
+	t := reflect.TypeFor[Config]()
+	out := make([]error, 0, len(agg.Errors))
+	for _, e := range agg.Errors {
+		var pe env.ParseError
+		if errors.As(e, &pe) {
+			if f, ok := t.FieldByName(pe.Name); ok {
+				out = append(out, fmt.Errorf("%s=%q: %w", f.Tag.Get("env"), vars[f.Tag.Get("env")], pe.Err))
+				continue
+			}
+		}
+		out = append(out, e)
+	}
+	return errors.Join(out...)
+}
+
+// validateSlack checks what the Slack side needs; only bot-running commands call it.
+func (c Config) validateSlack() error {
+	if c.SlackBotToken == "" {
+		return errors.New("config: SLACK_BOT_TOKEN is required: create the Slack app from deploy/slack/manifest.yaml, install it, and export its Bot User OAuth Token (xoxb-…)")
+	}
+	if c.SlackAppToken == "" && c.SlackSigningSecret == "" {
+		return errors.New("config: set SLACK_APP_TOKEN (xapp-…, Socket Mode) or SLACK_SIGNING_SECRET (HTTP mode, with deploy/slack/manifest-http.yaml)")
+	}
+	return nil
+}
+
+// newLogger builds the process logger from LOG_LEVEL and LOG_FORMAT.
+func newLogger(c Config, w io.Writer) zerolog.Logger {
+	level, err := zerolog.ParseLevel(strings.ToLower(c.LogLevel))
+	if err != nil {
+		level = zerolog.InfoLevel
+	}
+	if c.LogFormat == "console" {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+	}
+	return zerolog.New(w).Level(level).With().Timestamp().Logger()
+}
+
+// maskURL hides a password in a Redis URL so it can be logged or shown.
+func maskURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "***")
+	}
+	return u.String()
+}
+
+// splitArgs splits CLAUDE_ARGS like a shell would for simple cases: words
+// separated by blanks, with single or double quotes grouping words and a
+// backslash escaping the next character outside single quotes.
+func splitArgs(s string) ([]string, error) {
+	var (
+		args  []string
+		cur   strings.Builder
+		inArg bool
+		quote rune
+	)
+	rs := []rune(s)
+	for i := 0; i < len(rs); i++ {
+		r := rs[i]
+		switch {
+		case quote == '\'':
+			if r == '\'' {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case r == '\\':
+			if i+1 == len(rs) {
+				return nil, errors.New("trailing backslash")
+			}
+			i++
+			cur.WriteRune(rs[i])
+			inArg = true
+		case quote == '"':
+			if r == '"' {
+				quote = 0
+			} else {
+				cur.WriteRune(r)
+			}
+		case r == '\'' || r == '"':
+			quote, inArg = r, true
+		case r == ' ' || r == '\t' || r == '\n':
+			if inArg {
+				args = append(args, cur.String())
+				cur.Reset()
+				inArg = false
+			}
+		default:
+			cur.WriteRune(r)
+			inArg = true
+		}
+	}
+	if quote != 0 {
+		return nil, fmt.Errorf("unterminated %c quote", quote)
+	}
+	if inArg {
+		args = append(args, cur.String())
+	}
+	return args, nil
+}

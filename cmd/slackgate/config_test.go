@@ -1,0 +1,128 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadConfigDefaults(t *testing.T) {
+	cfg, err := loadConfig(nil)
+	if err != nil {
+		t.Fatalf("loadConfig: %v", err)
+	}
+	want := Config{
+		ClaudeBin: "claude", PermissionMode: "default", RequestTimeout: 30 * time.Minute,
+		MaxSessions: 8, IdleTimeout: 10 * time.Minute, DataDir: "./data", HTTPAddr: ":3000",
+		LogLevel: "info", LogFormat: "json",
+	}
+	want.WorkDir = cfg.WorkDir // the current directory
+	if cfg.WorkDir == "" {
+		t.Error("WorkDir: want the current directory, got empty")
+	}
+	if cfg != want {
+		t.Errorf("defaults:\n got %+v\nwant %+v", cfg, want)
+	}
+}
+
+func TestLoadConfigReadsEveryVariable(t *testing.T) {
+	cfg, err := loadConfig([]string{
+		"CLAUDE_BIN=/opt/claude", "CLAUDE_WORKDIR=/srv/repo", "CLAUDE_PERMISSION_MODE=plan",
+		"CLAUDE_MODEL=opus", "CLAUDE_ARGS=--max-turns 3", "REDIS_URL=redis://r:6379/1", "DATA_DIR=/var/lib/sg",
+		"REQUEST_TIMEOUT=0", "MAX_SESSIONS=2", "SESSION_IDLE_TIMEOUT=1m", "WORKER_ID=w1", "LOG_LEVEL=debug",
+		"LOG_FORMAT=console", "SLACK_BOT_TOKEN=xoxb-1", "SLACK_APP_TOKEN=xapp-1", "SLACK_SIGNING_SECRET=s",
+		"SLACK_API_URL=http://127.0.0.1:1/api/", "HTTP_ADDR=:8080", "APPROVERS=U1,S2",
+		"CHANNEL_WORKDIRS=C1=/a", "UNRELATED=x",
+	})
+	if err != nil {
+		t.Fatalf("loadConfig: %v", err)
+	}
+	want := Config{
+		ClaudeBin: "/opt/claude", WorkDir: "/srv/repo", PermissionMode: "plan", Model: "opus",
+		Args: "--max-turns 3", RequestTimeout: 0, MaxSessions: 2, IdleTimeout: time.Minute, WorkerID: "w1",
+		RedisURL: "redis://r:6379/1", DataDir: "/var/lib/sg", SlackBotToken: "xoxb-1", SlackAppToken: "xapp-1",
+		SlackSigningSecret: "s", SlackAPIURL: "http://127.0.0.1:1/api/", HTTPAddr: ":8080", Approvers: "U1,S2",
+		ChannelWorkDirs: "C1=/a", LogLevel: "debug", LogFormat: "console",
+	}
+	if cfg != want {
+		t.Errorf("\n got %+v\nwant %+v", cfg, want)
+	}
+}
+
+func TestLoadConfigRejectsBadValuesNamingTheVariable(t *testing.T) {
+	tests := []struct {
+		env  string
+		want string
+	}{
+		{"CLAUDE_PERMISSION_MODE=nonsense", "CLAUDE_PERMISSION_MODE"},
+		{"REQUEST_TIMEOUT=-1s", "REQUEST_TIMEOUT"},
+		{"REQUEST_TIMEOUT=soon", "REQUEST_TIMEOUT"},
+		{"MAX_SESSIONS=0", "MAX_SESSIONS"},
+		{"LOG_LEVEL=loud", "LOG_LEVEL"},
+		{"LOG_FORMAT=xml", "LOG_FORMAT"},
+		{`CLAUDE_ARGS=--append-system-prompt "unterminated`, "CLAUDE_ARGS"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.env, func(t *testing.T) {
+			_, err := loadConfig([]string{tt.env})
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("loadConfig(%s) = %v, want an error naming %s", tt.env, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidateSlackExplainsWhatIsMissing(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"no bot token", Config{SlackAppToken: "xapp-1"}, "SLACK_BOT_TOKEN"},
+		{"no transport", Config{SlackBotToken: "xoxb-1"}, "SLACK_APP_TOKEN"},
+		{"socket mode", Config{SlackBotToken: "xoxb-1", SlackAppToken: "xapp-1"}, ""},
+		{"http mode", Config{SlackBotToken: "xoxb-1", SlackSigningSecret: "s"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.validateSlack()
+			if tt.want == "" && err != nil {
+				t.Fatalf("validateSlack: %v", err)
+			}
+			if tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Fatalf("validateSlack = %v, want an error naming %s", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestSplitArgs(t *testing.T) {
+	tests := []struct {
+		in   string
+		want []string
+	}{
+		{"", nil},
+		{"  --max-turns   3 ", []string{"--max-turns", "3"}},
+		{`--append-system-prompt "be brief, please"`, []string{"--append-system-prompt", "be brief, please"}},
+		{`--x 'a "b" c'`, []string{"--x", `a "b" c`}},
+		{`a\ b ""`, []string{"a b", ""}},
+	}
+	for _, tt := range tests {
+		got, err := splitArgs(tt.in)
+		if err != nil {
+			t.Fatalf("splitArgs(%q): %v", tt.in, err)
+		}
+		if strings.Join(got, "|") != strings.Join(tt.want, "|") || len(got) != len(tt.want) {
+			t.Errorf("splitArgs(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestMaskURLHidesThePassword(t *testing.T) {
+	if got := maskURL("redis://:hunter2@db:6379/0"); strings.Contains(got, "hunter2") || !strings.Contains(got, "db:6379") {
+		t.Errorf("maskURL = %q", got)
+	}
+	if got := maskURL("redis://db:6379/0"); got != "redis://db:6379/0" {
+		t.Errorf("maskURL without password = %q", got)
+	}
+}
