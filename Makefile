@@ -8,6 +8,13 @@ CLAUDE_CODE_VERSION ?= 2.1.330
 GO ?= go
 FUZZTIME ?= 10s
 
+# `make run` reads KEY=value lines from .env when it exists (see
+# deploy/slackgate.env.example); variables already in the environment win.
+ifneq (,$(wildcard .env))
+include .env
+export $(shell sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\)=.*/\1/p' .env)
+endif
+
 .PHONY: all build run test test-go fuzz bench lint claude-code
 
 all: build
