@@ -8,13 +8,6 @@ CLAUDE_CODE_VERSION ?= 2.1.330
 GO ?= go
 FUZZTIME ?= 10s
 
-# `make run` reads KEY=value lines from .env when it exists (see
-# deploy/slackgate.env.example); variables already in the environment win.
-ifneq (,$(wildcard .env))
-include .env
-export $(shell sed -n 's/^\([A-Za-z_][A-Za-z0-9_]*\)=.*/\1/p' .env)
-endif
-
 .PHONY: all build run test test-go fuzz bench lint claude-code
 
 all: build
@@ -23,8 +16,9 @@ build:
 	$(GO) build -o bin/slackgate ./cmd/slackgate
 
 ## run: slackgate on this machine (Slack + Claude Code worker in one process).
+## It sources .env first when there is one (see deploy/slackgate.env.example).
 run: build
-	./bin/slackgate run
+	if [ -f .env ]; then set -a; . ./.env; set +a; fi; exec ./bin/slackgate run
 
 ## claude-code: install the pinned CLI into .cache/ and print its path.
 claude-code:
