@@ -17,8 +17,12 @@ build:
 
 ## run: slackgate on this machine (Slack + Claude Code worker in one process).
 ## It sources .env first when there is one (see deploy/slackgate.env.example).
+## Without CLAUDE_BIN and without `claude` on PATH it uses the pinned CLI.
 run: build
-	if [ -f .env ]; then set -a; . ./.env; set +a; fi; exec ./bin/slackgate run
+	if [ -f .env ]; then set -a; . ./.env; set +a; fi; \
+	if [ -z "$${CLAUDE_BIN:-}" ] && ! command -v claude >/dev/null; then \
+		export CLAUDE_BIN="$$(.ci/claude-code.sh $(CLAUDE_CODE_VERSION))"; fi; \
+	exec ./bin/slackgate run
 
 ## claude-code: install the pinned CLI into .cache/ and print its path.
 claude-code:
@@ -27,6 +31,7 @@ claude-code:
 ## test: vet, race tests against the real CLI and a private redis, fuzz briefly.
 test: lint
 	CLAUDE_BIN="$$(.ci/claude-code.sh $(CLAUDE_CODE_VERSION))" \
+	CLAUDE_BIN_197="$$(.ci/claude-code.sh 2.1.197)" \
 	SLACKGATE_REQUIRE_INTEGRATION=1 \
 	.ci/with-redis.sh $(MAKE) --no-print-directory test-go fuzz
 
