@@ -94,8 +94,8 @@ type Request struct {
 func (r Request) Pending() bool { return r.Decision == nil }
 
 // Suggestion is one of Claude Code's permission_suggestions (a PermissionUpdate
-// on the wire). Raw keeps the exact object so it can be echoed back in
-// updatedPermissions; the other fields are decoded for display.
+// on the wire), with every field the protocol defines, so an accepted one
+// goes back in updatedPermissions exactly as it came.
 type Suggestion struct {
 	Type        string           `json:"type"` // addRules, replaceRules, removeRules, setMode, addDirectories, removeDirectories
 	Rules       []SuggestionRule `json:"rules,omitempty"`

@@ -412,7 +412,8 @@ func pickOptions(el map[string]any, labels []string) ([]any, error) {
 // action_id or its placeholder. Choices are remembered for user (they show
 // up in state.values of later clicks) and the block_actions Slack sends on
 // change is delivered. Checkboxes and multi-selects take the complete new
-// selection.
+// selection. element may also be the block_id of the element's block, for
+// messages where several menus share an action_id.
 func (f *Fake) Select(ctx context.Context, user string, ref MessageRef, element string, optionLabels ...string) error {
 	f.mu.Lock()
 	u, err := f.userLocked(user)
@@ -430,7 +431,7 @@ func (f *Fake) Select(ctx context.Context, user string, ref MessageRef, element 
 	var blockID string
 	elements(list, func(bid string, e map[string]any) {
 		typ, _ := e["type"].(string)
-		if el == nil && statefulTypes[typ] && (e["action_id"] == element || textOf(e["placeholder"]) == element) {
+		if el == nil && statefulTypes[typ] && (e["action_id"] == element || textOf(e["placeholder"]) == element || bid == element) {
 			el, blockID = e, bid
 		}
 	})

@@ -30,8 +30,9 @@ type Config struct {
 	WorkerID       string        `env:"WORKER_ID"`
 
 	// Store.
-	RedisURL string `env:"REDIS_URL"`
-	DataDir  string `env:"DATA_DIR" envDefault:"./data"`
+	RedisURL       string `env:"REDIS_URL"`
+	RedisKeyPrefix string `env:"REDIS_KEY_PREFIX" envDefault:"slackgate"`
+	DataDir        string `env:"DATA_DIR" envDefault:"./data"`
 
 	// Slack.
 	SlackBotToken      string `env:"SLACK_BOT_TOKEN"`

@@ -1,0 +1,176 @@
+package blocks
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/slack-go/slack"
+)
+
+// Prefix starts every action_id, block_id and callback_id slackgate emits, so
+// a transport can route "sg_*" to the bot and ignore everything else.
+const Prefix = "sg_"
+
+// ActionKind says what a button or menu on a card does.
+type ActionKind string
+
+// Action IDs. Buttons that repeat within one actions block (one per
+// suggestion, one per option) carry a ".<n>" suffix because Slack wants
+// action_ids unique within a block; ParseAction strips it. Values always
+// carry "<question>|<option>|<request id>".
+const (
+	ActionApprove ActionKind = Prefix + "approve" // allow as is (tool, plan)
+	ActionDeny    ActionKind = Prefix + "deny"    // open the deny modal (tool) or the feedback modal (plan)
+	ActionEdit    ActionKind = Prefix + "edit"    // open the edit modal (Bash, Write, Edit)
+	ActionAlways  ActionKind = Prefix + "always"  // allow and apply suggestion Index for the session
+	ActionAnswer  ActionKind = Prefix + "answer"  // the one question's option Index: answers at once
+	ActionPick    ActionKind = Prefix + "pick"    // a menu or checkbox of question Question changed: nothing to decide yet
+	ActionSubmit  ActionKind = Prefix + "submit"  // send the answers picked in the message
+	ActionOther   ActionKind = Prefix + "other"   // open the free-text modal
+	ActionSkip    ActionKind = Prefix + "skip"    // deny: the person skipped the question
+)
+
+var actionKinds = map[ActionKind]bool{
+	ActionApprove: true, ActionDeny: true, ActionEdit: true, ActionAlways: true, ActionAnswer: true,
+	ActionPick: true, ActionSubmit: true, ActionOther: true, ActionSkip: true,
+}
+
+// Action is a decoded click on one of slackgate's cards.
+type Action struct {
+	Kind      ActionKind
+	RequestID string
+	// Question is the question's index (question cards); Index is the
+	// suggestion's index (ActionAlways) or the option's (ActionAnswer).
+	Question int
+	Index    int
+}
+
+// ParseAction decodes a block action from a card. It returns false when the
+// action is not slackgate's (another app's button, a malformed value).
+func ParseAction(a *slack.BlockAction) (Action, bool) {
+	if a == nil || !strings.HasPrefix(a.ActionID, Prefix) {
+		return Action{}, false
+	}
+	kind := ActionKind(a.ActionID)
+	if i := strings.IndexByte(a.ActionID, '.'); i >= 0 {
+		kind = ActionKind(a.ActionID[:i])
+	}
+	if !actionKinds[kind] {
+		return Action{}, false
+	}
+	val := a.Value
+	if kind == ActionPick { // menus have no value of their own; the block id carries it
+		val = strings.TrimPrefix(a.BlockID, blockQuestion)
+	}
+	q, o, id, ok := parseValue(val)
+	if !ok {
+		return Action{}, false
+	}
+	return Action{Kind: kind, RequestID: id, Question: q, Index: o}, true
+}
+
+// value encodes what a button refers to. The request id goes last so it may
+// contain any character.
+func value(q, o int, requestID string) string {
+	return strconv.Itoa(q) + "|" + strconv.Itoa(o) + "|" + requestID
+}
+
+func parseValue(v string) (q, o int, id string, ok bool) {
+	parts := strings.SplitN(v, "|", 3)
+	if len(parts) != 3 || parts[2] == "" {
+		return 0, 0, "", false
+	}
+	q, err1 := strconv.Atoi(parts[0])
+	o, err2 := strconv.Atoi(parts[1])
+	if err1 != nil || err2 != nil || q < 0 || o < 0 {
+		return 0, 0, "", false
+	}
+	return q, o, parts[2], true
+}
+
+func actionID(k ActionKind, n int) string { return string(k) + "." + strconv.Itoa(n) }
+
+// Block ids on cards. Question blocks carry "<question>|0|<request id>" after
+// the prefix so a menu change can be traced back to its request.
+const (
+	blockQuestion = Prefix + "q:"
+	blockActions  = Prefix + "actions"
+	blockOutcome  = Prefix + "outcome"
+)
+
+func questionBlockID(q int, requestID string) string { return blockQuestion + value(q, 0, requestID) }
+
+// ModalKind names a modal; it is the view's callback_id.
+type ModalKind string
+
+const (
+	ModalNone  ModalKind = ""
+	ModalDeny  ModalKind = Prefix + "deny_modal"  // optional reason (tool) or feedback (plan)
+	ModalEdit  ModalKind = Prefix + "edit_modal"  // the tool input, editable
+	ModalOther ModalKind = Prefix + "other_modal" // free-text answers, one per question
+)
+
+// Next says what the bot does after DecideAction.
+type Next int
+
+const (
+	// NextDecide: the Decision is complete; call store.Decide.
+	NextDecide Next = iota
+	// NextNothing: a menu or checkbox changed; wait for Submit.
+	NextNothing
+	// NextDenyModal, NextEditModal, NextOtherModal: open that modal
+	// (Modal(next.Modal(), r, card)) with the click's trigger_id.
+	NextDenyModal
+	NextEditModal
+	NextOtherModal
+)
+
+// Modal names the modal to open, ModalNone for NextDecide and NextNothing.
+func (n Next) Modal() ModalKind {
+	switch n {
+	case NextDenyModal:
+		return ModalDeny
+	case NextEditModal:
+		return ModalEdit
+	case NextOtherModal:
+		return ModalOther
+	}
+	return ModalNone
+}
+
+// Errors from the decoders. Their text is written for the person who
+// clicked (after the "blocks: " prefix is removed with Explain).
+var (
+	// ErrNotOurs: the interaction is not one of slackgate's.
+	ErrNotOurs = errors.New("blocks: not a slackgate interaction")
+	// ErrMismatch: the click does not fit the request (another request's
+	// button, an option that does not exist, a button the kind has not).
+	ErrMismatch = errors.New("blocks: this button does not belong to that request")
+	// ErrIncomplete: Submit before every question had an answer.
+	ErrIncomplete = errors.New("blocks: some questions have no answer yet")
+)
+
+// Explain turns a decoder error into a sentence for the person who clicked.
+func Explain(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrIncomplete):
+		return strings.TrimPrefix(err.Error(), "blocks: ")
+	case errors.Is(err, ErrMismatch):
+		return "This button no longer matches the request. Please use the latest card."
+	case errors.Is(err, ErrNotOurs):
+		return "slackgate does not know this button."
+	}
+	return "Something went wrong reading your answer: " + strings.TrimPrefix(err.Error(), "blocks: ")
+}
+
+func incomplete(questions []string) error {
+	quoted := make([]string, len(questions))
+	for i, q := range questions {
+		quoted[i] = "“" + cut(q, 80) + "”"
+	}
+	return fmt.Errorf("%w: please answer %s", ErrIncomplete, strings.Join(quoted, ", "))
+}

@@ -1,0 +1,153 @@
+package blocks
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slackgate/slackgate/store"
+)
+
+// SkipMessage is the deny message Claude gets when a person skips a question.
+const SkipMessage = "User skipped this question"
+
+// Who is the person who clicked or submitted.
+type Who struct {
+	ID   string // Slack user id
+	Name string // display name, for the audit trail
+}
+
+// DecideAction turns a click on r's card into a Decision. cb is the whole
+// block_actions payload (Submit reads the menus' state.values from it). When
+// next is not NextDecide the Decision is empty: the bot opens the modal
+// (next.Modal()) or waits. Errors: ErrMismatch when the click does not fit r,
+// ErrIncomplete (with the unanswered questions) on Submit, and
+// store.ErrAlreadyDecided when r is settled.
+func DecideAction(a Action, r store.Request, cb *slack.InteractionCallback, by Who, at time.Time) (store.Decision, Next, error) {
+	r = normalize(r)
+	if a.RequestID != r.ID {
+		return store.Decision{}, NextDecide, fmt.Errorf("%w (action for %q, request %q)", ErrMismatch, a.RequestID, r.ID)
+	}
+	if r.Decision != nil {
+		return store.Decision{}, NextDecide, fmt.Errorf("blocks: request %s: %w", r.ID, store.ErrAlreadyDecided)
+	}
+	d := store.Decision{By: by.ID, ByName: by.Name, At: at}
+	mismatch := func() (store.Decision, Next, error) {
+		return store.Decision{}, NextDecide, fmt.Errorf("%w (%s on a %s request)", ErrMismatch, a.Kind, r.Kind)
+	}
+	isQuestion := r.Kind == store.KindQuestion
+	switch a.Kind {
+	case ActionApprove:
+		if isQuestion {
+			return mismatch()
+		}
+		d.Outcome = store.OutcomeAllow
+	case ActionDeny:
+		if isQuestion {
+			return mismatch()
+		}
+		return store.Decision{}, NextDenyModal, nil
+	case ActionEdit:
+		if !Editable(r) {
+			return mismatch()
+		}
+		return store.Decision{}, NextEditModal, nil
+	case ActionAlways:
+		if r.Kind != store.KindTool || a.Index >= len(r.Suggestions) {
+			return mismatch()
+		}
+		s := r.Suggestions[a.Index]
+		if _, ok := suggestionLabel(s); !ok {
+			return mismatch()
+		}
+		// localSettings rules are ignored in an untrusted workspace, so the
+		// rule is applied to the session, where it always takes effect.
+		s.Destination = "session"
+		d.Outcome = store.OutcomeAllow
+		d.Permissions = []store.Suggestion{s}
+	case ActionAnswer:
+		qs := questions(r)
+		if !isQuestion || !oneTap(qs) || a.Question != 0 || a.Index >= len(qs[0].Options) {
+			return mismatch()
+		}
+		d.Outcome = store.OutcomeAllow
+		d.Answers = map[string]string{qs[0].Question: qs[0].Options[a.Index].Label}
+	case ActionPick:
+		if !isQuestion {
+			return mismatch()
+		}
+		return store.Decision{}, NextNothing, nil
+	case ActionSubmit:
+		if !isQuestion {
+			return mismatch()
+		}
+		answers, err := messageAnswers(r, cb)
+		if err != nil {
+			return store.Decision{}, NextDecide, err
+		}
+		d.Outcome = store.OutcomeAllow
+		d.Answers = answers
+	case ActionOther:
+		if !isQuestion {
+			return mismatch()
+		}
+		return store.Decision{}, NextOtherModal, nil
+	case ActionSkip:
+		if !isQuestion {
+			return mismatch()
+		}
+		d.Outcome = store.OutcomeDeny
+		d.Message = SkipMessage
+	default:
+		return mismatch()
+	}
+	return d, NextDecide, nil
+}
+
+// messageAnswers reads every question's menu from the message's
+// state.values.
+func messageAnswers(r store.Request, cb *slack.InteractionCallback) (map[string]string, error) {
+	var values map[string]map[string]slack.BlockAction
+	if cb != nil && cb.BlockActionState != nil {
+		values = cb.BlockActionState.Values
+	}
+	answers := map[string]string{}
+	var missing []string
+	for i, q := range questions(r) {
+		a, ok := values[questionBlockID(i, r.ID)][string(ActionPick)]
+		labels := selected(q, a)
+		if !ok || len(labels) == 0 {
+			missing = append(missing, q.Question)
+			continue
+		}
+		answers[q.Question] = strings.Join(labels, ", ")
+	}
+	if len(missing) > 0 {
+		return nil, incomplete(missing)
+	}
+	return answers, nil
+}
+
+// selected maps a menu's selection (option values are indexes) back to the
+// options' labels, in the order the question lists them.
+func selected(q question, a slack.BlockAction) []string {
+	picked := map[int]bool{}
+	add := func(v string) {
+		if i, err := strconv.Atoi(v); err == nil && i >= 0 && i < len(q.Options) {
+			picked[i] = true
+		}
+	}
+	add(a.SelectedOption.Value)
+	for _, o := range a.SelectedOptions {
+		add(o.Value)
+	}
+	var labels []string
+	for i, o := range q.Options {
+		if picked[i] {
+			labels = append(labels, o.Label)
+		}
+	}
+	return labels
+}

@@ -1,0 +1,70 @@
+// Package blocks renders slackgate's requests and session events as Slack Block Kit, decodes people's clicks and modal submissions back into store decisions, and validates every message and view against Slack's limits; it is pure: no I/O, no logging, no clock.
+//
+// # Validator (the law for fakeslack and for every renderer here)
+//
+//	ValidateMessage(text string, bs []slack.Block) error
+//	ValidateView(v slack.ModalViewRequest) error
+//
+// Both marshal what they are given, the way Slack would receive it, and
+// return a *ValidationError listing every problem as "path: problem", e.g.
+// "blocks[3].elements[1].text: 81 > 75 chars". Lengths count runes. The
+// limits are the Max* constants. Beyond Slack, an empty top-level text is an
+// error (notifications show only the text). chat.update rejects text over
+// MaxUpdateText (4,000); ValidateMessage allows up to MaxMessageText
+// (40,000) because chat.postMessage does; every renderer here stays under
+// 4,000.
+//
+// # Cards
+//
+//	Card(r store.Request, s store.Session) Message
+//
+// renders a pending request (buttons) or, when r.Decision is set, its final
+// state (outcome, <@who>, a <!date^…> token, no buttons; the summary stays
+// for the audit trail). Message.Text mentions s.StartedBy. When an input was
+// too long to show, the card says so ("… 3,812 more lines — full input
+// attached in the thread") and Message.FullInput holds the whole text, to be
+// uploaded as a file named Message.FullInputName in the thread.
+//
+// # Clicks
+//
+// Every action_id, block_id and callback_id starts with Prefix ("sg_").
+// Button values are "<question>|<option>|<request id>".
+//
+//	a, ok := ParseAction(blockAction)            // ok=false: not ours, ignore
+//	d, next, err := DecideAction(a, r, cb, Who{ID, Name}, now)
+//	switch next {
+//	case NextDecide:  store.Decide(ctx, r.ID, d)    // err: ErrMismatch, ErrIncomplete, store.ErrAlreadyDecided
+//	case NextNothing: // a menu changed; wait for Submit
+//	default:          view, _ := Modal(next.Modal(), r, r.Card); views.open(trigger_id, view)
+//	}
+//
+// Explain(err) gives the sentence to show the person ephemerally.
+// AlreadyDecided(r) and NotAllowed() are ready-made ephemeral messages.
+//
+// # Modals
+//
+//	DenyModal(r, card)  // tool: optional reason + "Stop Claude's turn"; plan: required feedback ("Keep planning")
+//	EditModal(r, card)  // Bash command; Write path+content; Edit path+old+new (only when Editable(r))
+//	OtherModal(r, card) // per question: a menu and a free-text field (the text wins)
+//
+//	v, err := ParseViewSubmission(cb)            // ErrNotOurs for other views
+//	d, errs, err := DecideView(v, r, cb, who, now)
+//	// errs != nil: ack with slack.NewErrorsViewSubmissionResponse(errs), nothing decided
+//	// else store.Decide(ctx, v.RequestID, d), then update the card at v.Card
+//
+// Decisions: "Always allow …" carries the suggestion with Destination
+// "session" in Decision.Permissions; "Edit & approve" puts the edited input
+// (same JSON shape, other fields kept) in Decision.UpdatedInput; answers map
+// question text → label, several labels joined ", ", free text verbatim;
+// "Skip" denies with SkipMessage.
+//
+// # Thread
+//
+//	EventMessages(e store.Event) []Message        // assistant text (Markdown → mrkdwn, split), tool-use line, failed tool result, result, exit, error
+//	StatusMessage(s store.Session, st Status) Message // the status line the bot edits in place
+//	Markdown(s string) string; Escape(s string) string; Ephemeral(text string) Message
+//
+// All text taken from tool inputs or Claude is escaped (& < >) so it cannot
+// ping or fake links, and runs of backticks are broken with zero-width
+// spaces so it cannot open or close code formatting.
+package blocks

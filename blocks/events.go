@@ -1,0 +1,246 @@
+package blocks
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slackgate/slackgate/store"
+)
+
+// Thread message budgets.
+const (
+	stderrLines = 20  // stderr lines shown when a process exits
+	toolLine    = 150 // characters of the tool's argument on a tool-use line
+	maxErrors   = 5   // errors listed under a failed result
+)
+
+// EventMessages renders one session event as the messages the bot posts in
+// the session's thread: assistant text (markdown converted, split to fit),
+// a compact tool-use line, a failed tool result, the end of a turn, the end
+// of the process, an error. Events that the thread does not show (request
+// events, which have cards; session_started; successful tool results)
+// return nil.
+func EventMessages(e store.Event) []Message {
+	switch e.Type {
+	case store.EventAssistantText:
+		if strings.TrimSpace(e.Text) == "" {
+			return nil
+		}
+		var out []Message
+		for _, chunk := range splitText(Markdown(e.Text), bodyChunk) {
+			out = append(out, Message{Text: chunk, Blocks: []slack.Block{section(chunk)}})
+		}
+		return out
+	case store.EventToolUse:
+		line := "🔧 *" + codeSafe(cut(oneLine(e.Tool), 100)) + "*"
+		if arg := toolArg(e.Tool, e.Input); arg != "" {
+			line += ": " + inlineCode(arg, toolLine)
+		}
+		return []Message{contextMessage(line)}
+	case store.EventToolResult:
+		if !e.IsError {
+			return nil
+		}
+		line := "⚠️ *" + codeSafe(cut(oneLine(e.Tool), 100)) + "* failed"
+		if t := strings.TrimSpace(e.Text); t != "" {
+			line += ": " + codeSafe(cut(oneLine(t), 500))
+		}
+		return []Message{contextMessage(line)}
+	case store.EventResult:
+		if e.Result == nil {
+			return nil
+		}
+		return []Message{resultMessage(*e.Result)}
+	case store.EventExit:
+		if e.Exit == nil {
+			return nil
+		}
+		return []Message{exitMessage(*e.Exit)}
+	case store.EventError:
+		t := "⚠️ " + codeSafe(cut(strings.TrimSpace(e.Text), 2500))
+		if strings.TrimSpace(e.Text) == "" {
+			t = "⚠️ Something went wrong in the worker."
+		}
+		return []Message{{Text: cut(t, 300), Blocks: []slack.Block{section(t)}}}
+	}
+	return nil
+}
+
+func contextMessage(line string) Message {
+	return Message{Text: line, Blocks: []slack.Block{slack.NewContextBlock("", mrkdwn(line))}}
+}
+
+// toolArg is the one argument that says what a tool call does.
+func toolArg(tool string, input json.RawMessage) string {
+	f := decodeInput(input)
+	for _, key := range []string{"command", "file_path", "notebook_path", "pattern", "url", "query", "description", "prompt"} {
+		if s := f.str(key); s != "" {
+			return s
+		}
+	}
+	if _, name, ok := mcpName(tool); ok && len(f) == 0 {
+		return name
+	}
+	if len(f) == 0 {
+		return ""
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, input); err != nil {
+		return string(input)
+	}
+	return compact.String()
+}
+
+func duration(ms int64) string {
+	d := time.Duration(ms) * time.Millisecond
+	switch {
+	case d < time.Minute:
+		return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min %d s", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%d h %d min", int(d.Hours()), int(d.Minutes())%60)
+}
+
+func resultMessage(r store.Result) Message {
+	facts := fmt.Sprintf("%s · %s · $%.4f", plural(r.Turns, "turn"), duration(r.DurationMS), r.CostUSD)
+	if !r.IsError && (r.Subtype == "" || r.Subtype == "success") {
+		t := "✅ Done · " + facts
+		return Message{Text: t, Blocks: []slack.Block{slack.NewContextBlock("", mrkdwn(t))}}
+	}
+	sub := r.Subtype
+	if sub == "" {
+		sub = "error"
+	}
+	head := "❌ Turn ended with " + inlineCode(sub, 100) + " · " + facts
+	text := head
+	for i, e := range r.Errors {
+		if i == maxErrors {
+			text += fmt.Sprintf("\n… %s more", thousands(len(r.Errors)-i))
+			break
+		}
+		text += "\n• " + codeSafe(cut(oneLine(e), 400))
+	}
+	if len(r.Errors) == 0 && strings.TrimSpace(r.Text) != "" {
+		text += "\n" + codeSafe(cut(oneLine(r.Text), 1000))
+	}
+	return Message{Text: cut(head, 300), Blocks: []slack.Block{section(text)}}
+}
+
+func exitMessage(x store.Exit) Message {
+	head := fmt.Sprintf("⏹️ Claude exited with code %d", x.Code)
+	if x.Reason != "" {
+		head += " (" + codeSafe(cut(oneLine(x.Reason), 200)) + ")"
+	}
+	bs := []slack.Block{section(head)}
+	if len(x.Stderr) > 0 {
+		tail := x.Stderr
+		if len(tail) > stderrLines {
+			tail = tail[len(tail)-stderrLines:]
+		}
+		kept, marker := clip(strings.Join(tail, "\n"), stderrLines, codeRunes)
+		text := "*stderr (last lines):*\n" + codeBlock(kept)
+		if marker != "" {
+			text += "\n_" + marker + "_"
+		}
+		bs = append(bs, section(text))
+	}
+	return Message{Text: head, Blocks: bs}
+}
+
+// Phase is where a session is, as its status line says.
+type Phase string
+
+const (
+	PhaseQueued  Phase = "queued"  // waiting for a worker
+	PhaseWorking Phase = "working" // Claude is working
+	PhaseWaiting Phase = "waiting" // requests wait for a person
+	PhaseDone    Phase = "done"    // the turn ended; a reply in the thread continues
+	PhaseFailed  Phase = "failed"  // the process failed or could not start
+)
+
+// Status is what the status line shows.
+type Status struct {
+	Phase   Phase
+	Pending int       // requests waiting for a person (PhaseWaiting)
+	Detail  string    // plain text: the failure, or what Claude is doing
+	Since   time.Time // when the phase began; zero leaves it out
+}
+
+// StatusMessage renders the session's status line, the one message the bot
+// keeps editing in the thread.
+func StatusMessage(s store.Session, st Status) Message {
+	var head string
+	switch st.Phase {
+	case PhaseQueued:
+		head = "🕓 Queued: waiting for a worker"
+	case PhaseWorking:
+		head = "⏳ Working…"
+	case PhaseWaiting:
+		head = "✋ Waiting for approval"
+		if st.Pending > 0 {
+			head = fmt.Sprintf("✋ Waiting for approval (%d)", st.Pending)
+		}
+	case PhaseDone:
+		head = "✅ Done: reply in this thread to continue"
+	case PhaseFailed:
+		head = "❌ Failed"
+	default:
+		head = "Status: " + codeSafe(string(st.Phase))
+	}
+	text := head
+	if d := strings.TrimSpace(st.Detail); d != "" {
+		text += ": " + codeSafe(cut(oneLine(d), 500))
+	}
+	if !st.Since.IsZero() {
+		text += " · since " + dateToken(st.Since)
+	}
+	ctx := []string{}
+	if s.ID != "" {
+		ctx = append(ctx, "Session "+inlineCode(short(s.ID), 40))
+	}
+	if s.WorkDir != "" {
+		ctx = append(ctx, "in "+inlineCode(s.WorkDir, 300))
+	}
+	if s.StartedBy != "" {
+		ctx = append(ctx, "started by <@"+s.StartedBy+">")
+	}
+	bs := []slack.Block{section(text)}
+	if len(ctx) > 0 {
+		bs = append(bs, slack.NewContextBlock("", mrkdwn(strings.Join(ctx, " · "))))
+	}
+	fallback := head
+	if d := strings.TrimSpace(st.Detail); d != "" {
+		fallback += ": " + codeSafe(oneLine(d))
+	}
+	return Message{Text: cut(fallback, 300), Blocks: bs}
+}
+
+// Ephemeral is a short note for one person ("already decided", "not
+// allowed", a decoder error). text is mrkdwn the caller wrote; escape
+// anything taken from input.
+func Ephemeral(text string) Message {
+	if strings.TrimSpace(text) == "" {
+		text = "…"
+	}
+	text = cut(text, MaxText)
+	return Message{Text: text, Blocks: []slack.Block{section(text)}}
+}
+
+// AlreadyDecided tells a late clicker who settled r and how.
+func AlreadyDecided(r store.Request) Message {
+	if r.Decision == nil {
+		return Ephemeral("This request is still waiting for a decision.")
+	}
+	return Ephemeral("This request was already settled: " + firstLine(outcome(r)))
+}
+
+// NotAllowed tells someone they may not decide Claude's requests.
+func NotAllowed() Message {
+	return Ephemeral("Sorry, only approvers can decide Claude's requests here. Ask someone on the approvers list.")
+}

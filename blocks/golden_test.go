@@ -1,0 +1,303 @@
+package blocks
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slackgate/slackgate/store"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden.json from the current output")
+
+var (
+	t0      = time.Date(2026, 11, 22, 10, 30, 0, 0, time.UTC)
+	session = store.Session{
+		ID:        "3f6c1c2e-5d1a-4b8e-9d55-0a4c8f1e2b77",
+		Thread:    store.MessageRef{Channel: "C0CHAN", TS: "1700000000.000100"},
+		WorkDir:   "/srv/repo",
+		StartedBy: "U0STARTER",
+		State:     store.SessionRunning,
+	}
+	cardRef = store.MessageRef{Channel: "C0CHAN", TS: "1700000000.000200"}
+	alice   = Who{ID: "U0ALICE", Name: "alice"}
+)
+
+func request(id string, kind store.Kind, tool, input string) store.Request {
+	return store.Request{
+		ID: id, SessionID: session.ID, CLIRequestID: "cli-" + id, Kind: kind,
+		ToolName: tool, DisplayName: tool, Input: json.RawMessage(input),
+		ToolUseID: "toolu_" + id, CreatedAt: t0, Deadline: t0.Add(time.Hour),
+	}
+}
+
+func bashRequest() store.Request {
+	r := request("req-bash", store.KindTool, "Bash", `{"command":"make deploy ENV=staging","description":"Deploy to staging"}`)
+	r.Description = "Deploy to staging"
+	r.DecisionReason = "This command requires approval"
+	r.DecisionReasonType = "other"
+	r.BlockedPath = "/srv/repo/deploy"
+	r.Suggestions = []store.Suggestion{
+		{Type: "addRules", Rules: []store.SuggestionRule{{ToolName: "Bash", RuleContent: "make deploy:*"}}, Behavior: "allow", Destination: "localSettings"},
+		{Type: "addDirectories", Directories: []string{"/srv/repo/deploy"}, Destination: "session"},
+	}
+	return r
+}
+
+func writeRequest() store.Request {
+	r := request("req-write", store.KindTool, "Write", `{"file_path":"/srv/repo/notes.txt","content":"hello\nworld\n"}`)
+	r.Suggestions = []store.Suggestion{{Type: "setMode", Mode: "acceptEdits", Destination: "session"}}
+	return r
+}
+
+func editRequest() store.Request {
+	return request("req-edit", store.KindTool, "Edit",
+		`{"file_path":"/srv/repo/main.go","old_string":"func main() {\n\tfmt.Println(\"hi\")\n}","new_string":"func main() {\n\tfmt.Println(\"hello\")\n}","replace_all":false}`)
+}
+
+func questionRequest(input string) store.Request {
+	return request("req-question", store.KindQuestion, "AskUserQuestion", input)
+}
+
+const (
+	oneQuestion = `{"questions":[{"question":"Which database should we use?","header":"Database","multiSelect":false,` +
+		`"options":[{"label":"Postgres","description":"Relational, battle-tested"},{"label":"SQLite","description":"One file, no server"},{"label":"MongoDB","description":"Documents"}]}]}`
+	multiQuestion = `{"questions":[{"question":"Which features do you want?","header":"Features","multiSelect":true,` +
+		`"options":[{"label":"Auth","description":"Log in"},{"label":"Export","description":"CSV"},{"label":"Search"}]}],"extra":"ignored"}`
+	severalQuestions = `{"questions":[` +
+		`{"question":"Which database should we use?","header":"Database","multiSelect":false,"options":[{"label":"Postgres","description":"Relational"},{"label":"SQLite","description":"One file"}]},` +
+		`{"question":"Which features do you want?","header":"Features","multiSelect":true,"options":[{"label":"Auth"},{"label":"Export"},{"label":"Search"}],"unknown":1}]}`
+)
+
+func planRequest() store.Request {
+	return request("req-plan", store.KindPlan, "ExitPlanMode",
+		`{"plan":"# Plan\n\n1. Add a **migration** for users\n2. Update the [docs](https://example.com/docs)\n\n`+"```sql\\nALTER TABLE users ADD email text;\\n```"+`"}`)
+}
+
+func decided(r store.Request, d store.Decision) store.Request {
+	r.Decision = &d
+	return r
+}
+
+// cards lists every card kind and final state with its golden name.
+func cards() map[string]store.Request {
+	bashAllowed := decided(bashRequest(), store.Decision{Outcome: store.OutcomeAllow, By: "U0ALICE", ByName: "alice", At: t0.Add(time.Minute)})
+	return map[string]store.Request{
+		"card_bash":      bashRequest(),
+		"card_write":     writeRequest(),
+		"card_edit":      editRequest(),
+		"card_multiedit": request("req-multi", store.KindTool, "MultiEdit", `{"file_path":"/srv/repo/a.go","edits":[{"old_string":"a","new_string":"b"},{"old_string":"x\ny","new_string":"x\nz"}]}`),
+		"card_read": func() store.Request {
+			r := request("req-read", store.KindTool, "Read", `{"file_path":"/etc/hostname"}`)
+			r.DecisionReason, r.DecisionReasonType = "Path is outside allowed working directories", "workingDir"
+			r.Suggestions = []store.Suggestion{{Type: "addRules", Rules: []store.SuggestionRule{{ToolName: "Read", RuleContent: "//etc/**"}}, Behavior: "allow", Destination: "session"}}
+			return r
+		}(),
+		"card_bash_compound": func() store.Request {
+			r := request("req-compound", store.KindTool, "Bash", `{"command":"touch x && rm -rf /tmp/nonexistent-zz","description":"x"}`)
+			r.Description, r.DecisionReasonType = "x", "subcommandResults"
+			r.Suggestions = []store.Suggestion{{Type: "addRules", Rules: []store.SuggestionRule{{ToolName: "Bash", RuleContent: "touch x *"}, {ToolName: "Bash", RuleContent: "rm -rf /tmp/nonexistent-zz"}}, Behavior: "allow", Destination: "localSettings"}}
+			return r
+		}(),
+		"card_glob":      request("req-glob", store.KindTool, "Glob", `{"pattern":"**/*.go","path":"/srv/repo"}`),
+		"card_grep":      request("req-grep", store.KindTool, "Grep", `{"pattern":"TODO\\(.*\\)","path":"/srv/repo","glob":"*.go"}`),
+		"card_webfetch":  request("req-fetch", store.KindTool, "WebFetch", `{"url":"https://example.com/a?b=1&c=2","prompt":"Summarise the page"}`),
+		"card_websearch": request("req-search", store.KindTool, "WebSearch", `{"query":"slack block kit limits"}`),
+		"card_mcp":       request("req-mcp", store.KindTool, "mcp__github__create_issue", `{"repo":"slackgate/slackgate","title":"Bug","labels":["bug"]}`),
+		"card_other":     request("req-other", store.KindTool, "NotebookEdit", `{"notebook_path":"/srv/repo/a.ipynb","cell_id":"c1","new_source":"print(1)"}`),
+		"card_plan":      planRequest(),
+		"card_plan_file": request("req-plan-file", store.KindPlan, "ExitPlanMode",
+			`{"plan":"# Plan\n1. do X\n2. do Y\n","planFilePath":"/home/w/.claude/plans/plan-something-encapsulated-goose.md"}`),
+		"card_plan_empty":       request("req-plan-empty", store.KindPlan, "ExitPlanMode", `{}`),
+		"card_question_one":     questionRequest(oneQuestion),
+		"card_question_multi":   questionRequest(multiQuestion),
+		"card_question_several": questionRequest(severalQuestions),
+
+		"final_approved": bashAllowed,
+		"final_approved_always": decided(bashRequest(), store.Decision{Outcome: store.OutcomeAllow, By: "U0ALICE", At: t0.Add(time.Minute),
+			Permissions: []store.Suggestion{{Type: "addRules", Rules: []store.SuggestionRule{{ToolName: "Bash", RuleContent: "make deploy:*"}}, Behavior: "allow", Destination: "session"}}}),
+		"final_approved_edited": decided(bashRequest(), store.Decision{Outcome: store.OutcomeAllow, By: "U0ALICE", At: t0.Add(time.Minute),
+			UpdatedInput: json.RawMessage(`{"command":"make deploy ENV=dev","description":"Deploy to staging"}`)}),
+		"final_denied": decided(bashRequest(), store.Decision{Outcome: store.OutcomeDeny, By: "U0ALICE", At: t0.Add(time.Minute),
+			Message: "Not on a Friday <!channel>", Interrupt: true}),
+		"final_answered": decided(questionRequest(severalQuestions), store.Decision{Outcome: store.OutcomeAllow, By: "U0ALICE", At: t0.Add(time.Minute),
+			Answers: map[string]string{"Which database should we use?": "SQLite", "Which features do you want?": "Auth, Export"}}),
+		"final_skipped":       decided(questionRequest(oneQuestion), store.Decision{Outcome: store.OutcomeDeny, By: "U0ALICE", At: t0.Add(time.Minute), Message: SkipMessage}),
+		"final_plan_approved": decided(planRequest(), store.Decision{Outcome: store.OutcomeAllow, By: "U0ALICE", At: t0.Add(time.Minute)}),
+		"final_plan_sent_back": decided(planRequest(), store.Decision{Outcome: store.OutcomeDeny, By: "U0ALICE", At: t0.Add(time.Minute),
+			Message: "Add a rollback step"}),
+		"final_expired":   decided(bashRequest(), store.Decision{Outcome: store.OutcomeExpired, At: t0.Add(time.Hour), Message: "No decision within 1h0m0s"}),
+		"final_cancelled": decided(writeRequest(), store.Decision{Outcome: store.OutcomeCancelled, At: t0.Add(time.Minute)}),
+		"final_ended":     decided(editRequest(), store.Decision{Outcome: store.OutcomeEnded, At: t0.Add(time.Minute), Message: "claude exited (signal: killed)"}),
+	}
+}
+
+func modals() map[string]slack.ModalViewRequest {
+	return map[string]slack.ModalViewRequest{
+		"modal_deny_tool":     DenyModal(bashRequest(), cardRef),
+		"modal_deny_plan":     DenyModal(planRequest(), cardRef),
+		"modal_edit_bash":     EditModal(bashRequest(), cardRef),
+		"modal_edit_write":    EditModal(writeRequest(), cardRef),
+		"modal_edit_edit":     EditModal(editRequest(), cardRef),
+		"modal_other_several": OtherModal(questionRequest(severalQuestions), cardRef),
+		"modal_other_one":     OtherModal(questionRequest(oneQuestion), cardRef),
+	}
+}
+
+func threadMessages() map[string][]Message {
+	ev := func(e store.Event) store.Event { e.SessionID, e.At = session.ID, t0; return e }
+	return map[string][]Message{
+		"event_assistant_text": EventMessages(ev(store.Event{Type: store.EventAssistantText,
+			Text: "## Done\n\nI ran **make test** and *all* passed. See [the log](https://ci.example.com/1?a=1&b=2) or [this](javascript:alert(1)).\n\n- one\n- two <@U123>\n\n```go\nfmt.Println(\"<!here>\")\n```"})),
+		"event_tool_use":        EventMessages(ev(store.Event{Type: store.EventToolUse, Tool: "Bash", Input: json.RawMessage(`{"command":"make test","description":"Run tests"}`)})),
+		"event_tool_error":      EventMessages(ev(store.Event{Type: store.EventToolResult, Tool: "Bash", IsError: true, Text: "exit status 2"})),
+		"event_result_ok":       EventMessages(ev(store.Event{Type: store.EventResult, Result: &store.Result{Subtype: "success", Turns: 3, DurationMS: 12400, CostUSD: 0.0123}})),
+		"event_result_error":    EventMessages(ev(store.Event{Type: store.EventResult, Result: &store.Result{Subtype: "error_max_turns", IsError: true, Turns: 10, DurationMS: 95000, CostUSD: 0.5, Errors: []string{"max turns reached"}}})),
+		"event_exit":            EventMessages(ev(store.Event{Type: store.EventExit, Exit: &store.Exit{Code: 1, Reason: "exit status 1", Stderr: []string{"Error: boom", "  at main"}}})),
+		"event_error":           EventMessages(ev(store.Event{Type: store.EventError, Text: "could not start claude: not found"})),
+		"status_working":        {StatusMessage(session, Status{Phase: PhaseWorking})},
+		"status_waiting":        {StatusMessage(session, Status{Phase: PhaseWaiting, Pending: 2, Since: t0})},
+		"status_done":           {StatusMessage(session, Status{Phase: PhaseDone})},
+		"status_failed":         {StatusMessage(session, Status{Phase: PhaseFailed, Detail: "claude exited with code 1"})},
+		"ephemeral_decided":     {AlreadyDecided(cards()["final_approved"])},
+		"ephemeral_not_allowed": {NotAllowed()},
+	}
+}
+
+type goldenMessage struct {
+	Text          string          `json:"text"`
+	Blocks        json.RawMessage `json:"blocks"`
+	FullInput     string          `json:"full_input,omitempty"`
+	FullInputName string          `json:"full_input_name,omitempty"`
+}
+
+func messageJSON(t *testing.T, m Message) goldenMessage {
+	t.Helper()
+	raw, err := json.Marshal(m.Blocks)
+	if err != nil {
+		t.Fatalf("marshal blocks: %v", err)
+	}
+	return goldenMessage{Text: m.Text, Blocks: raw, FullInput: m.FullInput, FullInputName: m.FullInputName}
+}
+
+func checkGolden(t *testing.T, name string, v any) {
+	t.Helper()
+	got, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		t.Fatalf("marshal: %v", err)
+	}
+	got = append(got, '\n')
+	path := filepath.Join("testdata", name+".golden.json")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden (run go test ./blocks -run Golden -update to create it): %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (go test ./blocks -run Golden -update rewrites it):\n--- got\n%s", path, got)
+	}
+}
+
+func TestGoldenCards(t *testing.T) {
+	for name, r := range cards() {
+		t.Run(name, func(t *testing.T) {
+			m := Card(r, session)
+			if err := ValidateMessage(m.Text, m.Blocks); err != nil {
+				t.Errorf("card breaks Slack's limits: %v", err)
+			}
+			checkGolden(t, name, messageJSON(t, m))
+		})
+	}
+}
+
+func TestGoldenModals(t *testing.T) {
+	for name, v := range modals() {
+		t.Run(name, func(t *testing.T) {
+			if err := ValidateView(v); err != nil {
+				t.Errorf("modal breaks Slack's limits: %v", err)
+			}
+			checkGolden(t, name, v)
+		})
+	}
+}
+
+func TestGoldenThreadMessages(t *testing.T) {
+	for name, ms := range threadMessages() {
+		t.Run(name, func(t *testing.T) {
+			if len(ms) == 0 {
+				t.Fatal("no message rendered")
+			}
+			var out []goldenMessage
+			for _, m := range ms {
+				if err := ValidateMessage(m.Text, m.Blocks); err != nil {
+					t.Errorf("message breaks Slack's limits: %v", err)
+				}
+				out = append(out, messageJSON(t, m))
+			}
+			checkGolden(t, name, out)
+		})
+	}
+}
+
+// TestEveryGoldenFileIsValid re-reads the golden files as Slack would receive
+// them and runs the validator on each, so a hand-edited golden cannot drift
+// out of Slack's limits either.
+func TestEveryGoldenFileIsValid(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "*.golden.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden files: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := filepath.Base(f)
+			switch {
+			case strings.HasPrefix(name, "modal_"):
+				var v slack.ModalViewRequest
+				if err := json.Unmarshal(raw, &v); err != nil {
+					t.Fatalf("decode view: %v", err)
+				}
+				if err := ValidateView(v); err != nil {
+					t.Error(err)
+				}
+			default:
+				var ms []goldenMessage
+				if strings.HasPrefix(name, "card_") || strings.HasPrefix(name, "final_") {
+					var m goldenMessage
+					if err := json.Unmarshal(raw, &m); err != nil {
+						t.Fatalf("decode message: %v", err)
+					}
+					ms = []goldenMessage{m}
+				} else if err := json.Unmarshal(raw, &ms); err != nil {
+					t.Fatalf("decode messages: %v", err)
+				}
+				for _, m := range ms {
+					var bs slack.Blocks
+					if err := json.Unmarshal(m.Blocks, &bs); err != nil {
+						t.Fatalf("decode blocks: %v", err)
+					}
+					if err := ValidateMessage(m.Text, bs.BlockSet); err != nil {
+						t.Error(err)
+					}
+				}
+			}
+		})
+	}
+}

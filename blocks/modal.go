@@ -1,0 +1,266 @@
+package blocks
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slackgate/slackgate/store"
+)
+
+// Modal block and action ids. The views carry no request data in their ids;
+// the request and the card live in private_metadata.
+const (
+	blockReason    = Prefix + "reason"
+	blockInterrupt = Prefix + "interrupt"
+	blockField     = Prefix + "f:"    // + input field name (edit modal)
+	blockPickQ     = Prefix + "pick:" // + question index (other modal)
+	blockTextQ     = Prefix + "text:" // + question index (other modal)
+	actionValue    = Prefix + "v"     // the one element of a modal input block
+	interruptValue = "interrupt"
+	maxReason      = 2000
+)
+
+// metadata is what a modal remembers in private_metadata.
+type metadata struct {
+	Request string `json:"r"`
+	Channel string `json:"c,omitempty"`
+	TS      string `json:"t,omitempty"`
+}
+
+func modal(kind ModalKind, r store.Request, card store.MessageRef, title, submit string, bs ...slack.Block) slack.ModalViewRequest {
+	meta, _ := json.Marshal(metadata{Request: r.ID, Channel: card.Channel, TS: card.TS})
+	return slack.ModalViewRequest{
+		Type:            slack.VTModal,
+		Title:           plain(title),
+		Submit:          plain(submit),
+		Close:           plain("Cancel"),
+		Blocks:          slack.Blocks{BlockSet: bs},
+		PrivateMetadata: string(meta),
+		CallbackID:      string(kind),
+	}
+}
+
+// Modal builds the modal of the given kind (what Next.Modal() names).
+func Modal(kind ModalKind, r store.Request, card store.MessageRef) (slack.ModalViewRequest, bool) {
+	switch kind {
+	case ModalDeny:
+		return DenyModal(r, card), true
+	case ModalEdit:
+		return EditModal(r, card), true
+	case ModalOther:
+		return OtherModal(r, card), true
+	}
+	return slack.ModalViewRequest{}, false
+}
+
+func textInput(multiline bool, initial string, max int) *slack.PlainTextInputBlockElement {
+	el := slack.NewPlainTextInputBlockElement(nil, actionValue)
+	el.Multiline = multiline
+	el.MaxLength = max
+	el.InitialValue = initial
+	return el
+}
+
+// DenyModal asks why (optional) before denying a tool call, or for the
+// feedback that sends a plan back ("Keep planning", required).
+func DenyModal(r store.Request, card store.MessageRef) slack.ModalViewRequest {
+	r = normalize(r)
+	head := section(cut(headline(r), MaxText))
+	if r.Kind == store.KindPlan {
+		in := slack.NewInputBlock(blockReason, plain("What should Claude change?"),
+			plain("Claude keeps planning with your feedback."), textInput(true, "", maxReason))
+		return modal(ModalDeny, r, card, "Keep planning", "Send feedback", head, in)
+	}
+	reason := slack.NewInputBlock(blockReason, plain("Reason (Claude reads it)"),
+		plain("Say what to do instead; Claude may try another way."), textInput(true, "", maxReason)).WithOptional(true)
+	stop := slack.NewCheckboxGroupsBlockElement(actionValue,
+		slack.NewOptionBlockObject(interruptValue, plain("Stop Claude's turn"), plain("Claude stops and waits for your next message")))
+	interrupt := slack.NewInputBlock(blockInterrupt, plain("Stop"), nil, stop).WithOptional(true)
+	return modal(ModalDeny, r, card, "Deny request", "Deny", head, reason, interrupt)
+}
+
+var fieldLabels = map[string]string{
+	"command":    "Command",
+	"file_path":  "File path",
+	"content":    "Content",
+	"old_string": "Replace this",
+	"new_string": "With this",
+}
+
+// EditModal offers the tool input for editing (Bash: command; Write: path and
+// content; Edit: path, old and new text). Only for Editable requests; for
+// others it shows the input read-only with a note.
+func EditModal(r store.Request, card store.MessageRef) slack.ModalViewRequest {
+	bs := []slack.Block{section(cut(headline(r), MaxText))}
+	if !Editable(r) {
+		bs = append(bs, section("_This request cannot be edited here._"))
+		m := modal(ModalEdit, r, card, "Edit & approve", "Approve", bs...)
+		m.Submit = nil
+		return m
+	}
+	f := decodeInput(r.Input)
+	for _, name := range editFields[r.ToolName] {
+		multiline := name != "file_path"
+		in := slack.NewInputBlock(blockField+name, plain(fieldLabels[name]), nil, textInput(multiline, f.str(name), MaxInputLength))
+		if name == "content" || name == "old_string" || name == "new_string" {
+			in = in.WithOptional(true) // an empty file or an insertion is legitimate
+		}
+		bs = append(bs, in)
+	}
+	return modal(ModalEdit, r, card, "Edit & approve", "Approve", bs...)
+}
+
+// OtherModal lets a person answer every question in their own words: per
+// question a menu of its options and a free-text field (the text wins).
+func OtherModal(r store.Request, card store.MessageRef) slack.ModalViewRequest {
+	bs := []slack.Block{}
+	for i, q := range questions(r) {
+		bs = append(bs, section(questionText(q)))
+		if len(q.Options) > 0 {
+			bs = append(bs, slack.NewInputBlock(blockPickQ+strconv.Itoa(i), plain("Choose"), nil, picker(q)).WithOptional(true))
+		}
+		bs = append(bs, slack.NewInputBlock(blockTextQ+strconv.Itoa(i), plain("Or answer in your own words"), nil,
+			textInput(true, "", MaxInputLength)).WithOptional(true))
+	}
+	if len(bs) == 0 {
+		bs = append(bs, section("_There are no questions to answer._"))
+	}
+	return modal(ModalOther, r, card, "Answer Claude", "Send answers", bs...)
+}
+
+// ViewAction is a decoded modal submission.
+type ViewAction struct {
+	Kind      ModalKind
+	RequestID string
+	Card      store.MessageRef // the card to update afterwards
+}
+
+// ParseViewSubmission reads which modal was submitted, for which request and
+// card. ErrNotOurs for another app's view or unreadable metadata.
+func ParseViewSubmission(cb *slack.InteractionCallback) (ViewAction, error) {
+	if cb == nil {
+		return ViewAction{}, ErrNotOurs
+	}
+	kind := ModalKind(cb.View.CallbackID)
+	switch kind {
+	case ModalDeny, ModalEdit, ModalOther:
+	default:
+		return ViewAction{}, fmt.Errorf("%w: callback_id %q", ErrNotOurs, cb.View.CallbackID)
+	}
+	var m metadata
+	if err := json.Unmarshal([]byte(cb.View.PrivateMetadata), &m); err != nil || m.Request == "" {
+		return ViewAction{}, fmt.Errorf("%w: private_metadata %q", ErrNotOurs, cut(cb.View.PrivateMetadata, 100))
+	}
+	return ViewAction{Kind: kind, RequestID: m.Request, Card: store.MessageRef{Channel: m.Channel, TS: m.TS}}, nil
+}
+
+// DecideView turns a modal submission into a Decision. When the input needs
+// fixing it returns a non-nil map of block_id → message for a
+// response_action "errors" ack, and no Decision. Errors: ErrMismatch,
+// store.ErrAlreadyDecided.
+func DecideView(v ViewAction, r store.Request, cb *slack.InteractionCallback, by Who, at time.Time) (store.Decision, map[string]string, error) {
+	r = normalize(r)
+	if v.RequestID != r.ID {
+		return store.Decision{}, nil, fmt.Errorf("%w (view for %q, request %q)", ErrMismatch, v.RequestID, r.ID)
+	}
+	if r.Decision != nil {
+		return store.Decision{}, nil, fmt.Errorf("blocks: request %s: %w", r.ID, store.ErrAlreadyDecided)
+	}
+	var values map[string]map[string]slack.BlockAction
+	if cb != nil && cb.View.State != nil {
+		values = cb.View.State.Values
+	}
+	get := func(block string) slack.BlockAction { return values[block][actionValue] }
+	d := store.Decision{By: by.ID, ByName: by.Name, At: at}
+	switch v.Kind {
+	case ModalDeny:
+		if r.Kind == store.KindQuestion {
+			return store.Decision{}, nil, fmt.Errorf("%w (deny modal for a question)", ErrMismatch)
+		}
+		reason := strings.TrimSpace(get(blockReason).Value)
+		d.Outcome = store.OutcomeDeny
+		if r.Kind == store.KindPlan {
+			if reason == "" {
+				return store.Decision{}, map[string]string{blockReason: "Tell Claude what to change."}, nil
+			}
+			d.Message = reason
+			return d, nil, nil
+		}
+		d.Message = reason
+		if d.Message == "" {
+			d.Message = "Denied in Slack by " + orName(by) + "."
+		}
+		for _, o := range get(blockInterrupt).SelectedOptions {
+			if o.Value == interruptValue {
+				d.Interrupt = true
+			}
+		}
+		return d, nil, nil
+	case ModalEdit:
+		if !Editable(r) {
+			return store.Decision{}, nil, fmt.Errorf("%w (request %s is not editable)", ErrMismatch, r.ID)
+		}
+		f := decodeInput(r.Input)
+		errs := map[string]string{}
+		for _, name := range editFields[r.ToolName] {
+			val := get(blockField + name).Value
+			if (name == "command" || name == "file_path") && strings.TrimSpace(val) == "" {
+				errs[blockField+name] = fieldLabels[name] + " cannot be empty."
+				continue
+			}
+			raw, err := json.Marshal(val)
+			if err != nil {
+				return store.Decision{}, nil, fmt.Errorf("blocks: encode %s: %w", name, err)
+			}
+			f[name] = raw
+		}
+		if len(errs) > 0 {
+			return store.Decision{}, errs, nil
+		}
+		updated, err := json.Marshal(f)
+		if err != nil {
+			return store.Decision{}, nil, fmt.Errorf("blocks: encode edited input: %w", err)
+		}
+		d.Outcome = store.OutcomeAllow
+		d.UpdatedInput = updated
+		return d, nil, nil
+	case ModalOther:
+		if r.Kind != store.KindQuestion {
+			return store.Decision{}, nil, fmt.Errorf("%w (answers for a %s request)", ErrMismatch, r.Kind)
+		}
+		answers := map[string]string{}
+		errs := map[string]string{}
+		for i, q := range questions(r) {
+			if text := strings.TrimSpace(get(blockTextQ + strconv.Itoa(i)).Value); text != "" {
+				answers[q.Question] = get(blockTextQ + strconv.Itoa(i)).Value
+				continue
+			}
+			if labels := selected(q, get(blockPickQ+strconv.Itoa(i))); len(labels) > 0 {
+				answers[q.Question] = strings.Join(labels, ", ")
+				continue
+			}
+			errs[blockTextQ+strconv.Itoa(i)] = "Please answer this question (choose an option or type an answer)."
+		}
+		if len(errs) > 0 {
+			return store.Decision{}, errs, nil
+		}
+		d.Outcome = store.OutcomeAllow
+		d.Answers = answers
+		return d, nil, nil
+	}
+	return store.Decision{}, nil, fmt.Errorf("%w: modal %q", ErrNotOurs, v.Kind)
+}
+
+func orName(w Who) string {
+	if w.Name != "" {
+		return w.Name
+	}
+	if w.ID != "" {
+		return w.ID
+	}
+	return "a person"
+}

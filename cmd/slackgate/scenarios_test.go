@@ -1,0 +1,420 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/slackgate/slackgate/bot/fakeslack"
+	"github.com/slackgate/slackgate/relay/relaytest"
+)
+
+func TestDenyWithAReasonTellsTheModelAndRunsNothing(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, options{},
+		relaytest.ToolUse("toolu_rm", "Bash", bash("rm -rf build && touch wiped.txt", "Clean the build")),
+		relaytest.Text("OK, I will not."))
+	thread := a.mention("clean up")
+	card := a.card(thread, "rm -rf build")
+
+	a.click(lee, card.Ref(), "Deny")
+	view := a.view(lee)
+	if _, err := a.slack.SubmitView(a.ctx, lee, view.ID, map[string]string{"Reason (Claude reads it)": "use make clean instead"}); err != nil {
+		t.Fatalf("submitting the deny modal: %v", err)
+	}
+
+	res := a.toolResult("toolu_rm")
+	if !res.IsError || !strings.Contains(res.Content, "use make clean instead") {
+		t.Errorf("the model got %q (is_error %v), want the reason as an error result", res.Content, res.IsError)
+	}
+	a.noFile("wiped.txt")
+	final := a.settled(card.Ref(), "Denied")
+	if !final.HasText("use make clean instead") || !final.HasText("<@"+lee+">") {
+		t.Errorf("the denied card should show the reason and who denied: %s", final.AllText())
+	}
+}
+
+func TestEditAndApproveRunsTheEditedCommand(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, options{},
+		relaytest.ToolUse("toolu_e", "Bash", bash("echo prod > target.txt", "Pick the target")),
+		relaytest.Text("done"))
+	thread := a.mention("set the target")
+	card := a.card(thread, "echo prod")
+
+	a.click(lee, card.Ref(), "Edit & approve")
+	view := a.view(lee)
+	if _, err := a.slack.SubmitView(a.ctx, lee, view.ID, map[string]string{"Command": "echo staging > target.txt"}); err != nil {
+		t.Fatalf("submitting the edit modal: %v", err)
+	}
+	if res := a.toolResult("toolu_e"); res.IsError {
+		t.Fatalf("the edited command failed: %q", res.Content)
+	}
+	if got := a.file("target.txt"); got != "staging\n" {
+		t.Errorf("target.txt = %q, want the edited command's output", got)
+	}
+	a.settled(card.Ref(), "Approved")
+}
+
+func TestAlwaysAllowSkipsTheSecondIdenticalCommand(t *testing.T) {
+	t.Parallel()
+	// No redirect: a rule never covers writing to a path, which is checked apart.
+	cmd := bash("curl --version", "Which curl")
+	a := startApp(t, options{},
+		relaytest.ToolUse("toolu_1", "Bash", cmd),
+		relaytest.ToolUse("toolu_2", "Bash", cmd),
+		relaytest.Text("checked twice"))
+	thread := a.mention("check curl twice")
+	card := a.card(thread, "curl --version")
+
+	label := ""
+	for _, b := range card.Buttons() {
+		if strings.HasPrefix(b, "Always allow") {
+			label = b
+		}
+	}
+	if label == "" {
+		t.Fatalf("the card offers no Always allow button: %q", card.Buttons())
+	}
+	a.click(lee, card.Ref(), label)
+
+	for _, id := range []string{"toolu_1", "toolu_2"} {
+		if res := a.toolResult(id); res.IsError || !strings.Contains(res.Content, "curl") {
+			t.Fatalf("%s: the model got %q (is_error %v), want curl's version", id, res.Content, res.IsError)
+		}
+	}
+	a.threadText(thread, "checked twice")
+	a.settled(card.Ref(), "Approved")
+	cards := 0
+	for _, m := range a.slack.Thread(general, thread) {
+		if m.FromBot() && m.HasText("curl --version") {
+			cards++
+		}
+	}
+	if cards != 1 {
+		t.Errorf("%d cards for the command, want 1: the second identical command must not be asked", cards)
+	}
+}
+
+var (
+	dbQuestion = map[string]any{"question": "Which database should we use?", "header": "Database", "multiSelect": false,
+		"options": []map[string]any{{"label": "SQLite", "description": "one file"}, {"label": "Postgres", "description": "a server"}}}
+	featureQuestion = map[string]any{"question": "Which features do you want?", "header": "Features", "multiSelect": true,
+		"options": []map[string]any{{"label": "Auth", "description": "log in"}, {"label": "Export", "description": "CSV"}, {"label": "Audit", "description": "who did what"}}}
+)
+
+func ask(qs ...map[string]any) map[string]any { return map[string]any{"questions": qs} }
+
+func TestQuestionAnsweredWithOneTap(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, options{},
+		relaytest.ToolUse("toolu_q", "AskUserQuestion", ask(dbQuestion)),
+		relaytest.Text("SQLite it is"))
+	thread := a.mention("start a project")
+	card := a.card(thread, "Which database should we use?")
+
+	a.click(dana, card.Ref(), "Postgres")
+	res := a.toolResult("toolu_q")
+	if res.IsError || !strings.Contains(res.Content, `"Which database should we use?"="Postgres"`) {
+		t.Errorf("the model got %q (is_error %v), want the answer Postgres", res.Content, res.IsError)
+	}
+	a.settled(card.Ref(), "Postgres")
+}
+
+func TestMultiSelectQuestion(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, options{},
+		relaytest.ToolUse("toolu_q", "AskUserQuestion", ask(featureQuestion)),
+		relaytest.Text("noted"))
+	thread := a.mention("plan features")
+	card := a.card(thread, "Which features do you want?")
+
+	menus := selectBlocks(t, card)
+	if err := a.slack.Select(a.ctx, dana, card.Ref(), menus[0], "Auth", "Audit"); err != nil {
+		t.Fatal(err)
+	}
+	a.click(dana, card.Ref(), "Submit answers")
+	res := a.toolResult("toolu_q")
+	if !strings.Contains(res.Content, `"Which features do you want?"="Auth, Audit"`) {
+		t.Errorf("the model got %q, want both labels joined", res.Content)
+	}
+	a.settled(card.Ref(), "Auth, Audit")
+}
+
+func TestTwoQuestionsAreSubmittedTogether(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, options{},
+		relaytest.ToolUse("toolu_q", "AskUserQuestion", ask(dbQuestion, featureQuestion)),
+		relaytest.Text("noted"))
+	thread := a.mention("set up")
+	card := a.card(thread, "Which features do you want?")
+
+	menus := selectBlocks(t, card)
+	if len(menus) != 2 {
+		t.Fatalf("want one menu per question, got %d", len(menus))
+	}
+	// Submitting before everything is answered is refused, privately.
+	if err := a.slack.Select(a.ctx, dana, card.Ref(), menus[0], "SQLite"); err != nil {
+		t.Fatal(err)
+	}
+	a.click(dana, card.Ref(), "Submit answers")
+	if _, err := a.slack.WaitEphemeral(a.ctx, dana, func(m fakeslack.Message) bool { return m.HasText("Which features do you want?") }); err != nil {
+		t.Fatalf("no ephemeral saying which question is unanswered: %v", err)
+	}
+	if err := a.slack.Select(a.ctx, dana, card.Ref(), menus[1], "Export"); err != nil {
+		t.Fatal(err)
+	}
+	a.click(dana, card.Ref(), "Submit answers")
+
+	res := a.toolResult("toolu_q")
+	for _, want := range []string{`"Which database should we use?"="SQLite"`, `"Which features do you want?"="Export"`} {
+		if !strings.Contains(res.Content, want) {
+			t.Errorf("the model got %q, want %s", res.Content, want)
+		}
+	}
+	a.settled(card.Ref(), "Export")
+}
+
+func TestOtherSendsAFreeTextAnswer(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, options{},
+		relaytest.ToolUse("toolu_q", "AskUserQuestion", ask(dbQuestion)),
+		relaytest.Text("noted"))
+	thread := a.mention("pick a db")
+	card := a.card(thread, "Which database should we use?")
+
+	a.click(dana, card.Ref(), "Other…")
+	view := a.view(dana)
+	if _, err := a.slack.SubmitView(a.ctx, dana, view.ID, map[string]string{"Or answer in your own words": "DuckDB, embedded"}); err != nil {
+		t.Fatalf("submitting the Other modal: %v", err)
+	}
+	if res := a.toolResult("toolu_q"); !strings.Contains(res.Content, `"Which database should we use?"="DuckDB, embedded"`) {
+		t.Errorf("the model got %q, want the free text verbatim", res.Content)
+	}
+	a.settled(card.Ref(), "DuckDB, embedded")
+}
+
+func TestSkipDeclinesTheQuestion(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, options{},
+		relaytest.ToolUse("toolu_q", "AskUserQuestion", ask(dbQuestion)),
+		relaytest.Text("I'll choose myself"))
+	thread := a.mention("pick a db")
+	card := a.card(thread, "Which database should we use?")
+
+	a.click(dana, card.Ref(), "Skip")
+	res := a.toolResult("toolu_q")
+	if !res.IsError || !strings.Contains(res.Content, "User skipped this question") {
+		t.Errorf("the model got %q (is_error %v), want the skip message", res.Content, res.IsError)
+	}
+	a.settled(card.Ref(), "Skipped")
+}
+
+func TestClickByANonApproverChangesNothing(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, options{approvers: "S0LEADS"},
+		relaytest.ToolUse("toolu_1", "Bash", bash("echo ok > ok.txt", "ok")),
+		relaytest.Text("done"))
+	thread := a.mention("go")
+	card := a.card(thread, "echo ok")
+
+	a.click(sam, card.Ref(), "Approve")
+	if _, err := a.slack.WaitEphemeral(a.ctx, sam, func(m fakeslack.Message) bool { return true }); err != nil {
+		t.Fatalf("the non-approver got no explanation: %v", err)
+	}
+	if m, _ := a.slack.Message(card.Ref()); len(m.Buttons()) == 0 {
+		t.Fatalf("the card lost its buttons after a non-approver's click: %s", m.AllText())
+	}
+	a.noFile("ok.txt")
+
+	a.click(kim, card.Ref(), "Approve") // kim is in S0LEADS
+	a.toolResult("toolu_1")
+	if final := a.settled(card.Ref(), "Approved"); !final.HasText("<@"+kim+">") || final.HasText("<@"+sam+">") {
+		t.Errorf("the card should name kim, not sam: %s", final.AllText())
+	}
+}
+
+func TestTwoApproversClickingApproveTogetherOneIsToldWhoWon(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, options{approvers: lee + "," + kim},
+		relaytest.ToolUse("toolu_1", "Bash", bash("echo once >> once.txt", "once")),
+		relaytest.Text("done"))
+	thread := a.mention("go")
+	card := a.card(thread, "echo once")
+
+	var wg sync.WaitGroup
+	for _, user := range []string{lee, kim} {
+		wg.Go(func() {
+			if err := a.slack.Click(a.ctx, user, card.Ref(), "Approve"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	a.toolResult("toolu_1")
+	if got := a.file("once.txt"); got != "once\n" {
+		t.Errorf("once.txt = %q: the command must run exactly once", got)
+	}
+	final := a.settled(card.Ref(), "Approved")
+	winner, loser := lee, kim
+	if final.HasText("<@" + kim + ">") {
+		winner, loser = kim, lee
+	}
+	if !final.HasText("<@" + winner + ">") {
+		t.Fatalf("the card names nobody: %s", final.AllText())
+	}
+	if _, err := a.slack.WaitEphemeral(a.ctx, loser, func(m fakeslack.Message) bool { return m.HasText("<@" + winner + ">") }); err != nil {
+		t.Errorf("the slower approver was not told who decided: %v", err)
+	}
+}
+
+func TestThreadReplyContinuesTheSession(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, options{},
+		relaytest.Text("first answer"),
+		relaytest.Text("second answer"))
+	thread := a.mention("hello")
+	a.threadText(thread, "first answer")
+
+	if _, err := a.slack.Reply(a.ctx, dana, general, thread, "and now the tests"); err != nil {
+		t.Fatal(err)
+	}
+	a.threadText(thread, "second answer")
+	reqs := a.model.Requests()
+	last := reqs[len(reqs)-1]
+	texts := strings.Join(last.UserTexts(), "\n")
+	if !strings.Contains(texts, "hello") || !strings.Contains(texts, "and now the tests") {
+		t.Errorf("the follow-up turn should carry the whole conversation; user texts: %q", last.UserTexts())
+	}
+}
+
+func TestCommandWithChannelPingIsShownEscaped(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, options{},
+		relaytest.ToolUse("toolu_1", "Bash", bash("echo '<!channel> see <https://evil.example|docs>' > notice.txt", "<@U0BOSS> notify")),
+		relaytest.Text("done"))
+	thread := a.mention("notify")
+	card := a.card(thread, "notice.txt")
+
+	raw := card.Text + string(card.RawBlocks)
+	for _, bad := range []string{"<!channel>", "<https://evil.example|docs>", "<@U0BOSS>"} {
+		if strings.Contains(raw, bad) {
+			t.Errorf("the card carries %q unescaped", bad)
+		}
+	}
+	if !strings.Contains(raw, "&lt;!channel&gt;") {
+		t.Errorf("the card should show the command escaped; raw: %s", raw)
+	}
+	a.click(lee, card.Ref(), "Approve")
+	a.toolResult("toolu_1")
+	if got := a.file("notice.txt"); got != "<!channel> see <https://evil.example|docs>\n" {
+		t.Errorf("notice.txt = %q: escaping is for Slack only; the command must run as written", got)
+	}
+}
+
+func TestFourThousandLineWriteFitsAndIsApproved(t *testing.T) {
+	t.Parallel()
+	var content strings.Builder
+	for i := range 4000 {
+		fmt.Fprintf(&content, "line %d of the generated fixture\n", i+1)
+	}
+	a := startApp(t, options{},
+		relaytest.ToolUse("toolu_w", "Write", map[string]any{"file_path": "big.txt", "content": content.String()}),
+		relaytest.Text("written"))
+	thread := a.mention("generate the fixture")
+	card := a.card(thread, "big.txt")
+
+	if !card.HasText("more lines") {
+		t.Errorf("a truncated card should say how much is hidden: %s", card.AllText())
+	}
+	file, err := a.slack.WaitFile(a.ctx, func(f fakeslack.File) bool { return f.ThreadTS == thread })
+	if err != nil {
+		t.Fatalf("the full input was not attached to the thread: %v", err)
+	}
+	if !strings.Contains(string(file.Content), "line 4000 of the generated fixture") {
+		t.Errorf("the attached file lacks the end of the input (%d bytes)", len(file.Content))
+	}
+	a.click(lee, card.Ref(), "Approve")
+	if res := a.toolResult("toolu_w"); res.IsError {
+		t.Fatalf("the write failed: %q", res.Content)
+	}
+	if got := a.file("big.txt"); got != content.String() {
+		t.Errorf("big.txt has %d bytes, want %d", len(got), content.Len())
+	}
+	a.settled(card.Ref(), "Approved")
+}
+
+func TestRateLimitStormLosesNothing(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, options{},
+		relaytest.Reply{relaytest.TextBlock("Starting."), relaytest.ToolUseBlock("toolu_1", "Bash", bash("echo 1 > one.txt", "one"))},
+		relaytest.Reply{relaytest.TextBlock("Next."), relaytest.ToolUseBlock("toolu_2", "Bash", bash("echo 2 > two.txt", "two"))},
+		relaytest.Text("All done."))
+	for _, m := range []string{"chat.postMessage", "chat.update"} {
+		a.slack.RateLimit(m, 4, time.Second)
+	}
+	thread := a.mention("storm")
+
+	first := a.card(thread, "echo 1")
+	a.click(lee, first.Ref(), "Approve")
+	second := a.card(thread, "echo 2")
+	a.click(lee, second.Ref(), "Approve")
+	a.threadText(thread, "All done.")
+	a.settled(first.Ref(), "Approved")
+	a.settled(second.Ref(), "Approved")
+	a.threadText(thread, "Starting.")
+	a.threadText(thread, "Next.")
+
+	limited := 0
+	for _, c := range a.slack.Calls() {
+		if c.Status == 429 {
+			limited++
+		}
+	}
+	if limited < 8 {
+		t.Errorf("only %d calls were rate limited; the storm did not happen", limited)
+	}
+	a.file("one.txt")
+	a.file("two.txt")
+}
+
+// view waits for the modal the app opened for user.
+func (a *app) view(user string) fakeslack.View {
+	a.t.Helper()
+	v, err := a.slack.WaitView(a.ctx, user)
+	if err != nil {
+		a.t.Fatalf("no modal opened for %s: %v", user, err)
+	}
+	return v
+}
+
+// selectBlocks returns the block_ids of the card's blocks that hold a menu or
+// choice element, in order.
+func selectBlocks(t *testing.T, m fakeslack.Message) []string {
+	t.Helper()
+	var bs []struct {
+		BlockID  string `json:"block_id"`
+		Elements []struct {
+			Type string `json:"type"`
+		} `json:"elements"`
+	}
+	if err := json.Unmarshal(m.RawBlocks, &bs); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, b := range bs {
+		for _, e := range b.Elements {
+			switch e.Type {
+			case "static_select", "multi_static_select", "checkboxes", "radio_buttons":
+				ids = append(ids, b.BlockID)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		t.Fatalf("the card has no menus: %s", m.RawBlocks)
+	}
+	return ids
+}
