@@ -26,6 +26,8 @@ var (
 	// ErrInvalid: the argument breaks the vocabulary's rules (empty id,
 	// unknown outcome, a decision without a time).
 	ErrInvalid = errors.New("invalid argument")
+	// ErrClosed: the store was closed; blocked calls return it too.
+	ErrClosed = errors.New("store closed")
 )
 
 // MaxDeliveries bounds how often Consume hands out one event whose handler
@@ -260,9 +262,11 @@ type Store interface {
 	Queue
 	Bus
 	// AuditLog returns up to limit entries with ids after `after` ("" = from
-	// the start), oldest first.
+	// the start), oldest first. Audit and event ids are opaque strings that
+	// sort in the order the entries were appended.
 	AuditLog(ctx context.Context, after string, limit int) ([]AuditEntry, error)
-	// Close releases the backend's resources. Blocked calls return.
+	// Close releases the backend's resources; blocked calls return an error
+	// wrapping ErrClosed (Consume returns it too). Closing twice is harmless.
 	Close() error
 }
 

@@ -1,0 +1,262 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slackgate/slackgate/store"
+)
+
+// batch is how many entries Consume reads per call.
+const batch = 32
+
+// ackTimeout bounds the acknowledgement sent after a handler returned; it
+// runs even when the caller's ctx has just ended, so finished work is not
+// delivered again.
+const ackTimeout = 5 * time.Second
+
+// Publish implements store.Bus.
+func (s *Store) Publish(ctx context.Context, e store.Event) (string, error) {
+	e.ID = ""
+	b, err := json.Marshal(e)
+	if err != nil {
+		return "", fmt.Errorf("redisstore: publish %s: %w", e.Type, err)
+	}
+	id, err := s.rdb.XAdd(ctx, &redis.XAddArgs{
+		Stream: s.keys.events(), MaxLen: s.cfg.eventsMaxLen, Approx: true, Values: []any{"e", b},
+	}).Result()
+	if err != nil {
+		return "", fmt.Errorf("redisstore: publish %s: %w", e.Type, err)
+	}
+	return id, nil
+}
+
+// Consume implements store.Bus with a Streams consumer group. Each round it
+// delivers, in this order:
+//
+//  1. its own entries whose handler failed, once they have waited retryDelay
+//     (XPENDING for the consumer, then XCLAIM to bump the delivery count);
+//  2. entries another consumer left unacknowledged for claimIdle: that
+//     consumer is presumed dead (XAUTOCLAIM);
+//  3. new entries (XREADGROUP >, blocking up to blockTimeout, less when a
+//     retry falls due sooner).
+//
+// An entry is acknowledged when fn returns nil, and also when it has been
+// delivered store.MaxDeliveries times, so a poisoned event cannot stall the
+// group.
+func (s *Store) Consume(ctx context.Context, group, consumer string, fn func(context.Context, store.Event) error) error {
+	if group == "" || consumer == "" {
+		return fmt.Errorf("redisstore: consume: group and consumer required: %w", store.ErrInvalid)
+	}
+	c := &consumerLoop{s: s, group: group, consumer: consumer, fn: fn, cursor: "0-0", ownPending: true}
+	defer c.dropBlocker()
+	delay := 50 * time.Millisecond
+	created := false
+	for {
+		if err := s.stopped(ctx); err != nil {
+			if errors.Is(err, ErrClosed) {
+				return fmt.Errorf("redisstore: consume %s/%s: %w", group, consumer, err)
+			}
+			return nil
+		}
+		var err error
+		if !created {
+			err = c.createGroup(ctx)
+			created = err == nil
+		}
+		if err == nil {
+			err = c.round(ctx)
+		}
+		if err == nil {
+			delay = 50 * time.Millisecond
+			continue
+		}
+		if isNoGroup(err) {
+			created = false // the stream or group was deleted: make it again
+		}
+		c.dropBlocker() // its connection may be broken: take a fresh one
+		if s.stopped(ctx) != nil {
+			continue
+		}
+		_ = s.backoff(ctx, &delay)
+	}
+}
+
+func isNoGroup(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "NOGROUP") }
+
+type consumerLoop struct {
+	s               *Store
+	group, consumer string
+	fn              func(context.Context, store.Event) error
+	cursor          string   // XAUTOCLAIM's position
+	b               *blocker // for XREADGROUP BLOCK; nil until needed
+
+	// ownPending: entries of this consumer may be pending (a failed
+	// handler, or a previous life under the same name), so look for them.
+	ownPending bool
+	// nextSweep is when abandoned entries are next looked for.
+	nextSweep time.Time
+}
+
+func (c *consumerLoop) dropBlocker() {
+	if c.b != nil {
+		c.b.close()
+		c.b = nil
+	}
+}
+
+// createGroup makes the group at the stream's end ("$"): it receives what is
+// published from now on. An existing group keeps its position.
+func (c *consumerLoop) createGroup(ctx context.Context) error {
+	err := c.s.rdb.XGroupCreateMkStream(ctx, c.s.keys.events(), c.group, "$").Err()
+	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+		return fmt.Errorf("redisstore: consume: create group %s: %w", c.group, err)
+	}
+	return nil
+}
+
+// round runs one round of the three sources above.
+func (c *consumerLoop) round(ctx context.Context) error {
+	stream := c.s.keys.events()
+
+	// Bounded by claimIdle too, so entries abandoned by a dead consumer are
+	// picked up within about twice that.
+	block := min(blockTimeout, c.s.cfg.claimIdle)
+
+	// 1. Our own failed entries.
+	var mine []redis.XPendingExt
+	if c.ownPending {
+		var err error
+		mine, err = c.s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+			Stream: stream, Group: c.group, Start: "-", End: "+", Count: batch, Consumer: c.consumer,
+		}).Result()
+		if err != nil {
+			return err
+		}
+		c.ownPending = len(mine) > 0
+	}
+	var due []string
+	counts := map[string]int64{}
+	for _, p := range mine {
+		if p.Idle >= c.s.cfg.retryDelay {
+			due = append(due, p.ID)
+			counts[p.ID] = p.RetryCount + 1 // XCLAIM below counts one more delivery
+		} else {
+			block = min(block, c.s.cfg.retryDelay-p.Idle)
+		}
+	}
+	if len(due) > 0 {
+		msgs, err := c.s.rdb.XClaim(ctx, &redis.XClaimArgs{
+			Stream: stream, Group: c.group, Consumer: c.consumer, MinIdle: c.s.cfg.retryDelay, Messages: due,
+		}).Result()
+		if err != nil {
+			return err
+		}
+		for _, m := range msgs {
+			if err := c.handle(ctx, m, counts[m.ID]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+
+	// 2. Entries abandoned by other consumers, looked for every claimIdle/2
+	// (and at once again while the scan has not reached the end).
+	var msgs []redis.XMessage
+	if now := time.Now(); !now.Before(c.nextSweep) {
+		var cursor string
+		var err error
+		msgs, cursor, err = c.s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+			Stream: stream, Group: c.group, MinIdle: c.s.cfg.claimIdle, Start: c.cursor, Count: batch, Consumer: c.consumer,
+		}).Result()
+		if err != nil {
+			return err
+		}
+		c.cursor = cursor
+		if cursor == "0-0" {
+			c.nextSweep = now.Add(c.s.cfg.claimIdle / 2)
+		}
+	}
+	block = min(block, max(time.Until(c.nextSweep), 0))
+	if len(msgs) > 0 {
+		pend, err := c.s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+			Stream: stream, Group: c.group, Start: msgs[0].ID, End: msgs[len(msgs)-1].ID,
+			Count: int64(len(msgs)) + batch, Consumer: c.consumer,
+		}).Result()
+		if err != nil {
+			return err
+		}
+		counts := make(map[string]int64, len(pend))
+		for _, p := range pend {
+			counts[p.ID] = p.RetryCount
+		}
+		for _, m := range msgs {
+			if err := c.handle(ctx, m, max(counts[m.ID], 1)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+
+	// 3. New entries.
+	if c.b == nil {
+		b, err := c.s.newBlocker(ctx)
+		if err != nil {
+			return err
+		}
+		c.b = b
+	}
+	streams, err := c.b.conn.XReadGroup(ctx, &redis.XReadGroupArgs{
+		Group: c.group, Consumer: c.consumer, Streams: []string{stream, ">"}, Count: batch,
+		Block: max(min(block, blockFor(ctx)), time.Millisecond), // 0 would block forever
+	}).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, st := range streams {
+		for _, m := range st.Messages {
+			if err := c.handle(ctx, m, 1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// handle delivers one entry that has now been delivered `deliveries` times
+// and acknowledges it when fn succeeds or the deliveries are used up. It
+// returns only Redis errors; once ctx ends it stops delivering.
+func (c *consumerLoop) handle(ctx context.Context, m redis.XMessage, deliveries int64) error {
+	if ctx.Err() != nil {
+		return nil // left pending: delivered again later, here or elsewhere
+	}
+	raw, _ := m.Values["e"].(string)
+	var e store.Event
+	if deliveries <= store.MaxDeliveries {
+		if err := json.Unmarshal([]byte(raw), &e); err != nil {
+			deliveries = store.MaxDeliveries + 1 // undecodable: no handler can use it
+		}
+	}
+	if deliveries <= store.MaxDeliveries {
+		e.ID = m.ID
+		if c.fn(ctx, e) != nil && deliveries < store.MaxDeliveries {
+			c.ownPending = true
+			return nil // left pending for a later delivery
+		}
+	}
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackTimeout)
+	defer cancel()
+	if err := c.s.rdb.XAck(actx, c.s.keys.events(), c.group, m.ID).Err(); err != nil {
+		return fmt.Errorf("redisstore: consume: ack %s: %w", m.ID, err)
+	}
+	return nil
+}

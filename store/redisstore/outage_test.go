@@ -1,0 +1,388 @@
+package redisstore_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slackgate/slackgate/store"
+	"github.com/slackgate/slackgate/store/redisstore"
+)
+
+func TestMaskURL(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"PasswordOnlyIsMasked", "redis://:s3cret@host:6379/0", "redis://:***@host:6379/0"},
+		{"UserAndPasswordKeepsUser", "rediss://app:s3cret@host:6380/2", "rediss://app:***@host:6380/2"},
+		{"NoPasswordIsUnchanged", "redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"},
+		{"UnparseableStillHidesUserinfo", "redis://:s3cret@host:port/0", "redis://***@host:port/0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := redisstore.MaskURL(tc.in); got != tc.want {
+				t.Errorf("MaskURL(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+// freePort returns a loopback port nothing listens on (at the time of asking).
+func freePort(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func TestNewFailsFastWithoutLeakingThePassword(t *testing.T) {
+	port := freePort(t)
+	for _, tc := range []struct {
+		name, url, wantInErr string
+	}{
+		{"NothingListening", fmt.Sprintf("redis://:s3cret@127.0.0.1:%d/0", port), fmt.Sprintf("redis://:***@127.0.0.1:%d/0", port)},
+		{"BadPort", "redis://:s3cret@127.0.0.1:notaport/0", "redis://***@127.0.0.1:notaport/0"},
+		{"WrongScheme", "http://:s3cret@127.0.0.1:6379/0", "http://:***@127.0.0.1:6379/0"},
+		{"BadDatabase", "redis://:s3cret@127.0.0.1:6379/x", "redis://:***@127.0.0.1:6379/x"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			s, err := redisstore.New(t.Context(), tc.url)
+			if err == nil {
+				_ = s.Close()
+				t.Fatal("New succeeded")
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Errorf("error leaks the password: %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.wantInErr) {
+				t.Errorf("error %q does not name %s", err, tc.wantInErr)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("New took %v to fail", d)
+			}
+		})
+	}
+}
+
+func TestNewRejectsBadPrefix(t *testing.T) {
+	for _, p := range []string{"", "a{b}", "a*", "a?b", "a[b]"} {
+		t.Run(strconv.Quote(p), func(t *testing.T) {
+			_, err := redisstore.New(t.Context(), "redis://127.0.0.1:1/0", redisstore.WithPrefix(p))
+			if !errors.Is(err, store.ErrInvalid) {
+				t.Fatalf("New with prefix %q: err = %v, want ErrInvalid", p, err)
+			}
+		})
+	}
+}
+
+// server is a redis-server of the test's own on a free port, writing an
+// fsynced append-only file so its data survives a kill and restart.
+type server struct {
+	t      *testing.T
+	bin    string
+	dir    string
+	port   int
+	cmd    *exec.Cmd
+	out    chan struct{} // closed when the output reader is done
+	exited chan error    // receives cmd.Wait's result
+}
+
+func startServer(t *testing.T) *server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("SLACKGATE_REQUIRE_INTEGRATION") == "1" || os.Getenv("CI") == "true" {
+			t.Fatal("redis-server not found; install it (apt-get install redis-server)")
+		}
+		t.Skip("redis-server not found; install it to run the outage tests")
+	}
+	srv := &server{t: t, bin: bin, dir: t.TempDir(), port: freePort(t)}
+	srv.start()
+	t.Cleanup(srv.kill)
+	return srv
+}
+
+func (srv *server) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", srv.port) }
+
+// start runs redis-server and returns once it logs that it accepts connections.
+func (srv *server) start() {
+	t := srv.t
+	t.Helper()
+	cmd := exec.Command(srv.bin, "--port", strconv.Itoa(srv.port), "--bind", "127.0.0.1",
+		"--dir", srv.dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always", "--logfile", "")
+	pr, pw := io.Pipe()
+	cmd.Stdout = pw
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start redis-server: %v", err)
+	}
+	ready := make(chan struct{})
+	out := make(chan struct{})
+	var log strings.Builder
+	go func() {
+		defer close(out)
+		sc := bufio.NewScanner(pr)
+		signalled := false
+		for sc.Scan() {
+			log.WriteString(sc.Text() + "\n")
+			if !signalled && strings.Contains(sc.Text(), "Ready to accept connections") {
+				close(ready)
+				signalled = true
+			}
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	exited := make(chan error, 1)
+	go func() {
+		exited <- cmd.Wait()
+		_ = pw.Close()
+	}()
+	select {
+	case <-ready:
+	case err := <-exited:
+		<-out
+		t.Fatalf("redis-server exited (%v):\n%s", err, log.String())
+	case <-time.After(10 * time.Second):
+		_ = cmd.Process.Kill()
+		<-exited
+		<-out
+		t.Fatalf("redis-server did not become ready:\n%s", log.String())
+	}
+	srv.cmd = cmd
+	srv.out = out
+	// Keep the exit for kill.
+	srv.exited = exited
+}
+
+func (srv *server) kill() {
+	if srv.cmd == nil {
+		return
+	}
+	_ = srv.cmd.Process.Kill()
+	<-srv.exited
+	<-srv.out
+	srv.cmd = nil
+}
+
+func TestOutage(t *testing.T) {
+	srv := startServer(t)
+	t.Run("DecisionReachesWaiterAcrossRestart", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		prefix := uniquePrefix()
+		waiter := open(t, srv.url(), prefix)
+		r := store.Request{ID: "req-outage", SessionID: "sess-outage", Kind: store.KindTool, ToolName: "Bash", CreatedAt: time.Now()}
+		if err := waiter.CreateRequest(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			d   store.Decision
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			d, err := waiter.WaitDecision(ctx, r.ID)
+			done <- result{d, err}
+		}()
+		eventually(t, "the waiter to register", func() bool { return redisstore.Waiters(waiter) == 1 })
+
+		srv.kill()
+		srv.start()
+
+		decider := open(t, srv.url(), prefix)
+		d := store.Decision{Outcome: store.OutcomeAllow, By: "U1", At: time.Now()}
+		if _, err := decider.Decide(ctx, r.ID, d); err != nil {
+			t.Fatalf("Decide after restart: %v", err)
+		}
+		res := <-done
+		if res.err != nil {
+			t.Fatalf("WaitDecision across a restart: %v", res.err)
+		}
+		if res.d.By != "U1" || res.d.Outcome != store.OutcomeAllow {
+			t.Fatalf("WaitDecision = %+v, want the decision by U1", res.d)
+		}
+	})
+	t.Run("DecisionReachesWaiterWhenPubSubConnectionDrops", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		prefix := uniquePrefix()
+		waiter := open(t, srv.url(), prefix)
+		decider := open(t, srv.url(), prefix)
+		r := store.Request{ID: "req-drop", SessionID: "sess-drop", Kind: store.KindTool, ToolName: "Bash", CreatedAt: time.Now()}
+		if err := waiter.CreateRequest(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := waiter.WaitDecision(ctx, r.ID)
+			done <- err
+		}()
+		eventually(t, "the waiter to register", func() bool { return redisstore.Waiters(waiter) == 1 })
+		// Drop every pub/sub connection, then decide at once: the decision
+		// is published while the waiter's store is, or is not yet,
+		// subscribed again; it must arrive either way.
+		if err := decider.Client().ClientKillByFilter(ctx, "TYPE", "pubsub").Err(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := decider.Decide(ctx, r.ID, store.Decision{Outcome: store.OutcomeDeny, At: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("WaitDecision after the pub/sub connection dropped: %v", err)
+		}
+	})
+	t.Run("NextInputSurvivesRestart", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		prefix := uniquePrefix()
+		worker := open(t, srv.url(), prefix)
+		if _, err := worker.Enqueue(ctx, store.Input{SessionID: "sess-n", Text: "first"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := worker.Claim(ctx, "w1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := worker.NextInput(ctx, "sess-n", "w1"); err != nil {
+			t.Fatal(err)
+		}
+		type result struct {
+			in  store.Input
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			in, err := worker.NextInput(ctx, "sess-n", "w1")
+			done <- result{in, err}
+		}()
+		eventually(t, "NextInput to block in Redis", func() bool { return blockedClients(t, srv.url()) == 1 })
+
+		srv.kill()
+		srv.start()
+
+		bot := open(t, srv.url(), prefix)
+		if _, err := bot.Enqueue(ctx, store.Input{SessionID: "sess-n", Text: "second"}); err != nil {
+			t.Fatalf("Enqueue after restart: %v", err)
+		}
+		res := <-done
+		if res.err != nil || res.in.Text != "second" {
+			t.Fatalf("NextInput across a restart = %+v, %v; want the second input", res.in, res.err)
+		}
+	})
+	t.Run("ConsumeSurvivesRestart", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		prefix := uniquePrefix()
+		bot := open(t, srv.url(), prefix)
+		got := make(chan store.Event, 16)
+		cctx, stop := context.WithCancel(ctx)
+		consumed := make(chan error, 1)
+		go func() {
+			consumed <- bot.Consume(cctx, "bots", "b1", func(_ context.Context, e store.Event) error {
+				got <- e
+				return nil
+			})
+		}()
+		defer func() {
+			stop()
+			if err := <-consumed; err != nil {
+				t.Errorf("Consume: %v", err)
+			}
+		}()
+		eventually(t, "Consume to block in Redis", func() bool { return blockedClients(t, srv.url()) == 1 })
+
+		srv.kill()
+		srv.start()
+
+		worker := open(t, srv.url(), prefix)
+		if _, err := worker.Publish(ctx, store.Event{Type: store.EventAssistantText, SessionID: "s", Text: "after", At: time.Now()}); err != nil {
+			t.Fatalf("Publish after restart: %v", err)
+		}
+		select {
+		case e := <-got:
+			if e.Text != "after" {
+				t.Fatalf("Consume delivered %+v, want the event published after the restart", e)
+			}
+		case <-ctx.Done():
+			t.Fatal("Consume delivered nothing after the restart")
+		}
+	})
+	t.Run("ClaimSurvivesRestart", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		prefix := uniquePrefix()
+		worker := open(t, srv.url(), prefix)
+		type result struct {
+			id  string
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			id, err := worker.Claim(ctx, "w1")
+			done <- result{id, err}
+		}()
+		eventually(t, "Claim to block in Redis", func() bool { return blockedClients(t, srv.url()) == 1 })
+
+		srv.kill()
+		srv.start()
+
+		bot := open(t, srv.url(), prefix)
+		if _, err := bot.Enqueue(ctx, store.Input{SessionID: "sess-1", Text: "hello", At: time.Now()}); err != nil {
+			t.Fatalf("Enqueue after restart: %v", err)
+		}
+		res := <-done
+		if res.err != nil || res.id != "sess-1" {
+			t.Fatalf("Claim across a restart = %q, %v; want sess-1", res.id, res.err)
+		}
+	})
+}
+
+// eventually polls cond until it holds (bounded), for states the test can
+// observe but not be notified of.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
+	}
+}
+
+// blockedClients reads INFO clients' blocked_clients.
+func blockedClients(t *testing.T, url string) int {
+	t.Helper()
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := redis.NewClient(opts)
+	defer c.Close()
+	info, err := c.Info(t.Context(), "clients").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "blocked_clients:"); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return -1
+}

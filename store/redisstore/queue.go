@@ -1,0 +1,174 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slackgate/slackgate/store"
+)
+
+// Enqueue implements store.Queue.
+func (s *Store) Enqueue(ctx context.Context, in store.Input) (store.Input, error) {
+	if in.SessionID == "" {
+		return store.Input{}, fmt.Errorf("redisstore: enqueue: empty session id: %w", store.ErrInvalid)
+	}
+	if in.ID == "" {
+		in.ID = newID()
+	}
+	b, err := json.Marshal(in)
+	if err != nil {
+		return store.Input{}, fmt.Errorf("redisstore: enqueue for %s: %w", in.SessionID, err)
+	}
+	err = enqueue.Run(ctx, s.rdb,
+		[]string{s.keys.inbox(in.SessionID), s.keys.ready(), s.keys.owner(in.SessionID)},
+		in.SessionID, b,
+	).Err()
+	if err != nil {
+		return store.Input{}, fmt.Errorf("redisstore: enqueue for %s: %w", in.SessionID, err)
+	}
+	return in, nil
+}
+
+// Claim implements store.Queue. It waits on the ready list with BLMOVE (on a
+// blocker, so cancellation wakes it) and claims with a script; see the claim
+// script for why the wait rotates the list rather than popping it.
+func (s *Store) Claim(ctx context.Context, worker string) (string, error) {
+	if worker == "" {
+		return "", fmt.Errorf("redisstore: claim: empty worker: %w", store.ErrInvalid)
+	}
+	delay := 50 * time.Millisecond
+	var b *blocker
+	defer func() {
+		if b != nil {
+			b.close()
+		}
+	}()
+	for {
+		if err := s.stopped(ctx); err != nil {
+			return "", s.wrapStopped("claim", err)
+		}
+		var id string
+		var err error
+		if b == nil {
+			b, err = s.newBlocker(ctx)
+		}
+		if err == nil {
+			id, err = b.blmove(ctx, s.keys.ready(), s.keys.ready(), "LEFT", "RIGHT", blockFor(ctx))
+		}
+		if errors.Is(err, redis.Nil) {
+			continue // nothing ready yet
+		}
+		if err != nil && b != nil {
+			b.close() // its connection may be broken: take a fresh one
+			b = nil
+		}
+		if err == nil {
+			if ctxErr := s.stopped(ctx); ctxErr != nil {
+				// The wait rotated the list, so the session is still ready for others.
+				return "", s.wrapStopped("claim", ctxErr)
+			}
+			var n int
+			n, err = claim.Run(ctx, s.rdb,
+				[]string{s.keys.ready(), s.keys.owner(id), s.keys.owned(worker), s.keys.inbox(id)},
+				worker, id,
+			).Int()
+			if err == nil && n == 1 {
+				return id, nil
+			}
+			if err == nil {
+				continue // someone else got it, or nothing left to do
+			}
+		}
+		if stopErr := s.stopped(ctx); stopErr != nil {
+			return "", s.wrapStopped("claim", stopErr)
+		}
+		if s.backoff(ctx, &delay) != nil {
+			continue // the loop head reports why
+		}
+	}
+}
+
+// NextInput implements store.Queue. Ownership is checked atomically with the
+// pop; while the inbox is empty it waits with BLMOVE inbox→inbox, which
+// leaves the list unchanged, and checks again.
+func (s *Store) NextInput(ctx context.Context, sessionID, worker string) (store.Input, error) {
+	delay := 50 * time.Millisecond
+	what := "next input of " + sessionID
+	var b *blocker
+	defer func() {
+		if b != nil {
+			b.close()
+		}
+	}()
+	for {
+		if err := s.stopped(ctx); err != nil {
+			return store.Input{}, s.wrapStopped(what, err)
+		}
+		res, err := takeInputScript.Run(ctx, s.rdb,
+			[]string{s.keys.owner(sessionID), s.keys.inbox(sessionID)}, worker,
+		).Slice()
+		if err == nil {
+			code, _ := res[0].(int64)
+			switch code {
+			case takeNotOwner:
+				return store.Input{}, fmt.Errorf("redisstore: %s: worker %s: %w", what, worker, store.ErrNotOwner)
+			case takeInput:
+				raw, _ := res[1].(string)
+				var in store.Input
+				if err := json.Unmarshal([]byte(raw), &in); err != nil {
+					return store.Input{}, fmt.Errorf("redisstore: %s: decode: %w", what, err)
+				}
+				return in, nil
+			}
+			if b == nil {
+				b, err = s.newBlocker(ctx)
+			}
+			if err == nil {
+				_, err = b.blmove(ctx, s.keys.inbox(sessionID), s.keys.inbox(sessionID), "LEFT", "LEFT", blockFor(ctx))
+			}
+			if err == nil || errors.Is(err, redis.Nil) {
+				delay = 50 * time.Millisecond
+				continue
+			}
+			if b != nil {
+				b.close() // its connection may be broken: take a fresh one
+				b = nil
+			}
+		}
+		if stopErr := s.stopped(ctx); stopErr != nil {
+			return store.Input{}, s.wrapStopped(what, stopErr)
+		}
+		_ = s.backoff(ctx, &delay)
+	}
+}
+
+// Release implements store.Queue.
+func (s *Store) Release(ctx context.Context, sessionID, worker string) error {
+	n, err := release.Run(ctx, s.rdb,
+		[]string{s.keys.owner(sessionID), s.keys.owned(worker), s.keys.inbox(sessionID), s.keys.ready()},
+		worker, sessionID,
+	).Int()
+	if err != nil {
+		return fmt.Errorf("redisstore: release %s: %w", sessionID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("redisstore: release %s: worker %s: %w", sessionID, worker, store.ErrNotOwner)
+	}
+	return nil
+}
+
+// Owned implements store.Queue; the ids come sorted.
+func (s *Store) Owned(ctx context.Context, worker string) ([]string, error) {
+	ids, err := s.rdb.SMembers(ctx, s.keys.owned(worker)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: owned by %s: %w", worker, err)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}

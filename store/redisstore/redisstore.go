@@ -1,0 +1,447 @@
+// Package redisstore is the Redis backend of store.Store, for bots and workers
+// spread over several processes and machines.
+package redisstore
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slackgate/slackgate/store"
+)
+
+var _ store.Store = (*Store)(nil)
+
+// ErrClosed is returned by calls made on, or blocked in, a closed Store.
+var ErrClosed = errors.New("store closed")
+
+// Defaults of the options.
+const (
+	DefaultPrefix        = "slackgate"
+	DefaultEventsMaxLen  = 100_000
+	DefaultRetention     = 7 * 24 * time.Hour
+	DefaultClaimIdle     = 30 * time.Second
+	DefaultRetryDelay    = time.Second
+	pingTimeout          = 3 * time.Second
+	blockTimeout         = time.Second // longest a blocking read runs before ctx is checked again
+	maxBackoff           = 2 * time.Second
+	updateSessionRetries = 100
+	defaultPoolSize      = 256
+)
+
+// Option tunes a Store.
+type Option func(*config)
+
+type config struct {
+	prefix       string
+	eventsMaxLen int64
+	retention    time.Duration
+	claimIdle    time.Duration
+	retryDelay   time.Duration
+}
+
+// WithPrefix sets the key prefix (default "slackgate"). It becomes the hash
+// tag of every key, so it must not contain braces or glob characters.
+// Stores with different prefixes on one server never see each other's data.
+func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
+
+// WithEventsMaxLen caps the events stream at about n entries (XADD MAXLEN ~).
+// The audit stream is never trimmed: it is the record of who decided what.
+func WithEventsMaxLen(n int64) Option { return func(c *config) { c.eventsMaxLen = n } }
+
+// WithRetention sets how long a settled request stays readable (GetRequest,
+// WaitDecision) before Redis expires it; 0 keeps it forever.
+func WithRetention(d time.Duration) Option { return func(c *config) { c.retention = d } }
+
+// WithClaimIdle sets how long an event may stay unacknowledged by a consumer
+// before Consume on another consumer takes it over (the consumer is presumed
+// dead). It must exceed the longest a handler runs.
+func WithClaimIdle(d time.Duration) Option { return func(c *config) { c.claimIdle = d } }
+
+// WithRetryDelay sets how long Consume waits before delivering again an event
+// whose handler failed.
+func WithRetryDelay(d time.Duration) Option { return func(c *config) { c.retryDelay = d } }
+
+// Store is a store.Store on Redis. It holds one connection pool and one
+// pub/sub connection shared by every WaitDecision.
+type Store struct {
+	rdb  *redis.Client
+	keys keys
+	cfg  config
+
+	// ctx ends when Close is called; blocking calls watch it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	decisions *decisionHub
+	wg        sync.WaitGroup // the pub/sub listener
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New connects to the Redis at rawURL (redis:// or rediss://, as REDIS_URL)
+// and checks it answers, failing fast with an error that names the URL with
+// its password masked.
+func New(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
+	cfg := config{
+		prefix:       DefaultPrefix,
+		eventsMaxLen: DefaultEventsMaxLen,
+		retention:    DefaultRetention,
+		claimIdle:    DefaultClaimIdle,
+		retryDelay:   DefaultRetryDelay,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.prefix == "" || strings.ContainsAny(cfg.prefix, "{}*?[]\\") {
+		return nil, fmt.Errorf("redisstore: prefix %q: must be non-empty without braces or glob characters: %w", cfg.prefix, store.ErrInvalid)
+	}
+	if cfg.eventsMaxLen <= 0 || cfg.retention < 0 || cfg.claimIdle <= 0 || cfg.retryDelay <= 0 {
+		return nil, fmt.Errorf("redisstore: options must be positive: %w", store.ErrInvalid)
+	}
+	masked := MaskURL(rawURL)
+	ropts, err := redis.ParseURL(rawURL)
+	if err != nil {
+		// url.Parse's error quotes the whole URL, password included.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("redisstore: parse %s: %w", masked, err)
+	}
+	if ropts.PoolSize == 0 {
+		// Every blocked Claim, NextInput and Consume holds a connection
+		// (so it can be woken); a worker running many sessions needs more
+		// than go-redis's default of 10 per CPU. Connections are only
+		// opened when needed. pool_size in the URL overrides this.
+		ropts.PoolSize = defaultPoolSize
+	}
+	rdb := redis.NewClient(ropts)
+	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	if err := rdb.Ping(pctx).Err(); err != nil {
+		_ = rdb.Close()
+		return nil, fmt.Errorf("redisstore: cannot reach %s (is redis-server running and the URL right?): %w", masked, err)
+	}
+	s := &Store{rdb: rdb, keys: newKeys(cfg.prefix), cfg: cfg}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.decisions, err = startDecisionHub(pctx, s)
+	if err != nil {
+		s.cancel()
+		_ = rdb.Close()
+		return nil, fmt.Errorf("redisstore: subscribe on %s: %w", masked, err)
+	}
+	return s, nil
+}
+
+// MaskURL returns rawURL with any password replaced by "***", fit for logs
+// and errors.
+func MaskURL(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		// Cut the userinfo by hand: everything between "://" and the last "@".
+		if i := strings.Index(rawURL, "://"); i >= 0 {
+			if j := strings.LastIndex(rawURL, "@"); j > i {
+				return rawURL[:i+3] + "***" + rawURL[j:]
+			}
+		}
+		return "<unparseable url>"
+	}
+	if u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			// url.URL.String would escape the stars; swap in a placeholder
+			// that needs no escaping, then replace it.
+			u.User = url.UserPassword(u.User.Username(), "MASKED")
+			return strings.Replace(u.String(), ":MASKED@", ":***@", 1)
+		}
+	}
+	return u.String()
+}
+
+// Close stops the pub/sub listener and closes the connections. Calls blocked
+// in WaitDecision, Claim, NextInput or Consume return ErrClosed. A second
+// Close does nothing.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.cancel()
+		err := s.decisions.close()
+		s.wg.Wait()
+		s.closeErr = errors.Join(err, s.rdb.Close())
+		if s.closeErr != nil {
+			s.closeErr = fmt.Errorf("redisstore: close: %w", s.closeErr)
+		}
+	})
+	return s.closeErr
+}
+
+// Client exposes the underlying go-redis client (for health checks and tests).
+func (s *Store) Client() *redis.Client { return s.rdb }
+
+// stopped returns the error a blocking call returns when ctx or the Store
+// ended, or nil while both are live.
+func (s *Store) stopped(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.ctx.Err() != nil {
+		return ErrClosed
+	}
+	return nil
+}
+
+// backoff waits d (doubling it for next time) unless ctx or the Store ends
+// first. Blocking loops call it after a failed Redis call so a lost
+// connection is retried without spinning.
+func (s *Store) backoff(ctx context.Context, d *time.Duration) error {
+	t := time.NewTimer(*d)
+	defer t.Stop()
+	*d = min(*d*2, maxBackoff)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.ctx.Done():
+		return ErrClosed
+	case <-t.C:
+		return nil
+	}
+}
+
+// --- requests ---
+
+// pendingScore orders the pending set by creation time; microseconds keep the
+// score exact in a float64.
+func pendingScore(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
+
+// CreateRequest implements store.Requests.
+func (s *Store) CreateRequest(ctx context.Context, r store.Request) error {
+	if r.ID == "" || r.SessionID == "" || r.Decision != nil {
+		return fmt.Errorf("redisstore: create request %q: id and session required, decision not allowed: %w", r.ID, store.ErrInvalid)
+	}
+	body := r
+	body.Card = store.MessageRef{}
+	bodyJSON, err := json.Marshal(body)
+	if err != nil {
+		return fmt.Errorf("redisstore: create request %s: %w", r.ID, err)
+	}
+	auditJSON, err := json.Marshal(store.AuditEntry{
+		At: r.CreatedAt, Action: "created", RequestID: r.ID, SessionID: r.SessionID, Kind: r.Kind, Tool: r.ToolName,
+	})
+	if err != nil {
+		return fmt.Errorf("redisstore: create request %s: %w", r.ID, err)
+	}
+	eventJSON, err := json.Marshal(store.Event{
+		Type: store.EventRequestCreated, SessionID: r.SessionID, RequestID: r.ID, At: r.CreatedAt,
+	})
+	if err != nil {
+		return fmt.Errorf("redisstore: create request %s: %w", r.ID, err)
+	}
+	cardJSON := ""
+	if !r.Card.IsZero() {
+		b, err := json.Marshal(r.Card)
+		if err != nil {
+			return fmt.Errorf("redisstore: create request %s: %w", r.ID, err)
+		}
+		cardJSON = string(b)
+	}
+	res, err := createRequest.Run(ctx, s.rdb,
+		[]string{s.keys.request(r.ID), s.keys.pending(), s.keys.audit(), s.keys.events()},
+		r.ID, bodyJSON, r.SessionID, string(r.Kind), r.ToolName, pendingScore(r.CreatedAt), auditJSON, eventJSON, s.cfg.eventsMaxLen, cardJSON,
+	).Result()
+	if err != nil {
+		return fmt.Errorf("redisstore: create request %s: %w", r.ID, err)
+	}
+	if n, ok := res.(int64); ok && n == 0 {
+		return fmt.Errorf("redisstore: create request %s: %w", r.ID, store.ErrExists)
+	}
+	return nil
+}
+
+// decodeRequest assembles a Request from its hash fields.
+func decodeRequest(id, body, card, decision string) (store.Request, error) {
+	var r store.Request
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		return store.Request{}, fmt.Errorf("decode request %s: %w", id, err)
+	}
+	if card != "" {
+		if err := json.Unmarshal([]byte(card), &r.Card); err != nil {
+			return store.Request{}, fmt.Errorf("decode card of %s: %w", id, err)
+		}
+	}
+	if decision != "" {
+		var d store.Decision
+		if err := json.Unmarshal([]byte(decision), &d); err != nil {
+			return store.Request{}, fmt.Errorf("decode decision of %s: %w", id, err)
+		}
+		r.Decision = &d
+	}
+	return r, nil
+}
+
+// requestFields are the hash fields GetRequest reads, in this order.
+var requestFields = []string{"body", "card", "decision"}
+
+func fieldsToRequest(id string, vals []any) (store.Request, error) {
+	str := func(v any) string { s, _ := v.(string); return s }
+	if len(vals) != 3 || vals[0] == nil {
+		return store.Request{}, store.ErrNotFound
+	}
+	return decodeRequest(id, str(vals[0]), str(vals[1]), str(vals[2]))
+}
+
+// GetRequest implements store.Requests.
+func (s *Store) GetRequest(ctx context.Context, id string) (store.Request, error) {
+	vals, err := s.rdb.HMGet(ctx, s.keys.request(id), requestFields...).Result()
+	if err != nil {
+		return store.Request{}, fmt.Errorf("redisstore: get request %s: %w", id, err)
+	}
+	r, err := fieldsToRequest(id, vals)
+	if err != nil {
+		return store.Request{}, fmt.Errorf("redisstore: get request %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// ListPending implements store.Requests. Pending requests are few (each
+// waits for a person), so it reads them all and filters by session.
+func (s *Store) ListPending(ctx context.Context, sessionID string) ([]store.Request, error) {
+	ids, err := s.rdb.ZRange(ctx, s.keys.pending(), 0, -1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: list pending: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HMGet(ctx, s.keys.request(id), requestFields...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("redisstore: list pending: %w", err)
+	}
+	var out []store.Request
+	for i, cmd := range cmds {
+		r, err := fieldsToRequest(ids[i], cmd.Val())
+		if errors.Is(err, store.ErrNotFound) {
+			continue // expired or removed between the two reads
+		}
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: list pending: %w", err)
+		}
+		if !r.Pending() || (sessionID != "" && r.SessionID != sessionID) {
+			continue
+		}
+		out = append(out, r)
+	}
+	// The score keeps microseconds; the stable sort restores nanosecond order.
+	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
+	return out, nil
+}
+
+// Decide implements store.Requests.
+func (s *Store) Decide(ctx context.Context, id string, d store.Decision) (store.Request, error) {
+	if !d.Outcome.Valid() || d.At.IsZero() {
+		return store.Request{}, fmt.Errorf("redisstore: decide %s: outcome %q, time %v: %w", id, d.Outcome, d.At, store.ErrInvalid)
+	}
+	dJSON, err := json.Marshal(d)
+	if err != nil {
+		return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, err)
+	}
+	res, err := decideRequest.Run(ctx, s.rdb,
+		[]string{s.keys.request(id), s.keys.pending(), s.keys.audit(), s.keys.events()},
+		id, dJSON, string(d.Outcome), d.By, d.ByName, d.Message, d.At.Format(time.RFC3339Nano),
+		s.cfg.eventsMaxLen, s.cfg.retention.Milliseconds(), s.keys.decided(id),
+	).Slice()
+	if err != nil {
+		return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, err)
+	}
+	str := func(i int) string {
+		if i < len(res) {
+			v, _ := res[i].(string)
+			return v
+		}
+		return ""
+	}
+	code, _ := res[0].(int64)
+	switch code {
+	case decideSettled:
+		r, err := decodeRequest(id, str(1), str(2), "")
+		if err != nil {
+			return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, err)
+		}
+		r.Decision = &d
+		return r, nil
+	case decideTooLate:
+		r, err := decodeRequest(id, str(1), str(2), str(3))
+		if err != nil {
+			return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, err)
+		}
+		return r, fmt.Errorf("redisstore: decide %s: %w", id, store.ErrAlreadyDecided)
+	default:
+		return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, store.ErrNotFound)
+	}
+}
+
+// SetCard implements store.Requests.
+func (s *Store) SetCard(ctx context.Context, id string, card store.MessageRef) error {
+	cJSON, err := json.Marshal(card)
+	if err != nil {
+		return fmt.Errorf("redisstore: set card %s: %w", id, err)
+	}
+	n, err := setCard.Run(ctx, s.rdb, []string{s.keys.request(id)}, cJSON).Int()
+	if err != nil {
+		return fmt.Errorf("redisstore: set card %s: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("redisstore: set card %s: %w", id, store.ErrNotFound)
+	}
+	return nil
+}
+
+// AuditLog implements store.Store.
+func (s *Store) AuditLog(ctx context.Context, after string, limit int) ([]store.AuditEntry, error) {
+	start := "-"
+	if after != "" {
+		start = "(" + after
+	}
+	var msgs []redis.XMessage
+	var err error
+	if limit > 0 {
+		msgs, err = s.rdb.XRangeN(ctx, s.keys.audit(), start, "+", int64(limit)).Result()
+	} else {
+		msgs, err = s.rdb.XRange(ctx, s.keys.audit(), start, "+").Result()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: audit log after %q: %w", after, err)
+	}
+	out := make([]store.AuditEntry, 0, len(msgs))
+	for _, m := range msgs {
+		raw, _ := m.Values["a"].(string)
+		var a store.AuditEntry
+		if err := json.Unmarshal([]byte(raw), &a); err != nil {
+			return nil, fmt.Errorf("redisstore: audit log: entry %s: %w", m.ID, err)
+		}
+		a.ID = m.ID
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+// newID returns a random id for an input that came without one.
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

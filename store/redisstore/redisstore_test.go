@@ -1,0 +1,118 @@
+package redisstore_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/goleak"
+
+	"github.com/slackgate/slackgate/store"
+	"github.com/slackgate/slackgate/store/redisstore"
+	"github.com/slackgate/slackgate/store/storetest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// redisURL returns the server the integration tests use, or skips (fails
+// when integration tests are required).
+func redisURL(tb testing.TB) string {
+	tb.Helper()
+	url := os.Getenv("REDIS_URL")
+	if url != "" {
+		return url
+	}
+	if os.Getenv("SLACKGATE_REQUIRE_INTEGRATION") == "1" || os.Getenv("CI") == "true" {
+		tb.Fatal("REDIS_URL is not set; run: .ci/with-redis.sh go test -race ./store/redisstore/")
+	}
+	tb.Skip("REDIS_URL is not set; run with a private server: .ci/with-redis.sh go test -race ./store/redisstore/")
+	return ""
+}
+
+// testOptions make abandoned events come back quickly, so the suite's
+// redelivery tests take well under a second.
+var testOptions = []redisstore.Option{
+	redisstore.WithClaimIdle(300 * time.Millisecond),
+	redisstore.WithRetryDelay(20 * time.Millisecond),
+}
+
+// uniquePrefix gives every store its own key space on the shared test
+// server, so tests may run in parallel without flushing.
+func uniquePrefix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "sgtest-" + hex.EncodeToString(b[:])
+}
+
+// open returns a Store on its own prefix whose keys are deleted at cleanup.
+func open(tb testing.TB, url, prefix string, opts ...redisstore.Option) *redisstore.Store {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := redisstore.New(ctx, url, append([]redisstore.Option{redisstore.WithPrefix(prefix)}, opts...)...)
+	if err != nil {
+		tb.Fatalf("New: %v", err)
+	}
+	tb.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// dropPrefix deletes every key of a prefix (SCAN, test-only).
+func dropPrefix(tb testing.TB, url, prefix string) {
+	tb.Helper()
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c := redis.NewClient(opts)
+	defer c.Close()
+	ctx := context.Background()
+	iter := c.Scan(ctx, 0, "{"+prefix+"}:*", 1000).Iterator()
+	for iter.Next(ctx) {
+		if err := c.Del(ctx, iter.Val()).Err(); err != nil {
+			tb.Errorf("cleanup: del %s: %v", iter.Val(), err)
+		}
+	}
+	if err := iter.Err(); err != nil {
+		tb.Errorf("cleanup: scan: %v", err)
+	}
+}
+
+// newSuiteStore is the suite's factory: a fresh prefix per store; the second
+// client is a separate Store (its own pool and pub/sub connection) on the
+// same prefix.
+func newSuiteStore(url string) (storetest.NewFunc, storetest.Option) {
+	var prefixes sync.Map // store.Store → its prefix
+	newStore := func(tb testing.TB) store.Store {
+		prefix := uniquePrefix()
+		tb.Cleanup(func() { dropPrefix(tb, url, prefix) }) // runs after Close (cleanups run last-in first-out)
+		s := open(tb, url, prefix, testOptions...)
+		prefixes.Store(store.Store(s), prefix)
+		return s
+	}
+	second := storetest.WithSecondClient(func(tb testing.TB, s store.Store) store.Store {
+		prefix, ok := prefixes.Load(s)
+		if !ok {
+			tb.Fatal("second client asked for a store the factory did not make")
+		}
+		return open(tb, url, prefix.(string), testOptions...)
+	})
+	return newStore, second
+}
+
+func TestConformance(t *testing.T) {
+	url := redisURL(t)
+	newStore, second := newSuiteStore(url)
+	storetest.Run(t, newStore, second)
+}
+
+func BenchmarkStore(b *testing.B) {
+	url := redisURL(b)
+	newStore, _ := newSuiteStore(url)
+	storetest.Bench(b, newStore)
+}

@@ -1,0 +1,193 @@
+package redisstore
+
+import "github.com/redis/go-redis/v9"
+
+// One Lua script per atomic transition. Each documents its KEYS, ARGV and
+// reply; a 0 (or a status code) in the reply is mapped to a store sentinel by
+// the Go caller. Scripts never build key names themselves: every key they
+// touch arrives in KEYS, and all keys share the store's hash tag.
+
+// createRequest stores a new pending request and records its creation.
+//
+// KEYS[1] request hash   KEYS[2] pending zset   KEYS[3] audit stream   KEYS[4] events stream
+// ARGV[1] request id     ARGV[2] body JSON      ARGV[3] session id     ARGV[4] kind
+// ARGV[5] tool name      ARGV[6] pending score  ARGV[7] audit JSON     ARGV[8] event JSON
+// ARGV[9] events MAXLEN (approximate)            ARGV[10] card JSON ("" when not posted yet)
+//
+// Returns 0 when the id is taken (ErrExists), else the event's stream id.
+var createRequest = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then
+	return 0
+end
+redis.call('HSET', KEYS[1], 'body', ARGV[2], 'session', ARGV[3], 'kind', ARGV[4], 'tool', ARGV[5])
+if ARGV[10] ~= '' then
+	redis.call('HSET', KEYS[1], 'card', ARGV[10])
+end
+redis.call('ZADD', KEYS[2], ARGV[6], ARGV[1])
+redis.call('XADD', KEYS[3], '*', 'a', ARGV[7])
+return redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[9], '*', 'e', ARGV[8])
+`)
+
+// Replies of decideRequest.
+const (
+	decideNotFound = 0
+	decideSettled  = 1
+	decideTooLate  = 2
+)
+
+// decideRequest settles a request exactly once (compare-and-set on the
+// decision field), then records and announces it.
+//
+// KEYS[1] request hash   KEYS[2] pending zset   KEYS[3] audit stream   KEYS[4] events stream
+// ARGV[1] request id     ARGV[2] decision JSON  ARGV[3] outcome        ARGV[4] by
+// ARGV[5] by name        ARGV[6] message        ARGV[7] decision time (RFC 3339, nanoseconds)
+// ARGV[8] events MAXLEN (approximate)           ARGV[9] retention of a settled request in ms (0: keep)
+// ARGV[10] decided pub/sub channel
+//
+// Returns {0} for an unknown id (ErrNotFound); {1, body, card} when this call
+// settled it; {2, body, card, decision} when it was settled before
+// (ErrAlreadyDecided), so the loser learns the winning decision.
+var decideRequest = redis.NewScript(`
+local f = redis.call('HMGET', KEYS[1], 'body', 'card', 'decision', 'session', 'kind', 'tool')
+if not f[1] then
+	return {0}
+end
+if f[3] then
+	return {2, f[1], f[2] or '', f[3]}
+end
+redis.call('HSET', KEYS[1], 'decision', ARGV[2])
+redis.call('ZREM', KEYS[2], ARGV[1])
+local audit = cjson.encode({at = ARGV[7], action = 'settled', request_id = ARGV[1],
+	session_id = f[4] or '', kind = f[5] or '', tool = f[6] or '',
+	outcome = ARGV[3], by = ARGV[4], by_name = ARGV[5], message = ARGV[6]})
+redis.call('XADD', KEYS[3], '*', 'a', audit)
+local event = cjson.encode({type = 'request_settled', session_id = f[4] or '',
+	request_id = ARGV[1], at = ARGV[7]})
+redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[8], '*', 'e', event)
+if tonumber(ARGV[9]) > 0 then
+	redis.call('PEXPIRE', KEYS[1], ARGV[9])
+end
+redis.call('PUBLISH', ARGV[10], ARGV[2])
+return {1, f[1], f[2] or ''}
+`)
+
+// setCard records where a request's card was posted.
+//
+// KEYS[1] request hash
+// ARGV[1] card JSON
+//
+// Returns 0 for an unknown id (ErrNotFound), 1 when stored.
+var setCard = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then
+	return 0
+end
+redis.call('HSET', KEYS[1], 'card', ARGV[1])
+return 1
+`)
+
+// createSession stores a new session and indexes it by thread.
+//
+// KEYS[1] session key    KEYS[2] thread key (absent when the session has no thread)
+// ARGV[1] session JSON   ARGV[2] session id
+//
+// Returns 0 when the id or the thread is taken (ErrExists), 1 when stored.
+var createSession = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then
+	return 0
+end
+if KEYS[2] and redis.call('EXISTS', KEYS[2]) == 1 then
+	return 0
+end
+redis.call('SET', KEYS[1], ARGV[1])
+if KEYS[2] then
+	redis.call('SET', KEYS[2], ARGV[2])
+end
+return 1
+`)
+
+// enqueue appends an input to a session's inbox and marks the session ready
+// when no worker owns it and it is not in the ready list already.
+//
+// KEYS[1] inbox list     KEYS[2] ready list     KEYS[3] owner key
+// ARGV[1] session id     ARGV[2] input JSON
+//
+// Returns 1 when the session became ready, 0 otherwise.
+var enqueue = redis.NewScript(`
+redis.call('RPUSH', KEYS[1], ARGV[2])
+if redis.call('EXISTS', KEYS[3]) == 0 and not redis.call('LPOS', KEYS[2], ARGV[1]) then
+	redis.call('RPUSH', KEYS[2], ARGV[1])
+	return 1
+end
+return 0
+`)
+
+// claim takes a session out of the ready list and makes the worker its owner.
+// Claim first waits with BLMOVE ready→ready (a rotation, so a worker that
+// dies before this script runs leaves the session ready for another), then
+// runs this script. A session another worker removed first, one owned
+// already, or one whose inbox is empty is dropped from the list.
+//
+// KEYS[1] ready list     KEYS[2] owner key      KEYS[3] owned set of the worker
+// KEYS[4] inbox list
+// ARGV[1] worker         ARGV[2] session id
+//
+// Returns 1 when the worker now owns the session, 0 when it was dropped.
+var claim = redis.NewScript(`
+if redis.call('LREM', KEYS[1], 1, ARGV[2]) == 0 then
+	return 0
+end
+if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('LLEN', KEYS[4]) == 0 then
+	return 0
+end
+redis.call('SET', KEYS[2], ARGV[1])
+redis.call('SADD', KEYS[3], ARGV[2])
+return 1
+`)
+
+// Replies of takeInput.
+const (
+	takeNotOwner = 0
+	takeEmpty    = 1
+	takeInput    = 2
+)
+
+// takeInput pops the oldest input of a session for its owner. NextInput waits
+// for input with BLMOVE inbox→inbox (LEFT LEFT: a blocking peek that leaves
+// the list as it was) and then runs this script, so an input is only removed
+// by the worker that owns the session at that instant.
+//
+// KEYS[1] owner key      KEYS[2] inbox list
+// ARGV[1] worker
+//
+// Returns {0} when the worker does not own the session (ErrNotOwner), {1}
+// when the inbox is empty, {2, input JSON} otherwise.
+var takeInputScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+	return {0}
+end
+local v = redis.call('LPOP', KEYS[2])
+if not v then
+	return {1}
+end
+return {2, v}
+`)
+
+// release gives up a worker's ownership of a session; a session with input
+// left becomes ready again.
+//
+// KEYS[1] owner key      KEYS[2] owned set of the worker   KEYS[3] inbox list
+// KEYS[4] ready list
+// ARGV[1] worker         ARGV[2] session id
+//
+// Returns 0 when the worker does not own the session (ErrNotOwner), 1 when released.
+var release = redis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+	return 0
+end
+redis.call('DEL', KEYS[1])
+redis.call('SREM', KEYS[2], ARGV[2])
+if redis.call('LLEN', KEYS[3]) > 0 and not redis.call('LPOS', KEYS[4], ARGV[2]) then
+	redis.call('RPUSH', KEYS[4], ARGV[2])
+end
+return 1
+`)

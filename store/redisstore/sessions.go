@@ -1,0 +1,126 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/slackgate/slackgate/store"
+)
+
+// CreateSession implements store.Sessions.
+func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
+	if sess.ID == "" {
+		return fmt.Errorf("redisstore: create session: empty id: %w", store.ErrInvalid)
+	}
+	b, err := json.Marshal(sess)
+	if err != nil {
+		return fmt.Errorf("redisstore: create session %s: %w", sess.ID, err)
+	}
+	keys := []string{s.keys.session(sess.ID)}
+	if !sess.Thread.IsZero() {
+		keys = append(keys, s.keys.thread(sess.Thread.Channel, sess.Thread.TS))
+	}
+	n, err := createSession.Run(ctx, s.rdb, keys, b, sess.ID).Int()
+	if err != nil {
+		return fmt.Errorf("redisstore: create session %s: %w", sess.ID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("redisstore: create session %s: %w", sess.ID, store.ErrExists)
+	}
+	return nil
+}
+
+// GetSession implements store.Sessions.
+func (s *Store) GetSession(ctx context.Context, id string) (store.Session, error) {
+	sess, err := s.getSession(ctx, s.rdb, id)
+	if err != nil {
+		return store.Session{}, fmt.Errorf("redisstore: get session %s: %w", id, err)
+	}
+	return sess, nil
+}
+
+func (s *Store) getSession(ctx context.Context, c redis.Cmdable, id string) (store.Session, error) {
+	raw, err := c.Get(ctx, s.keys.session(id)).Bytes()
+	if errors.Is(err, redis.Nil) {
+		return store.Session{}, store.ErrNotFound
+	}
+	if err != nil {
+		return store.Session{}, err
+	}
+	var sess store.Session
+	if err := json.Unmarshal(raw, &sess); err != nil {
+		return store.Session{}, fmt.Errorf("decode: %w", err)
+	}
+	return sess, nil
+}
+
+// SessionByThread implements store.Sessions.
+func (s *Store) SessionByThread(ctx context.Context, thread store.MessageRef) (store.Session, error) {
+	if thread.IsZero() {
+		return store.Session{}, fmt.Errorf("redisstore: session by thread: empty thread: %w", store.ErrNotFound)
+	}
+	id, err := s.rdb.Get(ctx, s.keys.thread(thread.Channel, thread.TS)).Result()
+	if errors.Is(err, redis.Nil) {
+		return store.Session{}, fmt.Errorf("redisstore: session by thread %s/%s: %w", thread.Channel, thread.TS, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Session{}, fmt.Errorf("redisstore: session by thread %s/%s: %w", thread.Channel, thread.TS, err)
+	}
+	return s.GetSession(ctx, id)
+}
+
+// UpdateSession implements store.Sessions with WATCH/MULTI: fn runs on the
+// value read under WATCH, and the write is retried from the start when
+// another client changed the session in between.
+func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*store.Session) error) (store.Session, error) {
+	key := s.keys.session(id)
+	var out store.Session
+	txf := func(tx *redis.Tx) error {
+		sess, err := s.getSession(ctx, tx, id)
+		if err != nil {
+			return err
+		}
+		next := sess
+		if err := fn(&next); err != nil {
+			return fnError{err}
+		}
+		// The id and thread are the session's identity (and its index key).
+		next.ID, next.Thread = sess.ID, sess.Thread
+		b, err := json.Marshal(next)
+		if err != nil {
+			return err
+		}
+		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Set(ctx, key, b, 0)
+			return nil
+		})
+		if err == nil {
+			out = next
+		}
+		return err
+	}
+	for range updateSessionRetries {
+		err := s.rdb.Watch(ctx, txf, key)
+		if errors.Is(err, redis.TxFailedErr) {
+			continue // lost the race; read again
+		}
+		var fe fnError
+		if errors.As(err, &fe) {
+			return store.Session{}, fe.err
+		}
+		if err != nil {
+			return store.Session{}, fmt.Errorf("redisstore: update session %s: %w", id, err)
+		}
+		return out, nil
+	}
+	return store.Session{}, fmt.Errorf("redisstore: update session %s: gave up after %d conflicting writes", id, updateSessionRetries)
+}
+
+// fnError carries the caller's error out of the transaction unchanged.
+type fnError struct{ err error }
+
+func (e fnError) Error() string { return e.err.Error() }

@@ -1,0 +1,119 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/slackgate/slackgate/store"
+)
+
+func (h *harness) testAudit(t *testing.T) {
+	s := h.newStore(t)
+	ctx := h.ctx(t)
+	sid := uniq("sess")
+	r1 := newRequest(sid, 1)
+	r2 := newRequest(sid, 2)
+	r2.Kind, r2.ToolName = store.KindPlan, "ExitPlanMode"
+	requireNoError(t, s.CreateRequest(ctx, r1), "CreateRequest")
+	d := store.Decision{Outcome: store.OutcomeDeny, By: "U5", ByName: "Grace", At: base.Add(time.Minute), Message: "too risky"}
+	_, err := s.Decide(ctx, r1.ID, d)
+	requireNoError(t, err, "Decide")
+	requireNoError(t, s.CreateRequest(ctx, r2), "CreateRequest")
+	// Refused calls leave no trace in the log.
+	_, err = s.Decide(ctx, r1.ID, allow("U6"))
+	requireIs(t, err, store.ErrAlreadyDecided, "second Decide")
+	requireIs(t, s.CreateRequest(ctx, r2), store.ErrExists, "duplicate CreateRequest")
+
+	all, err := s.AuditLog(ctx, "", 100)
+	requireNoError(t, err, "AuditLog")
+	want := []store.AuditEntry{
+		{Action: "created", RequestID: r1.ID, SessionID: sid, Kind: r1.Kind, Tool: r1.ToolName},
+		{Action: "settled", RequestID: r1.ID, SessionID: sid, Kind: r1.Kind, Tool: r1.ToolName, Outcome: d.Outcome, By: d.By, ByName: d.ByName, Message: d.Message, At: d.At},
+		{Action: "created", RequestID: r2.ID, SessionID: sid, Kind: r2.Kind, Tool: r2.ToolName},
+	}
+	if len(all) != len(want) {
+		t.Fatalf("AuditLog = %d entries %+v, want %d", len(all), all, len(want))
+	}
+	seen := map[string]bool{}
+	for i, e := range all {
+		if e.ID == "" || seen[e.ID] {
+			t.Errorf("entry %d has an empty or repeated id %q", i, e.ID)
+		}
+		seen[e.ID] = true
+		if e.At.IsZero() {
+			t.Errorf("entry %d has no time", i)
+		}
+		w := want[i]
+		if !w.At.IsZero() && !w.At.Equal(e.At) {
+			t.Errorf("entry %d At = %v, want the decision's %v", i, e.At, w.At)
+		}
+		w.ID, w.At = e.ID, e.At
+		if w != e {
+			t.Errorf("entry %d:\n got %+v\nwant %+v", i, e, w)
+		}
+	}
+
+	for _, tc := range []struct {
+		name  string
+		after string
+		limit int
+		want  []store.AuditEntry
+	}{
+		{"FirstPage", "", 2, all[:2]},
+		{"AfterFirst", all[0].ID, 1, all[1:2]},
+		{"AfterSecond", all[1].ID, 10, all[2:]},
+		{"AfterLastIsEmpty", all[2].ID, 10, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.AuditLog(ctx, tc.after, tc.limit)
+			requireNoError(t, err, "AuditLog")
+			if len(got) != len(tc.want) {
+				t.Fatalf("AuditLog(%q, %d) = %+v, want %+v", tc.after, tc.limit, got, tc.want)
+			}
+			for i := range got {
+				if got[i].ID != tc.want[i].ID {
+					t.Errorf("entry %d id = %s, want %s", i, got[i].ID, tc.want[i].ID)
+				}
+			}
+		})
+	}
+}
+
+// testClose shows that Close unblocks every blocking call: they return an
+// error (Consume may return nil) instead of hanging.
+func (h *harness) testClose(t *testing.T) {
+	s := h.newStore(t)
+	ctx := h.ctx(t)
+	r := newRequest(uniq("sess"), 0)
+	requireNoError(t, s.CreateRequest(ctx, r), "CreateRequest")
+	owned := uniq("sess")
+	h.enqueue(t, s, owned, "x")
+	h.claimNow(t, s, "A")
+	h.nextNow(t, s, owned, "A")
+
+	wait := goCall(t, ctx, func(ctx context.Context) (store.Decision, error) { return s.WaitDecision(ctx, r.ID) })
+	claim := goCall(t, ctx, func(ctx context.Context) (string, error) { return s.Claim(ctx, "B") })
+	next := goCall(t, ctx, func(ctx context.Context) (store.Input, error) { return s.NextInput(ctx, owned, "A") })
+	c := h.startConsumer(t, s, uniq("group"), "c1", func(context.Context, store.Event) error { return nil })
+	h.ready(t, s, c)
+	requireBlocked(t, wait, "WaitDecision")
+
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	requireNoError(t, await(t, h, closed, "Close"), "Close")
+
+	if res := await(t, h, wait, "WaitDecision after Close"); res.err == nil {
+		t.Errorf("WaitDecision after Close returned %+v and no error", res.v)
+	}
+	if res := await(t, h, claim, "Claim after Close"); res.err == nil {
+		t.Errorf("Claim after Close returned %q and no error", res.v)
+	}
+	if res := await(t, h, next, "NextInput after Close"); res.err == nil {
+		t.Errorf("NextInput after Close returned %+v and no error", res.v)
+	}
+	await(t, h, c.done, "Consume after Close")
+	if _, err := s.GetRequest(ctx, r.ID); err == nil {
+		t.Error("GetRequest after Close returned no error")
+	}
+}
