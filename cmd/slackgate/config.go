@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"reflect"
 	"slices"
@@ -144,18 +143,6 @@ func newLogger(c Config, w io.Writer) zerolog.Logger {
 		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Logger()
-}
-
-// maskURL hides a password in a Redis URL so it can be logged or shown.
-func maskURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw
-	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "***")
-	}
-	return u.String()
 }
 
 // splitArgs splits CLAUDE_ARGS like a shell would for simple cases: words

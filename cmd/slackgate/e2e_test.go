@@ -46,8 +46,8 @@ const (
 type backend string
 
 const (
-	bolt  backend = "bolt"
-	redis backend = "redis"
+	boltBackend  backend = "bolt"
+	redisBackend backend = "redis"
 )
 
 type options struct {
@@ -75,7 +75,7 @@ func startApp(t *testing.T, o options, steps ...relaytest.Step) *app {
 		o.transport = socketMode
 	}
 	if o.backend == "" {
-		o.backend = bolt
+		o.backend = boltBackend
 	}
 	claude := relaytest.CLI(t)
 	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
@@ -109,9 +109,9 @@ func startApp(t *testing.T, o options, steps ...relaytest.Step) *app {
 		"LOG_FORMAT=console",
 	)
 	switch o.backend {
-	case bolt:
+	case boltBackend:
 		env = append(env, "DATA_DIR="+t.TempDir())
-	case redis:
+	case redisBackend:
 		url := os.Getenv("REDIS_URL")
 		if url == "" {
 			if relaytest.RequireIntegration() {
@@ -292,7 +292,7 @@ func (s *syncBuffer) String() string {
 // path on both transports and both stores.
 func TestApproveRunsTheCommandAndTheCardNamesTheApprover(t *testing.T) {
 	for _, tr := range []transport{socketMode, httpMode} {
-		for _, be := range []backend{bolt, redis} {
+		for _, be := range []backend{boltBackend, redisBackend} {
 			t.Run(string(tr)+"/"+string(be), func(t *testing.T) {
 				t.Parallel()
 				a := startApp(t, options{transport: tr, backend: be, approvers: lee},

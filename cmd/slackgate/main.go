@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/slackgate/slackgate/bot"
@@ -90,6 +92,7 @@ func (p program) run(ctx context.Context, args []string) error {
 		return fmt.Errorf("slackgate %s runs beside other processes and needs REDIS_URL; use `slackgate run` for one machine", cmd)
 	}
 	log := newLogger(cfg, p.stderr).With().Str("cmd", cmd).Logger()
+	redis.SetLogger(redisLogger{log.With().Str("component", "go-redis").Logger()})
 
 	st, err := openStore(ctx, cfg)
 	if err != nil {
@@ -124,7 +127,7 @@ func openStore(ctx context.Context, cfg Config) (store.Store, error) {
 	if cfg.RedisURL != "" {
 		st, err := redisstore.New(ctx, cfg.RedisURL, redisstore.WithPrefix(cfg.RedisKeyPrefix))
 		if err != nil {
-			return nil, fmt.Errorf("REDIS_URL=%s: %w", maskURL(cfg.RedisURL), err)
+			return nil, fmt.Errorf("REDIS_URL: %w", err) // the error names the URL, password masked
 		}
 		return st, nil
 	}
@@ -138,9 +141,17 @@ func openStore(ctx context.Context, cfg Config) (store.Store, error) {
 
 func storeName(cfg Config) string {
 	if cfg.RedisURL != "" {
-		return "redis " + maskURL(cfg.RedisURL)
+		return "redis " + redisstore.MaskURL(cfg.RedisURL)
 	}
 	return "bolt " + filepath.Join(cfg.DataDir, "slackgate.db")
+}
+
+// redisLogger sends go-redis's own messages (dial failures while it
+// reconnects) to our log instead of its default stderr logger.
+type redisLogger struct{ log zerolog.Logger }
+
+func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
+	l.log.Warn().Msgf(format, v...)
 }
 
 // relayConfig is the worker's share of the configuration.

@@ -24,7 +24,7 @@ import (
 var _ store.Store = (*Store)(nil)
 
 // ErrClosed is returned by calls made on, or blocked in, a closed Store.
-var ErrClosed = errors.New("store closed")
+var ErrClosed = fmt.Errorf("redisstore: %w", store.ErrClosed)
 
 // Defaults of the options.
 const (

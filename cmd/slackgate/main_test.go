@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/slackgate/slackgate/bot/fakeslack"
+	"github.com/slackgate/slackgate/store/boltstore"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// runProgram runs slackgate with args and environ and returns its error and
+// what it printed.
+func runProgram(t *testing.T, environ []string, args ...string) (error, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	err := program{environ: environ, stdout: &out, stderr: &out}.run(ctx, args)
+	return err, out.String()
+}
+
+func TestStartupFailuresSayWhatToFix(t *testing.T) {
+	slack := []string{"SLACK_BOT_TOKEN=xoxb-1", "SLACK_APP_TOKEN=xapp-1"}
+	tests := []struct {
+		name    string
+		environ []string
+		args    []string
+		want    []string // substrings of the error
+		notWant string
+	}{
+		{name: "no command", args: nil, want: []string{"no command"}},
+		{name: "unknown command", args: []string{"serve"}, want: []string{`unknown command "serve"`}},
+		{name: "no bot token", args: []string{"run"}, environ: []string{"SLACK_APP_TOKEN=xapp-1"},
+			want: []string{"SLACK_BOT_TOKEN", "deploy/slack/manifest.yaml"}},
+		{name: "no transport", args: []string{"run"}, environ: []string{"SLACK_BOT_TOKEN=xoxb-1"},
+			want: []string{"SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"}},
+		{name: "bad approvers", args: []string{"run"}, environ: append([]string{"APPROVERS=dana"}, slack...),
+			want: []string{"APPROVERS", `"dana"`}},
+		{name: "bad channel workdirs", args: []string{"run"}, environ: append([]string{"CHANNEL_WORKDIRS=C1"}, slack...),
+			want: []string{"CHANNEL_WORKDIRS"}},
+		{name: "bot needs redis", args: []string{"bot"}, environ: slack, want: []string{"REDIS_URL", "slackgate run"}},
+		{name: "worker needs redis", args: []string{"worker"}, want: []string{"REDIS_URL"}},
+		{name: "redis unreachable fails fast with the password masked", args: []string{"worker"},
+			environ: []string{"REDIS_URL=redis://:hunter2@127.0.0.1:1/0"},
+			want:    []string{"REDIS_URL", "redis://:***@127.0.0.1:1/0", "cannot reach"}, notWant: "hunter2"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			start := time.Now()
+			err, _ := runProgram(t, tt.environ, tt.args...)
+			if err == nil {
+				t.Fatal("run succeeded; want an error")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not mention %q", err, w)
+				}
+			}
+			if tt.notWant != "" && strings.Contains(err.Error(), tt.notWant) {
+				t.Errorf("error %q leaks %q", err, tt.notWant)
+			}
+			if d := time.Since(start); d > 10*time.Second {
+				t.Errorf("took %s to fail; want fast", d)
+			}
+		})
+	}
+}
+
+func TestHelpPrintsUsage(t *testing.T) {
+	err, out := runProgram(t, nil, "help")
+	if err != nil || !strings.Contains(out, "slackgate <command>") || !strings.Contains(out, "worker") {
+		t.Fatalf("help: err %v, output %q", err, out)
+	}
+}
+
+func TestSecondInstanceOnOneDataDirSaysWhoHasIt(t *testing.T) {
+	dir := t.TempDir()
+	held, err := boltstore.Open(filepath.Join(dir, "slackgate.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	f := fakeslack.New(t)
+	err, _ = runProgram(t, []string{"SLACK_BOT_TOKEN=" + fakeslack.BotToken, "SLACK_APP_TOKEN=" + fakeslack.AppToken,
+		"SLACK_API_URL=" + f.APIURL(), "DATA_DIR=" + dir}, "run")
+	if err == nil || !strings.Contains(err.Error(), "DATA_DIR="+dir) || !strings.Contains(err.Error(), "another slackgate") {
+		t.Fatalf("run on a locked DATA_DIR = %v; want an error naming DATA_DIR and the likely cause", err)
+	}
+}
