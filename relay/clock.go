@@ -1,0 +1,32 @@
+package relay
+
+import "time"
+
+// Clock is the time source for request deadlines and idle timeouts, so tests
+// advance time instead of sleeping.
+type Clock interface {
+	Now() time.Time
+	// NewTimer fires once after d.
+	NewTimer(d time.Duration) Timer
+}
+
+// Timer is the part of *time.Timer the relay uses.
+type Timer interface {
+	C() <-chan time.Time
+	// Stop reports whether it stopped the timer before it fired.
+	Stop() bool
+}
+
+// RealClock is the wall clock.
+type RealClock struct{}
+
+// Now returns time.Now().
+func (RealClock) Now() time.Time { return time.Now() }
+
+// NewTimer wraps time.NewTimer.
+func (RealClock) NewTimer(d time.Duration) Timer { return realTimer{time.NewTimer(d)} }
+
+type realTimer struct{ t *time.Timer }
+
+func (r realTimer) C() <-chan time.Time { return r.t.C }
+func (r realTimer) Stop() bool          { return r.t.Stop() }

@@ -1,0 +1,311 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/slackgate/slackgate/store"
+)
+
+// ErrCLINotRunnable: the claude binary is missing or cannot be executed.
+var ErrCLINotRunnable = errors.New("the Claude Code CLI cannot be run")
+
+// Defaults for stopping a process: how long it may take to exit after its
+// stdin closes, and after SIGTERM before SIGKILL.
+const (
+	DefaultStopGrace = 5 * time.Second
+	DefaultKillGrace = 5 * time.Second
+	stderrTailLines  = 20
+)
+
+// ProcessOptions says how to run one claude process for one session.
+type ProcessOptions struct {
+	Bin            string // path or name of the claude binary
+	SessionID      string // a UUID; passed as --session-id, or --resume when Resume
+	Resume         bool   // continue an earlier Claude session with this id
+	WorkDir        string // where claude runs ("" = the current directory)
+	PermissionMode string // --permission-mode ("" = default)
+	Model          string // --model when set
+	ExtraArgs      []string
+	Env            []string // nil = os.Environ()
+
+	StopGrace time.Duration // stdin closed → SIGTERM (0 = DefaultStopGrace)
+	KillGrace time.Duration // SIGTERM → SIGKILL (0 = DefaultKillGrace)
+}
+
+// Args returns the CLI arguments for these options.
+func (o ProcessOptions) Args() []string {
+	mode := o.PermissionMode
+	if mode == "" {
+		mode = "default"
+	}
+	args := []string{"-p",
+		"--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+		"--permission-prompt-tool", "stdio", "--permission-mode", mode}
+	if o.Resume {
+		args = append(args, "--resume", o.SessionID)
+	} else {
+		args = append(args, "--session-id", o.SessionID)
+	}
+	if o.Model != "" {
+		args = append(args, "--model", o.Model)
+	}
+	return append(args, o.ExtraArgs...)
+}
+
+// Process is one running claude process: the protocol Conn over its pipes,
+// plus its life (stop, exit, stderr).
+type Process struct {
+	*Conn
+	opts   ProcessOptions
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr *tailWriter
+	kill   context.CancelFunc // SIGTERM now, SIGKILL after KillGrace
+
+	closeStdin sync.Once
+	mu         sync.Mutex
+	reason     string // why we stopped it, when we did
+	done       chan struct{}
+	exit       store.Exit
+}
+
+// StartProcess spawns claude and starts reading its output. The process is
+// not tied to ctx's cancellation: stop it with Stop (ctx only carries values).
+func StartProcess(ctx context.Context, opts ProcessOptions, h ConnHandlers, log zerolog.Logger) (*Process, error) {
+	if err := ValidMode(orDefault(opts.PermissionMode, "default")); err != nil {
+		return nil, err
+	}
+	if opts.WorkDir != "" {
+		if fi, err := os.Stat(opts.WorkDir); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("relay: working directory %q of session %s is not a directory: %w", opts.WorkDir, opts.SessionID, errOr(err, syscall.ENOTDIR))
+		}
+	}
+	if opts.StopGrace <= 0 {
+		opts.StopGrace = DefaultStopGrace
+	}
+	if opts.KillGrace <= 0 {
+		opts.KillGrace = DefaultKillGrace
+	}
+	pctx, kill := context.WithCancel(context.WithoutCancel(ctx))
+	cmd := exec.CommandContext(pctx, opts.Bin, opts.Args()...)
+	cmd.Dir = opts.WorkDir
+	cmd.Env = childEnv(opts.Env)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = opts.KillGrace
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		kill()
+		return nil, fmt.Errorf("relay: stdin pipe: %w", err)
+	}
+	// stdout goes through an io.Pipe so cmd.Wait owns the copy and bounds it
+	// with WaitDelay even if a grandchild keeps the descriptor open.
+	pr, pw := io.Pipe()
+	cmd.Stdout = pw
+	tail := newTailWriter(stderrTailLines)
+	cmd.Stderr = tail
+	if err := cmd.Start(); err != nil {
+		kill()
+		_ = stdin.Close()
+		return nil, notRunnable(opts.Bin, err)
+	}
+	p := &Process{opts: opts, cmd: cmd, stdin: stdin, stderr: tail, kill: kill, done: make(chan struct{})}
+	p.Conn = NewConn(pr, stdin, h, log)
+
+	var wg sync.WaitGroup
+	var waitErr error
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		waitErr = cmd.Wait()
+		_ = pw.Close() // the reader sees EOF once the last line is read
+	}()
+	go func() {
+		defer wg.Done()
+		if err := p.Conn.Run(ctx); err != nil {
+			log.Error().Err(err).Msg("reading claude output")
+		}
+		// Drain anything left so the copy into the pipe never blocks Wait.
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	go func() {
+		// Owned through p.done: Wait and Stop block until it closes.
+		wg.Wait()
+		kill()
+		p.mu.Lock()
+		p.exit = exitInfo(cmd, waitErr, p.reason, tail.Lines())
+		p.mu.Unlock()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+func errOr(err, def error) error {
+	if err != nil {
+		return err
+	}
+	return def
+}
+
+func notRunnable(bin string, err error) error {
+	return fmt.Errorf("relay: cannot run the Claude Code CLI %q: %w (%w). Set CLAUDE_BIN to the claude binary, or install it with `npm install -g @anthropic-ai/claude-code` (or `make claude-code` in the slackgate repo)", bin, ErrCLINotRunnable, err)
+}
+
+// childEnv drops variables that would make claude think it runs inside
+// another Claude Code session.
+func childEnv(env []string) []string {
+	if env == nil {
+		env = os.Environ()
+	}
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "CLAUDECODE=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+func exitInfo(cmd *exec.Cmd, err error, reason string, stderr []string) store.Exit {
+	e := store.Exit{Code: -1, Reason: reason, Stderr: stderr}
+	if ps := cmd.ProcessState; ps != nil {
+		e.Code = ps.ExitCode()
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			e.Code = 128 + int(ws.Signal())
+			if e.Reason == "" {
+				e.Reason = "signal: " + ws.Signal().String()
+			}
+		}
+	}
+	if e.Reason == "" {
+		switch {
+		case err == nil:
+			e.Reason = "exited"
+		default:
+			e.Reason = err.Error()
+		}
+	}
+	return e
+}
+
+// PID is the process id.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Exited is closed when the process has exited and its output is read.
+func (p *Process) Exited() <-chan struct{} { return p.done }
+
+// Wait blocks until the process has exited and returns how it ended.
+func (p *Process) Wait() store.Exit {
+	<-p.done
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exit
+}
+
+// CloseInput closes claude's stdin: an idle claude exits, a busy one
+// finishes its turn (denying its own pending prompts) and then exits.
+func (p *Process) CloseInput() {
+	p.closeStdin.Do(func() { _ = p.stdin.Close() })
+}
+
+// Stop ends the process: close stdin, wait up to StopGrace, then SIGTERM,
+// and SIGKILL after KillGrace (exec.Cmd.Cancel + WaitDelay). If ctx ends
+// first it skips to SIGTERM. reason is recorded in the exit ("stopped",
+// "idle", ...). It returns how the process ended.
+func (p *Process) Stop(ctx context.Context, reason string) store.Exit {
+	p.mu.Lock()
+	if p.reason == "" {
+		p.reason = reason
+	}
+	p.mu.Unlock()
+	p.CloseInput()
+	t := time.NewTimer(p.opts.StopGrace)
+	defer t.Stop()
+	select {
+	case <-p.done:
+	case <-t.C:
+		p.kill()
+	case <-ctx.Done():
+		p.kill()
+	}
+	return p.Wait()
+}
+
+// stopRequested reports whether Stop was called.
+func (p *Process) stopRequested() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.reason != ""
+}
+
+// tailWriter keeps the last n lines written to it (stderr).
+type tailWriter struct {
+	mu      sync.Mutex
+	n       int
+	lines   []string
+	partial []byte
+}
+
+func newTailWriter(n int) *tailWriter { return &tailWriter{n: n} }
+
+func (t *tailWriter) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.partial = append(t.partial, b...)
+	for {
+		i := bytes.IndexByte(t.partial, '\n')
+		if i < 0 {
+			break
+		}
+		t.add(string(t.partial[:i]))
+		t.partial = t.partial[i+1:]
+	}
+	if len(t.partial) > 4096 { // a very long line without newline
+		t.add(string(t.partial))
+		t.partial = nil
+	}
+	return len(b), nil
+}
+
+func (t *tailWriter) add(line string) {
+	line = strings.TrimRight(line, "\r")
+	if line == "" {
+		return
+	}
+	t.lines = append(t.lines, line)
+	if len(t.lines) > t.n {
+		t.lines = t.lines[len(t.lines)-t.n:]
+	}
+}
+
+// Lines returns the kept lines, including an unterminated last one.
+func (t *tailWriter) Lines() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := append([]string(nil), t.lines...)
+	if len(t.partial) > 0 {
+		out = append(out, string(t.partial))
+		if len(out) > t.n {
+			out = out[len(out)-t.n:]
+		}
+	}
+	return out
+}

@@ -1,0 +1,138 @@
+package relay
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/slackgate/slackgate/store"
+)
+
+// KindOf says what a tool's permission request asks of a person.
+func KindOf(toolName string) store.Kind {
+	switch {
+	case toolName == "AskUserQuestion",
+		strings.HasPrefix(toolName, "mcp__") && strings.HasSuffix(toolName, "__AskUserQuestion"):
+		return store.KindQuestion
+	case toolName == "ExitPlanMode":
+		return store.KindPlan
+	}
+	return store.KindTool
+}
+
+// NewRequest turns a can_use_tool request into a pending store.Request with
+// a fresh id. deadline is zero when requests never expire.
+func NewRequest(sessionID, cliRequestID string, c CanUseTool, now, deadline time.Time) store.Request {
+	r := store.Request{
+		ID:                 uuid.NewString(),
+		SessionID:          sessionID,
+		CLIRequestID:       cliRequestID,
+		Kind:               KindOf(c.ToolName),
+		ToolName:           c.ToolName,
+		DisplayName:        c.DisplayName,
+		Input:              c.Input,
+		Description:        c.Description,
+		BlockedPath:        c.BlockedPath,
+		DecisionReason:     c.DecisionReason,
+		DecisionReasonType: c.DecisionReasonType,
+		ToolUseID:          c.ToolUseID,
+		AgentID:            c.AgentID,
+		CreatedAt:          now,
+		Deadline:           deadline,
+	}
+	for _, raw := range c.PermissionSuggestions {
+		var s store.Suggestion
+		// A suggestion of a shape we do not know is left out rather than
+		// failing the request: the person can still allow or deny.
+		if err := json.Unmarshal(raw, &s); err == nil && s.Type != "" {
+			r.Suggestions = append(r.Suggestions, s)
+		}
+	}
+	return r
+}
+
+// ExpiredMessage is what Claude is told when nobody answered in time.
+func ExpiredMessage(timeout time.Duration) string {
+	return fmt.Sprintf("Nobody answered this permission request in Slack within the timeout (%s), so it was denied. Do not retry it; continue without it or ask the user.", timeout)
+}
+
+// ResultFor builds the control_response for a settled request. ok is false
+// when nothing must be sent (cancelled or ended: Claude no longer waits).
+func ResultFor(r store.Request, d store.Decision) (res PermissionResult, ok bool, err error) {
+	switch d.Outcome {
+	case store.OutcomeAllow:
+		input := r.Input
+		if len(d.UpdatedInput) > 0 {
+			input = d.UpdatedInput
+		}
+		if len(input) == 0 {
+			input = json.RawMessage(`{}`)
+		}
+		if len(d.Answers) > 0 {
+			if input, err = withAnswers(input, d.Answers); err != nil {
+				return PermissionResult{}, false, err
+			}
+		}
+		var perms []json.RawMessage
+		for _, p := range d.Permissions {
+			b, err := json.Marshal(p)
+			if err != nil {
+				return PermissionResult{}, false, fmt.Errorf("relay: permission update: %w", err)
+			}
+			perms = append(perms, b)
+		}
+		res = Allow(input, perms...)
+	case store.OutcomeDeny:
+		msg := d.Message
+		if strings.TrimSpace(msg) == "" {
+			msg = defaultDenyMessage(r.Kind, d.ByName)
+		}
+		res = Deny(msg, d.Interrupt)
+	case store.OutcomeExpired:
+		msg := d.Message
+		if strings.TrimSpace(msg) == "" {
+			msg = "Nobody answered this permission request in Slack within the timeout, so it was denied."
+		}
+		res = Deny(msg, false)
+	default:
+		return PermissionResult{}, false, nil
+	}
+	if err := res.Validate(); err != nil {
+		return PermissionResult{}, false, err
+	}
+	return res, true, nil
+}
+
+func defaultDenyMessage(kind store.Kind, by string) string {
+	if by == "" {
+		by = "a person"
+	}
+	switch kind {
+	case store.KindQuestion:
+		return fmt.Sprintf("%s declined to answer in Slack.", by)
+	case store.KindPlan:
+		return fmt.Sprintf("%s did not approve the plan in Slack. Keep planning.", by)
+	}
+	return fmt.Sprintf("Denied by %s in Slack.", by)
+}
+
+// withAnswers adds AskUserQuestion answers (question text → label, labels
+// joined ", ", or free text) to the tool input, keeping every other field.
+func withAnswers(input json.RawMessage, answers map[string]string) (json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(input, &obj); err != nil || obj == nil {
+		return nil, fmt.Errorf("relay: question input is not an object: %w", ErrInvalidResult)
+	}
+	a, err := json.Marshal(answers)
+	if err != nil {
+		return nil, fmt.Errorf("relay: answers: %w", err)
+	}
+	obj["answers"] = a
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return nil, fmt.Errorf("relay: answers: %w", err)
+	}
+	return out, nil
+}
