@@ -233,8 +233,13 @@ func (w *Worker) runSession(ctx context.Context, id string) {
 		last, leftover, failed := w.runProcess(ctx, sess, *next, log)
 		if ctx.Err() != nil && leftover != nil {
 			// Shutting down: the input was taken from the queue but not
-			// delivered; there is no way to put it back (see report).
-			log.Warn().Str("input_id", leftover.ID).Msg("input dropped at shutdown")
+			// delivered. Put it back first in line; finish releases the
+			// session, so the next owner starts with it.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+			if err := w.st.Requeue(cctx, *leftover, w.cfg.WorkerID); err != nil {
+				log.Error().Err(err).Str("input_id", leftover.ID).Msg("input lost at shutdown: cannot put it back in the queue")
+			}
+			cancel()
 			leftover = nil
 		}
 		if leftover == nil {

@@ -325,6 +325,11 @@ type Queue interface {
 	// NextInput blocks until the session's inbox has an input and removes it,
 	// or returns ctx.Err(). ErrNotOwner if worker does not own the session.
 	NextInput(ctx context.Context, sessionID, worker string) (Input, error)
+	// Requeue puts an input the worker took with NextInput but could not
+	// deliver back at the head of the session's inbox, so it is the next one
+	// out (for this worker or, after Release, the next owner). ErrNotOwner if
+	// worker does not own the session.
+	Requeue(ctx context.Context, in Input, worker string) error
 	// Release gives up ownership; a session with inputs left becomes ready
 	// again. ErrNotOwner if worker does not own it.
 	Release(ctx context.Context, sessionID, worker string) error

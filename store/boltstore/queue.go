@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -174,6 +175,39 @@ func (s *Store) NextInput(ctx context.Context, sessionID, worker string) (store.
 			return store.Input{}, fmt.Errorf("boltstore: next input %s for %s: %w", sessionID, worker, err)
 		}
 	}
+}
+
+// Requeue puts an input back before every other input of the session: under
+// the key just below the inbox's first (keys come from a sequence starting
+// at 1, and at most one input per process is ever put back).
+func (s *Store) Requeue(ctx context.Context, in store.Input, worker string) error {
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		q, err := getQueueState(tx, in.SessionID)
+		if err != nil {
+			return err
+		}
+		if q.Owner == "" || q.Owner != worker {
+			return store.ErrNotOwner
+		}
+		inbox, err := tx.Bucket(bktInbox).CreateBucketIfNotExists([]byte(in.SessionID))
+		if err != nil {
+			return err
+		}
+		key := uint64(1)
+		if k, _ := inbox.Cursor().First(); k != nil {
+			key = binary.BigEndian.Uint64(k)
+			if key == 0 {
+				return fmt.Errorf("%w: no key left before the inbox's first input", store.ErrInvalid)
+			}
+			key--
+		}
+		return putJSON(inbox, be64(key), in)
+	})
+	if err != nil {
+		return fmt.Errorf("boltstore: requeue %s for %s: %w", in.ID, in.SessionID, err)
+	}
+	s.queue.broadcast()
+	return nil
 }
 
 // Release drops ownership; input left in the inbox makes the session ready.

@@ -148,6 +148,22 @@ func (s *Store) NextInput(ctx context.Context, sessionID, worker string) (store.
 	}
 }
 
+// Requeue implements store.Queue.
+func (s *Store) Requeue(ctx context.Context, in store.Input, worker string) error {
+	b, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("redisstore: requeue %s: %w", in.ID, err)
+	}
+	n, err := requeue.Run(ctx, s.rdb, []string{s.keys.owner(in.SessionID), s.keys.inbox(in.SessionID)}, worker, b).Int()
+	if err != nil {
+		return fmt.Errorf("redisstore: requeue %s for %s: %w", in.ID, in.SessionID, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("redisstore: requeue %s for %s: worker %s: %w", in.ID, in.SessionID, worker, store.ErrNotOwner)
+	}
+	return nil
+}
+
 // Release implements store.Queue.
 func (s *Store) Release(ctx context.Context, sessionID, worker string) error {
 	n, err := release.Run(ctx, s.rdb,

@@ -172,6 +172,22 @@ end
 return {2, v}
 `)
 
+// requeue puts an input its owner took but could not deliver back at the
+// head of the session's inbox.
+//
+// KEYS[1] owner key      KEYS[2] inbox list
+// ARGV[1] worker         ARGV[2] input JSON
+//
+// Returns 0 when the worker does not own the session (ErrNotOwner), 1 when
+// the input is back.
+var requeue = redis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+	return 0
+end
+redis.call('LPUSH', KEYS[2], ARGV[2])
+return 1
+`)
+
 // release gives up a worker's ownership of a session; a session with input
 // left becomes ready again.
 //

@@ -146,6 +146,35 @@ func (h *harness) testQueue(t *testing.T) {
 		}
 		requireInput(t, ins[1], h.nextNow(t, s, sid, "B"))
 	})
+	t.Run("RequeuedInputComesOutFirstForTheNextOwner", func(t *testing.T) {
+		s1, s2 := h.pair(t)
+		ctx := h.ctx(t)
+		sid := uniq("sess")
+		ins := h.enqueue(t, s1, sid, "one", "two")
+		h.claimNow(t, s1, "A")
+		taken := h.nextNow(t, s1, sid, "A")
+		requireInput(t, ins[0], taken)
+		requireIs(t, s2.Requeue(ctx, taken, "B"), store.ErrNotOwner, "Requeue by a non-owner")
+		requireNoError(t, s2.Requeue(ctx, taken, "A"), "Requeue")
+		requireNoError(t, s1.Release(ctx, sid, "A"), "Release")
+		if got := h.claimNow(t, s2, "B"); got != sid {
+			t.Fatalf("Claim by B = %s, want %s", got, sid)
+		}
+		requireInput(t, ins[0], h.nextNow(t, s2, sid, "B"))
+		requireInput(t, ins[1], h.nextNow(t, s2, sid, "B"))
+	})
+	t.Run("RequeueIntoAnEmptyInboxWorksTwice", func(t *testing.T) {
+		s := h.newStore(t)
+		ctx := h.ctx(t)
+		sid := uniq("sess")
+		in := h.enqueue(t, s, sid, "only")[0]
+		h.claimNow(t, s, "A")
+		for range 2 {
+			requireInput(t, in, h.nextNow(t, s, sid, "A"))
+			requireNoError(t, s.Requeue(ctx, in, "A"), "Requeue")
+		}
+		requireInput(t, in, h.nextNow(t, s, sid, "A"))
+	})
 	t.Run("ReleaseWithEmptyInboxIsNotReady", func(t *testing.T) {
 		s := h.newStore(t)
 		sid := uniq("sess")
