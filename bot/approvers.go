@@ -1,0 +1,103 @@
+package bot
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// DefaultGroupCacheTTL is how long user group members are trusted before
+// usergroups.users.list is asked again.
+const DefaultGroupCacheTTL = 5 * time.Minute
+
+// approvers decides who may settle a request: the users and the members
+// of the user groups in APPROVERS, or anyone when the list is empty.
+type approvers struct {
+	users  map[string]bool
+	groups []string
+	list   func(ctx context.Context, group string) ([]string, error)
+	clock  Clock
+	ttl    time.Duration
+
+	mu    sync.Mutex
+	cache map[string]groupMembers
+}
+
+type groupMembers struct {
+	members map[string]bool
+	at      time.Time
+}
+
+func newApprovers(ids []string, list func(ctx context.Context, group string) ([]string, error), clock Clock, ttl time.Duration) *approvers {
+	a := &approvers{users: map[string]bool{}, list: list, clock: clock, ttl: ttl, cache: map[string]groupMembers{}}
+	for _, id := range ids {
+		if strings.HasPrefix(id, "S") {
+			a.groups = append(a.groups, id)
+		} else {
+			a.users[id] = true
+		}
+	}
+	return a
+}
+
+// open reports whether anyone may decide.
+func (a *approvers) open() bool { return len(a.users) == 0 && len(a.groups) == 0 }
+
+// allowed reports whether user may decide. An error means a group could not
+// be resolved and nobody outside the explicit users is let through.
+func (a *approvers) allowed(ctx context.Context, user string) (bool, error) {
+	if a.open() || a.users[user] {
+		return true, nil
+	}
+	var firstErr error
+	for _, g := range a.groups {
+		m, err := a.members(ctx, g)
+		if err != nil {
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		if m[user] {
+			return true, nil
+		}
+	}
+	return false, firstErr
+}
+
+func (a *approvers) members(ctx context.Context, group string) (map[string]bool, error) {
+	now := a.clock.Now()
+	a.mu.Lock()
+	c, ok := a.cache[group]
+	a.mu.Unlock()
+	if ok && now.Sub(c.at) < a.ttl {
+		return c.members, nil
+	}
+	ids, err := a.list(ctx, group)
+	if err != nil {
+		return nil, fmt.Errorf("bot: usergroups.users.list %s: %w", group, err)
+	}
+	m := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		m[id] = true
+	}
+	a.mu.Lock()
+	a.cache[group] = groupMembers{members: m, at: now}
+	a.mu.Unlock()
+	return m, nil
+}
+
+// describe names the approvers for the ephemeral a non-approver gets.
+func (a *approvers) describe() string {
+	var parts []string
+	for u := range a.users {
+		parts = append(parts, "<@"+u+">")
+	}
+	slices.Sort(parts)
+	for _, g := range a.groups {
+		parts = append(parts, "<!subteam^"+g+">")
+	}
+	return strings.Join(parts, ", ")
+}

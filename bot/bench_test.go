@@ -1,0 +1,71 @@
+package bot
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/slackgate/slackgate/store"
+)
+
+// reportPercentiles adds p50/p99 of the measured latencies to the result.
+func reportPercentiles(b *testing.B, lat []time.Duration) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkMentionToQueuedInput: a person's @mention, through the
+// transport, until a worker holds the prompt (bbolt store, fsync off).
+func BenchmarkMentionToQueuedInput(b *testing.B) {
+	for _, tr := range transports {
+		b.Run(tr, func(b *testing.B) {
+			h := newHarness(b, tr, harnessOpts{})
+			ctx := testCtx(b)
+			var lat []time.Duration
+			for i := 0; b.Loop(); i++ {
+				start := time.Now()
+				if _, err := h.fake.Mention(ctx, "U1", "C1", fmt.Sprint("task ", i)); err != nil {
+					b.Fatal(err)
+				}
+				s, _ := h.claim(b)
+				lat = append(lat, time.Since(start))
+				if err := h.st.Release(ctx, s.ID, "worker-test"); err != nil {
+					b.Fatal(err)
+				}
+			}
+			reportPercentiles(b, lat)
+		})
+	}
+}
+
+// BenchmarkClickToDecision: a click on Approve until the worker's
+// WaitDecision returns.
+func BenchmarkClickToDecision(b *testing.B) {
+	for _, tr := range transports {
+		b.Run(tr, func(b *testing.B) {
+			h := newHarness(b, tr, harnessOpts{})
+			ctx := testCtx(b)
+			var lat []time.Duration
+			for i := 0; b.Loop(); i++ {
+				b.StopTimer()
+				r, card := h.sessionWithRequest(b, fmt.Sprint("req-bench-", i))
+				b.StartTimer()
+				start := time.Now()
+				if err := h.fake.Click(ctx, "U1", card.Ref(), "Approve"); err != nil {
+					b.Fatal(err)
+				}
+				d, err := h.st.WaitDecision(ctx, r.ID)
+				if err != nil || d.Outcome != store.OutcomeAllow {
+					b.Fatalf("decision %+v, %v", d, err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			reportPercentiles(b, lat)
+		})
+	}
+}

@@ -1,0 +1,224 @@
+package bot
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/slackgate/slackgate/blocks"
+	"github.com/slackgate/slackgate/store"
+)
+
+// consumerGroup is the store consumer group every bot replica joins, so
+// each event is shown in Slack by exactly one of them.
+const consumerGroup = "bot"
+
+// Bot is the Slack side of slackgate: one handler set behind the Socket
+// Mode or HTTP transport, the consumer of store events that keeps threads
+// current, and the outbox every write goes through.
+type Bot struct {
+	cfg   Config
+	st    store.Store
+	log   zerolog.Logger
+	api   *slack.Client
+	clock Clock
+
+	out       *outbox
+	approvers *approvers
+	seen      *dedup
+	work      tasks
+	status    statusBook
+
+	// botUserID comes from auth.test at the start of Run; handlers run only
+	// after it is set.
+	botUserID string
+}
+
+// New checks cfg and builds a Bot; nothing talks to Slack until Run.
+func New(cfg Config, st store.Store, log zerolog.Logger) (*Bot, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return nil, fmt.Errorf("%w: no store", ErrConfig)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = wallClock{}
+	}
+	if cfg.HTTPAddr == "" {
+		cfg.HTTPAddr = DefaultHTTPAddr
+	}
+	if cfg.ConsumerName == "" {
+		host, _ := os.Hostname()
+		cfg.ConsumerName = "bot-" + cmp.Or(host, "local")
+	}
+	interval := cfg.PostInterval
+	if interval == 0 {
+		interval = DefaultPostInterval
+	}
+	ttl := cmp.Or(cfg.GroupCacheTTL, DefaultGroupCacheTTL)
+
+	opts := []slack.Option{}
+	if cfg.APIURL != "" {
+		u := cfg.APIURL
+		if !strings.HasSuffix(u, "/") {
+			u += "/"
+		}
+		opts = append(opts, slack.OptionAPIURL(u))
+	}
+	if cfg.AppToken != "" {
+		opts = append(opts, slack.OptionAppLevelToken(cfg.AppToken))
+	}
+	// No slack.OptionRetry: the outbox owns 429 handling, and two layers of
+	// retries would multiply the waits.
+	api := slack.New(cfg.BotToken, opts...)
+
+	b := &Bot{
+		cfg:   cfg,
+		st:    st,
+		log:   log,
+		api:   api,
+		clock: cfg.Clock,
+		out:   newOutbox(api, interval, cfg.Clock, log),
+		seen:  newDedup(cfg.Clock, dedupWindow),
+	}
+	b.approvers = newApprovers(cfg.Approvers, func(ctx context.Context, g string) ([]string, error) {
+		return api.GetUserGroupMembersContext(ctx, g)
+	}, cfg.Clock, ttl)
+	return b, nil
+}
+
+// Run identifies the bot (auth.test), then runs the transport, the event
+// consumer and the outbox until ctx ends (nil) or one of them fails.
+func (b *Bot) Run(ctx context.Context) error {
+	auth, err := b.api.AuthTestContext(ctx)
+	if err != nil {
+		if b.cfg.Listener != nil {
+			_ = b.cfg.Listener.Close() // Run owns it, served or not
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("bot: auth.test (is SLACK_BOT_TOKEN right?): %w", err)
+	}
+	b.botUserID = auth.UserID
+	b.log.Info().Str("bot_user", auth.UserID).Str("team", auth.Team).Bool("socket_mode", b.cfg.socketMode()).Msg("slack bot starting")
+
+	b.joinGroup(ctx)
+
+	g, gctx := errgroup.WithContext(ctx)
+	b.work.start(gctx)
+	g.Go(func() error { return b.out.Run(gctx) })
+	g.Go(func() error { return b.consume(gctx) })
+	if b.cfg.socketMode() {
+		g.Go(func() error { return b.runSocketMode(gctx) })
+	} else {
+		g.Go(func() error { return b.runHTTP(gctx) })
+	}
+	err = g.Wait()
+	b.work.stop()
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+// joinGroup makes sure the bot's consumer group exists before any traffic
+// is taken: a group sees only events published after it was created, so
+// an event published right after the transport is up must not race the
+// consumer's start. Consume with an ended context creates the group and
+// returns at once on backends that create it on entry (bbolt); elsewhere
+// it is a harmless no-op and the consumer's own start creates it.
+func (b *Bot) joinGroup(ctx context.Context) {
+	ended, cancel := context.WithCancel(ctx)
+	cancel()
+	err := b.st.Consume(ended, consumerGroup, b.cfg.ConsumerName, func(context.Context, store.Event) error {
+		return errors.New("bot: not consuming yet")
+	})
+	if err != nil && ctx.Err() == nil {
+		b.log.Debug().Err(err).Msg("join consumer group early")
+	}
+}
+
+// tasks owns the work done after an ack: every goroutine it starts runs
+// with Run's context and is waited for before Run returns.
+type tasks struct {
+	mu     sync.Mutex
+	ctx    context.Context
+	wg     sync.WaitGroup
+	closed bool
+}
+
+func (t *tasks) start(ctx context.Context) {
+	t.mu.Lock()
+	t.ctx = ctx
+	t.mu.Unlock()
+}
+
+// context is Run's context, for work done inside a transport's request
+// (a view_submission decided before its ack).
+func (t *tasks) context() context.Context {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ctx == nil {
+		return context.Background()
+	}
+	return t.ctx
+}
+
+// Go runs f unless the bot is stopping; it reports whether f was started.
+func (t *tasks) Go(f func(ctx context.Context)) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || t.ctx == nil {
+		return false
+	}
+	ctx := t.ctx
+	t.wg.Go(func() { f(ctx) })
+	return true
+}
+
+func (t *tasks) stop() {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	t.wg.Wait()
+}
+
+// statusBook serialises work on one session's status message within this
+// process (so two events cannot both post a first status message) and
+// remembers the phase last shown.
+type statusBook struct {
+	mu      sync.Mutex
+	entries map[string]*statusEntry
+}
+
+type statusEntry struct {
+	mu    sync.Mutex
+	shown blocks.Status // what the line showed last, less the pending count
+	known bool
+}
+
+// lock returns the session's entry, locked; the caller unlocks it.
+func (s *statusBook) lock(sessionID string) *statusEntry {
+	s.mu.Lock()
+	if s.entries == nil {
+		s.entries = map[string]*statusEntry{}
+	}
+	e := s.entries[sessionID]
+	if e == nil {
+		e = &statusEntry{}
+		s.entries[sessionID] = e
+	}
+	s.mu.Unlock()
+	e.mu.Lock()
+	return e
+}

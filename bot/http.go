@@ -1,0 +1,169 @@
+package bot
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+)
+
+// maxBodyBytes caps what HTTP mode reads from a request before verifying it;
+// Slack's payloads are far smaller.
+const maxBodyBytes = 1 << 20
+
+// Handler returns HTTP mode's routes: POST /slack/events, POST
+// /slack/interactive, POST /slack/commands and GET /healthz. Every POST is
+// verified against the signing secret first; a request that fails gets 401
+// and changes nothing. Run serves it; it is exported for tests and for
+// mounting under another server.
+func (b *Bot) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /slack/events", b.verified(b.serveEvents))
+	mux.HandleFunc("POST /slack/interactive", b.verified(b.serveInteractive))
+	mux.HandleFunc("POST /slack/commands", b.verified(b.serveCommands))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	return mux
+}
+
+func (b *Bot) runHTTP(ctx context.Context) error {
+	ln := b.cfg.Listener
+	if ln == nil {
+		var err error
+		ln, err = net.Listen("tcp", b.cfg.HTTPAddr)
+		if err != nil {
+			return errors.Join(errors.New("bot: listen (is HTTP_ADDR in use?)"), err)
+		}
+	}
+	srv := &http.Server{
+		Handler:           b.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		BaseContext:       func(net.Listener) context.Context { return ctx },
+	}
+	b.log.Info().Str("addr", ln.Addr().String()).Msg("slack http mode listening")
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return errors.Join(errors.New("bot: http serve"), err)
+	case <-ctx.Done():
+	}
+	shutCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		b.log.Warn().Err(err).Msg("http shutdown")
+		_ = srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return errors.Join(errors.New("bot: http serve"), err)
+	}
+	return nil
+}
+
+// verified reads the body (capped), checks Slack's v0 signature and the
+// 5-minute timestamp window, and hands the handler the request with its
+// body restored, since slack-go's parsers read it again.
+func (b *Bot) verified(next func(w http.ResponseWriter, r *http.Request, body []byte)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+				return
+			}
+			http.Error(w, "cannot read body", http.StatusBadRequest)
+			return
+		}
+		sv, err := slack.NewSecretsVerifier(r.Header, b.cfg.SigningSecret)
+		if err == nil {
+			_, _ = sv.Write(body)
+			err = sv.Ensure()
+		}
+		if err != nil {
+			b.log.Warn().Err(err).Str("path", r.URL.Path).Str("remote", r.RemoteAddr).Msg("rejected unsigned slack request")
+			http.Error(w, "invalid signature", http.StatusUnauthorized)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next(w, r, body)
+	}
+}
+
+func (b *Bot) serveEvents(w http.ResponseWriter, r *http.Request, body []byte) {
+	ev, err := slackevents.ParseEvent(json.RawMessage(body), slackevents.OptionNoVerifyToken())
+	if err != nil {
+		// Acknowledge anyway: an event we cannot parse will not parse on a
+		// retry either.
+		b.log.Warn().Err(err).Msg("unparsable events api payload")
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	if ev.Type == slackevents.URLVerification {
+		var ch slackevents.EventsAPIURLVerificationEvent
+		if err := json.Unmarshal(body, &ch); err != nil {
+			http.Error(w, "bad challenge", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, ch.Challenge)
+		return
+	}
+	w.WriteHeader(http.StatusOK)
+	b.onEvent(ev)
+}
+
+func (b *Bot) serveInteractive(w http.ResponseWriter, r *http.Request, _ []byte) {
+	var cb slack.InteractionCallback
+	if err := json.Unmarshal([]byte(formValue(r, "payload")), &cb); err != nil {
+		b.log.Warn().Err(err).Msg("unparsable interaction payload")
+		http.Error(w, "bad payload", http.StatusBadRequest)
+		return
+	}
+	resp := b.onInteraction(&cb)
+	writeAck(w, resp)
+}
+
+func (b *Bot) serveCommands(w http.ResponseWriter, r *http.Request, _ []byte) {
+	cmd, err := slack.SlashCommandParse(r)
+	if err != nil {
+		http.Error(w, "bad command", http.StatusBadRequest)
+		return
+	}
+	writeAck(w, b.onCommand(cmd))
+}
+
+// formValue reads one field of a form-encoded POST body only (never the
+// query string).
+func formValue(r *http.Request, key string) string {
+	if err := r.ParseForm(); err != nil {
+		return ""
+	}
+	return r.PostForm.Get(key)
+}
+
+// writeAck answers Slack: an empty 200, or the JSON response (a
+// view_submission response_action, a slash command's ephemeral text).
+func writeAck(w http.ResponseWriter, resp any) {
+	if resp == nil {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,288 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+
+	"github.com/slackgate/slackgate/bot/fakeslack"
+	"github.com/slackgate/slackgate/store"
+)
+
+// startOutbox runs an outbox against fake until the test ends.
+func startOutbox(t *testing.T, fake *fakeslack.Fake, interval time.Duration, clock Clock) *outbox {
+	t.Helper()
+	api := slack.New(fakeslack.BotToken, slack.OptionAPIURL(fake.APIURL()))
+	o := newOutbox(api, interval, clock, zerolog.Nop())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := o.Run(ctx); err != nil {
+			t.Errorf("outbox Run: %v", err)
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return o
+}
+
+func textMsg(s string) outMsg { return outMsg{Text: s} }
+
+// recv takes an op's result, failing the test instead of hanging when the
+// outbox never delivers one.
+func recv(t *testing.T, res <-chan opResult) opResult {
+	t.Helper()
+	select {
+	case r := <-res:
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("no result from the outbox within 10s")
+		return opResult{}
+	}
+}
+
+func TestOutboxCoalescesQueuedEditsOfOneMessage(t *testing.T) {
+	fake := fakeslack.New(t)
+	fake.AddChannel("C1", "general")
+	clock := newFakeClock()
+	o := startOutbox(t, fake, time.Second, clock)
+	log := zerolog.Nop()
+
+	ts, err := o.Post(t.Context(), log, "C1", "", textMsg("v0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := store.MessageRef{Channel: "C1", TS: ts}
+	// Three edits queue up while the channel waits out its pacing.
+	var results []<-chan opResult
+	for _, v := range []string{"v1", "v2", "v3"} {
+		results = append(results, o.enqueue(&op{kind: opUpdate, channel: ref.Channel, ts: ref.TS, msg: textMsg(v), log: log}, true))
+	}
+	clock.WaitTimers(t, 1)
+	clock.Advance(time.Second)
+	for i, res := range results {
+		if r := recv(t, res); r.err != nil {
+			t.Errorf("edit %d: %v", i+1, r.err)
+		}
+	}
+	if n := len(fake.CallsTo("chat.update")); n != 1 {
+		t.Errorf("chat.update calls = %d, want 1 (three queued edits coalesced)", n)
+	}
+	m, ok := fake.Message(fakeslack.MessageRef{Channel: "C1", TS: ts})
+	if !ok || m.Text != "v3" {
+		t.Errorf("message text = %q, want the newest edit v3", m.Text)
+	}
+}
+
+func TestOutboxPacesCallsPerChannelNotAcrossChannels(t *testing.T) {
+	fake := fakeslack.New(t)
+	fake.AddChannel("C1", "one")
+	fake.AddChannel("C2", "two")
+	clock := newFakeClock()
+	o := startOutbox(t, fake, time.Second, clock)
+	log := zerolog.Nop()
+
+	if _, err := o.Post(t.Context(), log, "C1", "", textMsg("first")); err != nil {
+		t.Fatal(err)
+	}
+	second := o.enqueue(&op{kind: opPost, channel: "C1", msg: textMsg("second"), log: log}, true)
+	asked := clock.WaitTimers(t, 1)
+	if got := asked[len(asked)-1]; got != time.Second {
+		t.Errorf("second post waits %v, want 1s", got)
+	}
+	// Another channel is not held up by C1's pacing.
+	if _, err := o.Post(t.Context(), log, "C2", "", textMsg("elsewhere")); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(999 * time.Millisecond)
+	select {
+	case r := <-second:
+		t.Fatalf("second post to C1 went out before its second was up: %+v", r)
+	default:
+	}
+	clock.Advance(time.Millisecond)
+	if r := recv(t, second); r.err != nil || r.ts == "" {
+		t.Fatalf("second post: ts %q, err %v", r.ts, r.err)
+	}
+	if n := len(fake.CallsTo("chat.postMessage")); n != 3 {
+		t.Errorf("chat.postMessage calls = %d, want 3", n)
+	}
+}
+
+func TestOutboxWaitsOutRateLimitsWithoutDroppingTheMessage(t *testing.T) {
+	fake := fakeslack.New(t)
+	fake.AddChannel("C1", "general")
+	clock := newFakeClock()
+	o := startOutbox(t, fake, -1, clock)
+	fake.RateLimit("chat.postMessage", 2, 3*time.Second)
+
+	res := o.enqueue(&op{kind: opPost, channel: "C1", msg: textMsg("through the storm"), log: zerolog.Nop()}, true)
+	for i := range 2 {
+		asked := clock.WaitTimers(t, 1)
+		if got := asked[len(asked)-1]; got != 3*time.Second {
+			t.Fatalf("wait %d after 429 = %v, want Retry-After 3s", i+1, got)
+		}
+		clock.Advance(3 * time.Second)
+	}
+	r := recv(t, res)
+	if r.err != nil {
+		t.Fatalf("post: %v", r.err)
+	}
+	calls := fake.CallsTo("chat.postMessage")
+	if len(calls) != 3 || calls[0].Status != 429 || calls[1].Status != 429 {
+		t.Errorf("calls = %+v, want 429, 429, ok", calls)
+	}
+	if msgs := fake.Messages("C1"); len(msgs) != 1 || msgs[0].Text != "through the storm" || msgs[0].TS != r.ts {
+		t.Errorf("channel holds %+v, want the one message with ts %s", msgs, r.ts)
+	}
+}
+
+func TestOutboxKeepsOrderWithinAThread(t *testing.T) {
+	fake := fakeslack.New(t)
+	fake.AddChannel("C1", "general")
+	o := startOutbox(t, fake, -1, newFakeClock())
+	log := zerolog.Nop()
+	root, err := o.Post(t.Context(), log, "C1", "", textMsg("root"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	var results []<-chan opResult
+	for i := range n {
+		results = append(results, o.enqueue(&op{kind: opPost, channel: "C1", threadTS: root, msg: textMsg(fmt.Sprint(i)), log: log}, true))
+	}
+	for _, res := range results {
+		if r := recv(t, res); r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	var got []string
+	for _, m := range fake.Thread("C1", root) {
+		if m.TS != root {
+			got = append(got, m.Text)
+		}
+	}
+	want := make([]string, n)
+	for i := range want {
+		want[i] = fmt.Sprint(i)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("thread order = %v, want %v", got, want)
+	}
+}
+
+func TestOutboxReportsPermanentErrorsWithoutRetrying(t *testing.T) {
+	fake := fakeslack.New(t, fakeslack.AllowRejections())
+	fake.AddChannel("C1", "general")
+	o := startOutbox(t, fake, -1, newFakeClock())
+	tooLong := slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, strings.Repeat("x", 3001), false, false), nil, nil)
+
+	_, err := o.Post(t.Context(), zerolog.Nop(), "C1", "", outMsg{Text: "fallback", Blocks: []slack.Block{tooLong}})
+	var se slack.SlackErrorResponse
+	if !errors.As(err, &se) || se.Err != "invalid_blocks" {
+		t.Fatalf("err = %v, want invalid_blocks", err)
+	}
+	if n := len(fake.CallsTo("chat.postMessage")); n != 1 {
+		t.Errorf("chat.postMessage calls = %d, want 1: a refused payload is not retried", n)
+	}
+}
+
+func TestOutboxFailsQueuedWritesWhenStopped(t *testing.T) {
+	fake := fakeslack.New(t)
+	fake.AddChannel("C1", "general")
+	clock := newFakeClock()
+	api := slack.New(fakeslack.BotToken, slack.OptionAPIURL(fake.APIURL()))
+	o := newOutbox(api, time.Second, clock, zerolog.Nop())
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = o.Run(ctx) })
+
+	if _, err := o.Post(t.Context(), zerolog.Nop(), "C1", "", textMsg("one")); err != nil {
+		t.Fatal(err)
+	}
+	held := o.enqueue(&op{kind: opPost, channel: "C1", msg: textMsg("two"), log: zerolog.Nop()}, true)
+	clock.WaitTimers(t, 1)
+	cancel()
+	wg.Wait()
+	if r := recv(t, held); !errors.Is(r.err, errOutboxClosed) {
+		t.Errorf("held post err = %v, want ErrOutboxClosed", r.err)
+	}
+	if _, err := o.Post(t.Context(), zerolog.Nop(), "C1", "", textMsg("late")); !errors.Is(err, errOutboxClosed) {
+		t.Errorf("post after stop err = %v, want ErrOutboxClosed", err)
+	}
+}
+
+func TestPermanentTellsRefusalsFromTransientFailures(t *testing.T) {
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"invalid blocks is permanent", slack.SlackErrorResponse{Err: "invalid_blocks"}, true},
+		{"message not found is permanent", fmt.Errorf("wrapped: %w", slack.SlackErrorResponse{Err: "message_not_found"}), true},
+		{"internal error is transient", slack.SlackErrorResponse{Err: "internal_error"}, false},
+		{"5xx is transient", slack.StatusCodeError{Code: 503, Status: "503"}, false},
+		{"429 without Retry-After is transient", slack.StatusCodeError{Code: 429, Status: "429"}, false},
+		{"404 is permanent", slack.StatusCodeError{Code: 404, Status: "404"}, true},
+		{"network error is transient", errors.New("connection reset"), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := permanent(tt.err); got != tt.want {
+				t.Errorf("permanent(%v) = %v, want %v", tt.err, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestOutboxRetriesServerErrorsWithBackoff(t *testing.T) {
+	// A Slack that fails twice with 503 before it takes the message.
+	var mu sync.Mutex
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		if n <= 2 {
+			http.Error(w, "unavailable", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"ok":true,"channel":"C1","ts":"1700000000.000042"}`)
+	}))
+	defer srv.Close()
+	clock := newFakeClock()
+	o := newOutbox(slack.New("xoxb-test", slack.OptionAPIURL(srv.URL+"/")), -1, clock, zerolog.Nop())
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = o.Run(ctx) })
+	defer func() { cancel(); wg.Wait() }()
+
+	res := o.enqueue(&op{kind: opPost, channel: "C1", msg: textMsg("eventually"), log: zerolog.Nop()}, true)
+	for _, want := range []time.Duration{backoffBase, 2 * backoffBase} {
+		asked := clock.WaitTimers(t, 1)
+		if got := asked[len(asked)-1]; got != want {
+			t.Fatalf("backoff = %v, want %v", got, want)
+		}
+		clock.Advance(want)
+	}
+	if r := recv(t, res); r.err != nil || r.ts != "1700000000.000042" {
+		t.Fatalf("post = %+v, want the ts of the third attempt", r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if calls != 3 {
+		t.Errorf("calls = %d, want 3", calls)
+	}
+}

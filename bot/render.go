@@ -1,0 +1,39 @@
+package bot
+
+import (
+	"github.com/slackgate/slackgate/blocks"
+	"github.com/slackgate/slackgate/store"
+)
+
+// The bot's only view of how things look: every message it posts for a
+// thread is rendered by package blocks through these adapters.
+
+type renderedCard struct {
+	msg           outMsg
+	fullInput     string
+	fullInputName string
+}
+
+func renderCard(r store.Request, s store.Session) renderedCard {
+	m := blocks.Card(r, s)
+	return renderedCard{msg: toMsg(m), fullInput: m.FullInput, fullInputName: m.FullInputName}
+}
+
+func renderEvent(e store.Event) []outMsg {
+	var out []outMsg
+	for _, m := range blocks.EventMessages(e) {
+		out = append(out, toMsg(m))
+	}
+	return out
+}
+
+// renderStatus shows the phase, except that pending requests turn a
+// working (or queued) session into one waiting for approval.
+func renderStatus(s store.Session, st blocks.Status) outMsg {
+	if st.Pending > 0 && (st.Phase == blocks.PhaseWorking || st.Phase == blocks.PhaseQueued) {
+		st.Phase = blocks.PhaseWaiting
+	}
+	return toMsg(blocks.StatusMessage(s, st))
+}
+
+func toMsg(m blocks.Message) outMsg { return outMsg{Text: m.Text, Blocks: m.Blocks} }

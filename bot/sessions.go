@@ -1,0 +1,222 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/google/uuid"
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+
+	"github.com/slackgate/slackgate/blocks"
+	"github.com/slackgate/slackgate/store"
+)
+
+// onEvent handles an Events API event after the transport acked it. A
+// delivery whose event_id was seen recently is a retry and is dropped.
+func (b *Bot) onEvent(ev slackevents.EventsAPIEvent) {
+	if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok && !b.seen.first(cb.EventID) {
+		b.log.Debug().Str("event_id", cb.EventID).Msg("duplicate event delivery ignored")
+		return
+	}
+	switch e := ev.InnerEvent.Data.(type) {
+	case *slackevents.AppMentionEvent:
+		b.work.Go(func(ctx context.Context) { b.onMention(ctx, e) })
+	case *slackevents.MessageEvent:
+		b.work.Go(func(ctx context.Context) { b.onMessage(ctx, e) })
+	}
+}
+
+// onMention: an @mention starts a session in its thread (the mention's
+// thread when it is a reply, else the mention itself), or continues the
+// session already living there.
+func (b *Bot) onMention(ctx context.Context, e *slackevents.AppMentionEvent) {
+	if e.BotID != "" || e.User == "" || e.User == b.botUserID {
+		return
+	}
+	thread := store.MessageRef{Channel: e.Channel, TS: e.ThreadTimeStamp}
+	if thread.TS == "" {
+		thread.TS = e.TimeStamp
+	}
+	b.startOrContinue(ctx, thread, e.User, b.stripMention(e.Text))
+}
+
+// onMessage: a DM to the bot starts or continues a session; a person's reply
+// in a session's thread continues it. Bot messages, subtypes (edits, joins,
+// …) and thread replies that mention the bot (app_mention handles those)
+// are ignored, so nothing runs twice.
+func (b *Bot) onMessage(ctx context.Context, e *slackevents.MessageEvent) {
+	if !personSubtypes[e.SubType] || e.BotID != "" || e.User == "" || e.User == b.botUserID {
+		return
+	}
+	if e.ChannelType == "im" {
+		thread := store.MessageRef{Channel: e.Channel, TS: e.ThreadTimeStamp}
+		if thread.TS == "" {
+			thread.TS = e.TimeStamp
+		}
+		b.startOrContinue(ctx, thread, e.User, b.stripMention(e.Text))
+		return
+	}
+	if e.ThreadTimeStamp == "" || b.mentionsBot(e.Text) {
+		return
+	}
+	thread := store.MessageRef{Channel: e.Channel, TS: e.ThreadTimeStamp}
+	s, err := b.st.SessionByThread(ctx, thread)
+	if errors.Is(err, store.ErrNotFound) {
+		return // an ordinary conversation, not ours
+	}
+	if err != nil {
+		b.log.Error().Err(err).Str("channel", thread.Channel).Msg("look up thread session")
+		b.tellUser(ctx, thread, e.User, "Sorry, I could not pass your message to Claude (the session store is unavailable). Please try again.")
+		return
+	}
+	b.followUp(ctx, s, e.User, strings.TrimSpace(e.Text))
+}
+
+// personSubtypes are the message subtypes that are a person saying
+// something new; edits, deletions, joins and the like are not.
+var personSubtypes = map[string]bool{
+	"":                 true,
+	"thread_broadcast": true, // a thread reply also sent to the channel
+	"file_share":       true, // a message with a file; its text still counts
+}
+
+// onCommand handles `/claude <prompt>`: it acks at once and starts the
+// session under a message the bot posts. The returned value is the ack's
+// body (an ephemeral usage hint when the prompt is empty).
+func (b *Bot) onCommand(cmd slack.SlashCommand) any {
+	prompt := strings.TrimSpace(cmd.Text)
+	if prompt == "" {
+		return map[string]string{"response_type": "ephemeral", "text": "Usage: `" + blocks.Escape(cmd.Command) + " &lt;what Claude should do&gt;` starts a Claude session in this channel."}
+	}
+	b.work.Go(func(ctx context.Context) {
+		log := b.log.With().Str("channel", cmd.ChannelID).Str("user", cmd.UserID).Logger()
+		text := fmt.Sprintf("<@%s> started a Claude session: %s", cmd.UserID, blocks.Escape(prompt))
+		ts, err := b.out.Post(ctx, log, cmd.ChannelID, "", outMsg{Text: text})
+		if err != nil {
+			log.Error().Err(err).Msg("post session start message")
+			b.ephemeral(ctx, cmd.ChannelID, "", cmd.UserID, "Sorry, I could not start the session: I cannot post in this channel. Is the app invited here?")
+			return
+		}
+		b.startOrContinue(ctx, store.MessageRef{Channel: cmd.ChannelID, TS: ts}, cmd.UserID, prompt)
+	})
+	return nil
+}
+
+// startOrContinue creates the thread's session and enqueues the prompt, or
+// enqueues it as a follow-up when the thread already has a session.
+func (b *Bot) startOrContinue(ctx context.Context, thread store.MessageRef, user, text string) {
+	log := b.log.With().Str("channel", thread.Channel).Str("user", user).Logger()
+	if text == "" {
+		b.tellUser(ctx, thread, user, "Tell me what Claude should do, e.g. `fix the failing test`.")
+		return
+	}
+	s, err := b.st.SessionByThread(ctx, thread)
+	if err == nil {
+		b.followUp(ctx, s, user, text)
+		return
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		log.Error().Err(err).Msg("look up thread session")
+		b.tellUser(ctx, thread, user, "Sorry, I could not start a session (the session store is unavailable). Please try again.")
+		return
+	}
+	now := b.clock.Now()
+	s = store.Session{
+		ID:             uuid.NewString(),
+		Thread:         thread,
+		WorkDir:        b.cfg.workDir(thread.Channel),
+		StartedBy:      user,
+		PermissionMode: b.cfg.PermissionMode,
+		Model:          b.cfg.Model,
+		State:          store.SessionQueued,
+		CreatedAt:      now,
+		UpdatedAt:      now,
+	}
+	if err := b.st.CreateSession(ctx, s); err != nil {
+		if errors.Is(err, store.ErrExists) {
+			// Another delivery (or replica) created it a moment ago.
+			if s2, err2 := b.st.SessionByThread(ctx, thread); err2 == nil {
+				b.followUp(ctx, s2, user, text)
+				return
+			}
+		}
+		log.Error().Err(err).Msg("create session")
+		b.tellUser(ctx, thread, user, "Sorry, I could not start a session (the session store is unavailable). Please try again.")
+		return
+	}
+	log = log.With().Str("session_id", s.ID).Logger()
+	log.Info().Str("workdir", s.WorkDir).Msg("session created")
+	if _, err := b.st.Enqueue(ctx, store.Input{SessionID: s.ID, Text: text, User: user, At: now}); err != nil {
+		log.Error().Err(err).Msg("enqueue first prompt")
+		b.tellUser(ctx, thread, user, "Sorry, the session was created but your prompt could not be queued. Please send it again in this thread.")
+		return
+	}
+	b.refreshStatus(ctx, s.ID, blocks.PhaseQueued)
+}
+
+// followUp queues a message for an existing session; the worker resumes the
+// Claude session if its process has ended.
+func (b *Bot) followUp(ctx context.Context, s store.Session, user, text string) {
+	if text == "" {
+		return
+	}
+	log := b.log.With().Str("session_id", s.ID).Str("channel", s.Thread.Channel).Logger()
+	if _, err := b.st.Enqueue(ctx, store.Input{SessionID: s.ID, Text: text, User: user, At: b.clock.Now()}); err != nil {
+		log.Error().Err(err).Msg("enqueue follow-up")
+		b.tellUser(ctx, s.Thread, user, "Sorry, I could not pass your message to Claude. Please try again.")
+		return
+	}
+	log.Debug().Msg("follow-up queued")
+}
+
+var mentionRE = regexp.MustCompile(`<@([A-Z0-9]+)(?:\|[^>]*)?>`)
+
+// stripMention removes the bot's own mention from a prompt; other mentions
+// stay (they may matter to the task).
+func (b *Bot) stripMention(text string) string {
+	out := mentionRE.ReplaceAllStringFunc(text, func(m string) string {
+		if mentionRE.FindStringSubmatch(m)[1] == b.botUserID {
+			return ""
+		}
+		return m
+	})
+	return strings.TrimSpace(out)
+}
+
+func (b *Bot) mentionsBot(text string) bool {
+	for _, m := range mentionRE.FindAllStringSubmatch(text, -1) {
+		if m[1] == b.botUserID {
+			return true
+		}
+	}
+	return false
+}
+
+// tellUser shows user an ephemeral in thread: how bot explains failures
+// of work done after the ack.
+func (b *Bot) tellUser(ctx context.Context, thread store.MessageRef, user, text string) {
+	b.ephemeral(ctx, thread.Channel, thread.TS, user, text)
+}
+
+func (b *Bot) ephemeral(ctx context.Context, channel, threadTS, user, text string) {
+	b.ephemeralMsg(ctx, channel, threadTS, user, blocks.Ephemeral(text))
+}
+
+// ephemeralMsg posts m for user only. Ephemerals skip the outbox: they are
+// not part of the thread's order and chat.postEphemeral has its own limit.
+func (b *Bot) ephemeralMsg(ctx context.Context, channel, threadTS, user string, m blocks.Message) {
+	opts := []slack.MsgOption{slack.MsgOptionText(m.Text, false)}
+	if len(m.Blocks) > 0 {
+		opts = append(opts, slack.MsgOptionBlocks(m.Blocks...))
+	}
+	if threadTS != "" {
+		opts = append(opts, slack.MsgOptionTS(threadTS))
+	}
+	if _, err := b.api.PostEphemeralContext(ctx, channel, user, opts...); err != nil {
+		b.log.Error().Err(err).Str("channel", channel).Str("user", user).Msg("post ephemeral")
+	}
+}
