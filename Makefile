@@ -8,7 +8,7 @@ CLAUDE_CODE_VERSION ?= 2.1.330
 GO ?= go
 FUZZTIME ?= 10s
 
-.PHONY: all build run test test-go fuzz bench lint claude-code
+.PHONY: all build run test test-go test-cli-197 fuzz bench lint claude-code
 
 all: build
 
@@ -33,10 +33,15 @@ test: lint
 	CLAUDE_BIN="$$(.ci/claude-code.sh $(CLAUDE_CODE_VERSION))" \
 	CLAUDE_BIN_197="$$(.ci/claude-code.sh 2.1.197)" \
 	SLACKGATE_REQUIRE_INTEGRATION=1 \
-	.ci/with-redis.sh $(MAKE) --no-print-directory test-go fuzz
+	.ci/with-redis.sh $(MAKE) --no-print-directory test-go test-cli-197 fuzz
 
 test-go:
 	$(GO) test -race -count=1 -timeout 12m ./...
+
+# The CLI the protocol reference was verified on: the relay and end-to-end
+# suites run against it too (relaytest runs both versions itself).
+test-cli-197:
+	CLAUDE_BIN="$$CLAUDE_BIN_197" $(GO) test -race -count=1 -timeout 10m ./relay ./cmd/...
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeLine$$' -fuzztime $(FUZZTIME) ./relay
