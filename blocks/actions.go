@@ -30,17 +30,22 @@ const (
 	ActionSubmit  ActionKind = Prefix + "submit"  // send the answers picked in the message
 	ActionOther   ActionKind = Prefix + "other"   // open the free-text modal
 	ActionSkip    ActionKind = Prefix + "skip"    // deny: the person skipped the question
+	// ActionStop is the status message's Stop button: interrupt the
+	// session's running turn. It names a session, not a request
+	// (Action.SessionID); DecideAction does not take it.
+	ActionStop ActionKind = Prefix + "stop"
 )
 
 var actionKinds = map[ActionKind]bool{
 	ActionApprove: true, ActionDeny: true, ActionEdit: true, ActionAlways: true, ActionAnswer: true,
-	ActionPick: true, ActionSubmit: true, ActionOther: true, ActionSkip: true,
+	ActionPick: true, ActionSubmit: true, ActionOther: true, ActionSkip: true, ActionStop: true,
 }
 
 // Action is a decoded click on one of slackgate's cards.
 type Action struct {
 	Kind      ActionKind
-	RequestID string
+	RequestID string // every kind but ActionStop
+	SessionID string // ActionStop
 	// Question is the question's index (question cards); Index is the
 	// suggestion's index (ActionAlways) or the option's (ActionAnswer).
 	Question int
@@ -67,6 +72,9 @@ func ParseAction(a *slack.BlockAction) (Action, bool) {
 	q, o, id, ok := parseValue(val)
 	if !ok {
 		return Action{}, false
+	}
+	if kind == ActionStop {
+		return Action{Kind: kind, SessionID: id}, true
 	}
 	return Action{Kind: kind, RequestID: id, Question: q, Index: o}, true
 }
@@ -98,6 +106,7 @@ const (
 	blockQuestion = Prefix + "q:"
 	blockActions  = Prefix + "actions"
 	blockOutcome  = Prefix + "outcome"
+	blockStatus   = Prefix + "status_actions" // the status message's Stop button
 )
 
 func questionBlockID(q int, requestID string) string { return blockQuestion + value(q, 0, requestID) }

@@ -659,7 +659,8 @@ func outcome(r store.Request) string {
 	case store.OutcomeExpired:
 		fmt.Fprintf(&b, "⌛ *Expired* %s: nobody answered in time, so Claude was told no", when)
 	case store.OutcomeCancelled:
-		fmt.Fprintf(&b, "↩️ *Cancelled* %s: Claude withdrew the request", when)
+		// By is set when a person's Stop made Claude withdraw it.
+		fmt.Fprintf(&b, "↩️ *Cancelled*%s %s: Claude withdrew the request", byWhom(d), when)
 	case store.OutcomeEnded:
 		fmt.Fprintf(&b, "⏹️ *Session ended* %s before anyone answered", when)
 	default:

@@ -38,6 +38,11 @@
 //	default:          view, _ := Modal(next.Modal(), r, r.Card); views.open(trigger_id, view)
 //	}
 //
+// The status message's Stop button (shown while the phase is working or
+// waiting, with a confirm dialog) parses to ActionStop with Action.SessionID
+// set and no request: the bot enqueues a store.ControlInterrupt input for
+// that session instead of calling DecideAction.
+//
 // Explain(err) gives the sentence to show the person ephemerally.
 // AlreadyDecided(r) and NotAllowed() are ready-made ephemeral messages.
 //
@@ -60,7 +65,7 @@
 //
 // # Thread
 //
-//	EventMessages(e store.Event) []Message        // assistant text (Markdown → mrkdwn, split), tool-use line, failed tool result, result, exit, error
+//	EventMessages(e store.Event) []Message        // assistant text (Markdown → mrkdwn, split), tool-use line, failed tool result, result, exit, error, "Stopped by <@U…>"
 //	StatusMessage(s store.Session, st Status) Message // the status line the bot edits in place
 //	Markdown(s string) string; Escape(s string) string; Ephemeral(text string) Message
 //

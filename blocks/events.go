@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -61,6 +62,12 @@ func EventMessages(e store.Event) []Message {
 			return nil
 		}
 		return []Message{exitMessage(*e.Exit)}
+	case store.EventInterrupted:
+		t := "⏹️ Claude's turn was stopped"
+		if userID.MatchString(e.Text) {
+			t = "⏹️ Stopped by <@" + e.Text + ">"
+		}
+		return []Message{contextMessage(t + ": reply in this thread to continue")}
 	case store.EventError:
 		t := "⚠️ " + codeSafe(cut(strings.TrimSpace(e.Text), 2500))
 		if strings.TrimSpace(e.Text) == "" {
@@ -70,6 +77,10 @@ func EventMessages(e store.Event) []Message {
 	}
 	return nil
 }
+
+// userID is what a Slack user id looks like; anything else is not put
+// inside a mention.
+var userID = regexp.MustCompile(`^[UW][A-Z0-9]{1,20}$`)
 
 func contextMessage(line string) Message {
 	return Message{Text: line, Blocks: []slack.Block{slack.NewContextBlock("", mrkdwn(line))}}
@@ -162,6 +173,15 @@ const (
 	PhaseWaiting Phase = "waiting" // requests wait for a person
 	PhaseDone    Phase = "done"    // the turn ended; a reply in the thread continues
 	PhaseFailed  Phase = "failed"  // the process failed or could not start
+	PhaseStopped Phase = "stopped" // a person stopped the turn; a reply in the thread continues
+)
+
+// Stop button texts: the confirm dialog keeps a stray tap from aborting
+// Claude's work.
+const (
+	StopLabel        = "Stop"
+	stopConfirmTitle = "Stop Claude?"
+	stopConfirmText  = "Stop Claude's current turn?"
 )
 
 // Status is what the status line shows.
@@ -190,6 +210,8 @@ func StatusMessage(s store.Session, st Status) Message {
 		head = "✅ Done: reply in this thread to continue"
 	case PhaseFailed:
 		head = "❌ Failed"
+	case PhaseStopped:
+		head = "⏹️ Stopped: reply in this thread to continue"
 	default:
 		head = "Status: " + codeSafe(string(st.Phase))
 	}
@@ -213,6 +235,12 @@ func StatusMessage(s store.Session, st Status) Message {
 	bs := []slack.Block{section(text)}
 	if len(ctx) > 0 {
 		bs = append(bs, slack.NewContextBlock("", mrkdwn(strings.Join(ctx, " · "))))
+	}
+	if s.ID != "" && (st.Phase == PhaseWorking || st.Phase == PhaseWaiting) {
+		stop := button(string(ActionStop), StopLabel, value(0, 0, s.ID)).WithStyle(slack.StyleDanger).
+			WithConfirm(slack.NewConfirmationBlockObject(plain(stopConfirmTitle), plain(stopConfirmText), plain("Stop"), plain("Keep going")).
+				WithStyle(slack.StyleDanger))
+		bs = append(bs, slack.NewActionBlock(blockStatus, stop))
 	}
 	fallback := head
 	if d := strings.TrimSpace(st.Detail); d != "" {

@@ -134,7 +134,9 @@ func cards() map[string]store.Request {
 			Message: "Add a rollback step"}),
 		"final_expired":   decided(bashRequest(), store.Decision{Outcome: store.OutcomeExpired, At: t0.Add(time.Hour), Message: "No decision within 1h0m0s"}),
 		"final_cancelled": decided(writeRequest(), store.Decision{Outcome: store.OutcomeCancelled, At: t0.Add(time.Minute)}),
-		"final_ended":     decided(editRequest(), store.Decision{Outcome: store.OutcomeEnded, At: t0.Add(time.Minute), Message: "claude exited (signal: killed)"}),
+		"final_cancelled_stopped": decided(bashRequest(), store.Decision{Outcome: store.OutcomeCancelled, By: "U0ALICE", At: t0.Add(time.Minute),
+			Message: "Claude's turn was stopped"}),
+		"final_ended": decided(editRequest(), store.Decision{Outcome: store.OutcomeEnded, At: t0.Add(time.Minute), Message: "claude exited (signal: killed)"}),
 	}
 }
 
@@ -161,10 +163,12 @@ func threadMessages() map[string][]Message {
 		"event_result_error":    EventMessages(ev(store.Event{Type: store.EventResult, Result: &store.Result{Subtype: "error_max_turns", IsError: true, Turns: 10, DurationMS: 95000, CostUSD: 0.5, Errors: []string{"max turns reached"}}})),
 		"event_exit":            EventMessages(ev(store.Event{Type: store.EventExit, Exit: &store.Exit{Code: 1, Reason: "exit status 1", Stderr: []string{"Error: boom", "  at main"}}})),
 		"event_error":           EventMessages(ev(store.Event{Type: store.EventError, Text: "could not start claude: not found"})),
+		"event_interrupted":     EventMessages(ev(store.Event{Type: store.EventInterrupted, Text: "U0ALICE"})),
 		"status_working":        {StatusMessage(session, Status{Phase: PhaseWorking})},
 		"status_waiting":        {StatusMessage(session, Status{Phase: PhaseWaiting, Pending: 2, Since: t0})},
 		"status_done":           {StatusMessage(session, Status{Phase: PhaseDone})},
 		"status_failed":         {StatusMessage(session, Status{Phase: PhaseFailed, Detail: "claude exited with code 1"})},
+		"status_stopped":        {StatusMessage(session, Status{Phase: PhaseStopped})},
 		"ephemeral_decided":     {AlreadyDecided(cards()["final_approved"])},
 		"ephemeral_not_allowed": {NotAllowed()},
 	}

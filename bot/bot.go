@@ -33,7 +33,6 @@ type Bot struct {
 
 	out       *outbox
 	approvers *approvers
-	seen      *dedup
 	work      tasks
 	status    statusBook
 
@@ -88,7 +87,6 @@ func New(cfg Config, st store.Store, log zerolog.Logger) (*Bot, error) {
 		api:   api,
 		clock: cfg.Clock,
 		out:   newOutbox(api, interval, cfg.Clock, log),
-		seen:  newDedup(cfg.Clock, dedupWindow),
 	}
 	b.approvers = newApprovers(cfg.Approvers, func(ctx context.Context, g string) ([]string, error) {
 		return api.GetUserGroupMembersContext(ctx, g)
@@ -112,8 +110,6 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.botUserID = auth.UserID
 	b.log.Info().Str("bot_user", auth.UserID).Str("team", auth.Team).Bool("socket_mode", b.cfg.socketMode()).Msg("slack bot starting")
 
-	b.joinGroup(ctx)
-
 	g, gctx := errgroup.WithContext(ctx)
 	b.work.start(gctx)
 	g.Go(func() error { return b.out.Run(gctx) })
@@ -129,23 +125,6 @@ func (b *Bot) Run(ctx context.Context) error {
 		return err
 	}
 	return nil
-}
-
-// joinGroup makes sure the bot's consumer group exists before any traffic
-// is taken: a group sees only events published after it was created, so
-// an event published right after the transport is up must not race the
-// consumer's start. Consume with an ended context creates the group and
-// returns at once on backends that create it on entry (bbolt); elsewhere
-// it is a harmless no-op and the consumer's own start creates it.
-func (b *Bot) joinGroup(ctx context.Context) {
-	ended, cancel := context.WithCancel(ctx)
-	cancel()
-	err := b.st.Consume(ended, consumerGroup, b.cfg.ConsumerName, func(context.Context, store.Event) error {
-		return errors.New("bot: not consuming yet")
-	})
-	if err != nil && ctx.Err() == nil {
-		b.log.Debug().Err(err).Msg("join consumer group early")
-	}
 }
 
 // tasks owns the work done after an ack: every goroutine it starts runs

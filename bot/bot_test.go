@@ -44,6 +44,11 @@ type harnessOpts struct {
 	cfg      func(*Config)
 	fake     []fakeslack.Option
 	useClock bool // drive the bot with a fake clock
+	// wrap, when set, is the store the bot sees, built around the real one
+	// (h.st stays the real one), to inject faults.
+	wrap func(store.Store) store.Store
+	// seed, when set, runs on the store before the bot starts.
+	seed func(testing.TB, store.Store)
 }
 
 func newHarness(t testing.TB, transport string, o harnessOpts) *harness {
@@ -92,7 +97,14 @@ func newHarness(t testing.TB, transport string, o harnessOpts) *harness {
 	if _, bench := t.(*testing.B); bench {
 		log = zerolog.Nop()
 	}
-	b, err := New(cfg, st, log)
+	if o.seed != nil {
+		o.seed(t, st)
+	}
+	var botStore store.Store = st
+	if o.wrap != nil {
+		botStore = o.wrap(st)
+	}
+	b, err := New(cfg, botStore, log)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 )
 
 // Clock is the time source of everything in bot that waits: the outbox's
-// pacing and backoff, the user group cache, event deduplication. Tests
+// pacing and backoff, the user group cache. Tests
 // inject a clock they advance by hand instead of sleeping.
 type Clock interface {
 	Now() time.Time

@@ -152,25 +152,6 @@ func TestEmptyApproverListLetsAnyoneDecide(t *testing.T) {
 	}
 }
 
-func TestDedupForgetsAfterItsWindow(t *testing.T) {
-	clock := newFakeClock()
-	d := newDedup(clock, 10*time.Minute)
-	if !d.first("Ev1") || d.first("Ev1") {
-		t.Fatal("second sight of Ev1 within the window counted as first")
-	}
-	clock.Advance(5 * time.Minute)
-	if d.first("Ev1") {
-		t.Error("Ev1 forgotten after 5 minutes (Slack retries up to ~5 minutes later)")
-	}
-	clock.Advance(11 * time.Minute)
-	if !d.first("Ev1") {
-		t.Error("Ev1 still remembered after the window")
-	}
-	if !d.first("") || !d.first("") {
-		t.Error("events without an id must never be dropped")
-	}
-}
-
 func TestRunFailsFastOnABadBotToken(t *testing.T) {
 	fake := fakeslack.New(t, fakeslack.AllowRejections())
 	b, err := New(Config{BotToken: "xoxb-wrong", AppToken: fakeslack.AppToken, APIURL: fake.APIURL()}, nopStore{}, zerolog.Nop())

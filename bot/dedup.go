@@ -1,50 +1,35 @@
 package bot
 
 import (
-	"sync"
+	"context"
 	"time"
+
+	"github.com/slack-go/slack/slackevents"
 )
 
-// dedupWindow covers Slack's Events API retries (immediately, after about
-// a minute and about five minutes).
-const dedupWindow = 10 * time.Minute
+// eventDedupTTL covers Slack's Events API retries (at once, after about a
+// minute and after about five minutes).
+const eventDedupTTL = 10 * time.Minute
 
-// dedup remembers recently seen event ids so a retried delivery (HTTP
-// retries, or Socket Mode redelivering on another connection) runs once.
-// It is per process: replicas behind a load balancer each keep their own.
-type dedup struct {
-	clock  Clock
-	window time.Duration
-
-	mu   sync.Mutex
-	seen map[string]time.Time
-	last time.Time // last sweep
-}
-
-func newDedup(clock Clock, window time.Duration) *dedup {
-	return &dedup{clock: clock, window: window, seen: map[string]time.Time{}}
-}
-
-// first reports whether id has not been seen within the window, and
-// remembers it. An empty id is always new.
-func (d *dedup) first(id string) bool {
-	if id == "" {
+// firstDelivery reports whether this is the first delivery of an Events API
+// event. Slack redelivers events it thinks were not acknowledged (HTTP
+// retries, Socket Mode envelopes acked too late), and a redelivery may reach
+// another replica, so the event_id is remembered in the shared store rather
+// than in this process. When the store cannot tell, the event is handled: a
+// rare duplicate is better than a lost mention.
+func (b *Bot) firstDelivery(ctx context.Context, ev slackevents.EventsAPIEvent) bool {
+	cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent)
+	if !ok || cb.EventID == "" {
 		return true
 	}
-	now := d.clock.Now()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if now.Sub(d.last) > d.window {
-		for k, at := range d.seen {
-			if now.Sub(at) > d.window {
-				delete(d.seen, k)
-			}
-		}
-		d.last = now
+	log := b.log.With().Str("event_id", cb.EventID).Logger()
+	first, err := b.st.FirstSeen(ctx, "slack-event:"+cb.EventID, eventDedupTTL)
+	if err != nil {
+		log.Warn().Err(err).Msg("cannot tell whether the event was delivered before; handling it")
+		return true
 	}
-	if at, ok := d.seen[id]; ok && now.Sub(at) <= d.window {
-		return false
+	if !first {
+		log.Debug().Msg("repeated event delivery ignored")
 	}
-	d.seen[id] = now
-	return true
+	return first
 }

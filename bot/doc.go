@@ -15,10 +15,21 @@ package bot
 // Readiness: in Socket Mode the bot is ready once its connection is up
 // (fakeslack.WaitConnected); in HTTP mode once GET /healthz answers (with a
 // Listener bound by the caller, that request simply waits until Run serves).
-// Run joins the store's "bot" consumer group before taking traffic, so no
-// event published after that point is missed.
+// The store's "bot" consumer group starts at the oldest event still in the
+// log the first time any bot runs, and resumes where it left off after
+// that, so no event is missed whenever the bot starts. Events API
+// deliveries are deduplicated by event_id in the store (FirstSeen), so a
+// Slack retry runs once even when it reaches another replica.
 //
 // Who may do what: anyone in a channel with the bot may start a session
 // (mention, DM, /claude) or continue one (a reply in its thread). APPROVERS
 // only gates decisions on request cards; an empty list lets anyone who can
 // see a card decide it.
+//
+// Stopping Claude: the status message offers Stop (with a confirm dialog)
+// while Claude works or waits, and a thread reply that is just "stop"
+// (any case, with or without the bot's mention) does the same. Only the
+// session's starter and APPROVERS may stop it; everyone else is told who
+// may. A stop is a store.ControlInterrupt input on the session's queue, so
+// it reaches whichever worker runs the session; the thread then says
+// "Stopped by <@…>" and the pending cards end cancelled.

@@ -99,7 +99,12 @@ func (b *Bot) showRequest(ctx context.Context, log zerolog.Logger, id string) er
 		return err
 	}
 	ref := store.MessageRef{Channel: s.Thread.Channel, TS: ts}
-	if err := b.st.SetCard(ctx, r.ID, ref); err != nil {
+	// Record the card even when the bot is stopping: an unrecorded card
+	// would be posted a second time after a restart.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+	err = b.st.SetCard(sctx, r.ID, ref)
+	cancel()
+	if err != nil {
 		return fmt.Errorf("bot: set card %s: %w", r.ID, err)
 	}
 	if card.fullInput != "" {
@@ -176,6 +181,8 @@ func (b *Bot) showSessionEvent(ctx context.Context, log zerolog.Logger, e store.
 		}
 	case store.EventError:
 		b.refreshStatus(ctx, s.ID, blocks.PhaseFailed, e.Text)
+	case store.EventInterrupted:
+		b.refreshStatus(ctx, s.ID, blocks.PhaseStopped)
 	case store.EventAssistantText, store.EventToolUse:
 		b.refreshStatus(ctx, s.ID, blocks.PhaseWorking)
 	}

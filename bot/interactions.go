@@ -31,6 +31,10 @@ func (b *Bot) onInteraction(cb *slack.InteractionCallback) any {
 				// state.values until Submit, so there is nothing to do.
 				continue
 			}
+			if act.Kind == blocks.ActionStop { // names a session, not a request
+				b.work.Go(func(ctx context.Context) { b.onStopClick(ctx, cb, act) })
+				continue
+			}
 			b.work.Go(func(ctx context.Context) { b.onAction(ctx, cb, act) })
 		}
 		return nil

@@ -158,10 +158,14 @@ func (o *outbox) Run(ctx context.Context) error {
 }
 
 // Post sends a message (in a thread when threadTS is set) and returns its ts
-// once Slack has it.
-func (o *outbox) Post(ctx context.Context, log zerolog.Logger, channel, threadTS string, m outMsg) (string, error) {
-	res := o.enqueue(&op{kind: opPost, channel: channel, threadTS: threadTS, msg: m, log: log}, true)
-	return wait(ctx, res)
+// once Slack has it. It waits for the outcome even after ctx ends: a post
+// that reached Slack while the bot was stopping must still be reported, or
+// its caller could not record where it went and would post it again after
+// a restart. The wait is bounded: a stopping outbox finishes the call in
+// flight (callTimeout) and fails everything still queued.
+func (o *outbox) Post(_ context.Context, log zerolog.Logger, channel, threadTS string, m outMsg) (string, error) {
+	r := <-o.enqueue(&op{kind: opPost, channel: channel, threadTS: threadTS, msg: m, log: log}, true)
+	return r.ts, r.err
 }
 
 // Update edits a message and waits until the edit (or a newer one that
@@ -314,7 +318,14 @@ func (o *outbox) send(ctx context.Context, p *op) opResult {
 	}
 }
 
+// callTimeout bounds one Web API call. A call in flight is not cancelled
+// when the bot stops (its outcome must reach the caller), only cut off by
+// this.
+const callTimeout = 15 * time.Second
+
 func (o *outbox) call(ctx context.Context, p *op) (string, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+	defer cancel()
 	switch p.kind {
 	case opPost:
 		opts := []slack.MsgOption{slack.MsgOptionText(p.msg.Text, false)}

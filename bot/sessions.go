@@ -15,18 +15,26 @@ import (
 	"github.com/slackgate/slackgate/store"
 )
 
-// onEvent handles an Events API event after the transport acked it. A
-// delivery whose event_id was seen recently is a retry and is dropped.
+// onEvent handles an Events API event after the transport acked it, off
+// the transport's path: telling a redelivery apart takes a store call.
 func (b *Bot) onEvent(ev slackevents.EventsAPIEvent) {
-	if cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent); ok && !b.seen.first(cb.EventID) {
-		b.log.Debug().Str("event_id", cb.EventID).Msg("duplicate event delivery ignored")
+	switch ev.InnerEvent.Data.(type) {
+	case *slackevents.AppMentionEvent, *slackevents.MessageEvent:
+		b.work.Go(func(ctx context.Context) { b.dispatchEvent(ctx, ev) })
+	}
+}
+
+// dispatchEvent runs a mention or message unless its delivery was seen
+// before, here or on another replica.
+func (b *Bot) dispatchEvent(ctx context.Context, ev slackevents.EventsAPIEvent) {
+	if !b.firstDelivery(ctx, ev) {
 		return
 	}
 	switch e := ev.InnerEvent.Data.(type) {
 	case *slackevents.AppMentionEvent:
-		b.work.Go(func(ctx context.Context) { b.onMention(ctx, e) })
+		b.onMention(ctx, e)
 	case *slackevents.MessageEvent:
-		b.work.Go(func(ctx context.Context) { b.onMessage(ctx, e) })
+		b.onMessage(ctx, e)
 	}
 }
 
@@ -159,12 +167,18 @@ func (b *Bot) startOrContinue(ctx context.Context, thread store.MessageRef, user
 }
 
 // followUp queues a message for an existing session; the worker resumes the
-// Claude session if its process has ended.
+// Claude session if its process has ended. A reply that is just "stop"
+// interrupts Claude's turn instead (or is refused), and never reaches
+// Claude as a prompt.
 func (b *Bot) followUp(ctx context.Context, s store.Session, user, text string) {
 	if text == "" {
 		return
 	}
 	log := b.log.With().Str("session_id", s.ID).Str("channel", s.Thread.Channel).Logger()
+	if isStop(text) {
+		b.stop(ctx, log.With().Str("user", user).Logger(), s, user)
+		return
+	}
 	if _, err := b.st.Enqueue(ctx, store.Input{SessionID: s.ID, Text: text, User: user, At: b.clock.Now()}); err != nil {
 		log.Error().Err(err).Msg("enqueue follow-up")
 		b.tellUser(ctx, s.Thread, user, "Sorry, I could not pass your message to Claude. Please try again.")

@@ -222,6 +222,20 @@ func (w *Worker) runSession(ctx context.Context, id string) {
 		}
 		return
 	}
+	if in.Control != "" {
+		// Nothing runs here to act on, and starting claude just to stop it
+		// would be absurd. Release without touching the session's state;
+		// inputs queued behind this one make it ready again.
+		log.Info().Str("input_id", in.ID).Str("control", in.Control).Str("user", in.User).
+			Msg("control input for a session with no live process: nothing to do")
+		released = true
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		if err := w.st.Release(cctx, id, w.cfg.WorkerID); err != nil {
+			log.Error().Err(err).Msg("releasing session")
+		}
+		return
+	}
 	next := &in
 	for next != nil {
 		sess, err := w.st.GetSession(ctx, id)
@@ -231,6 +245,12 @@ func (w *Worker) runSession(ctx context.Context, id string) {
 			return
 		}
 		last, leftover, failed := w.runProcess(ctx, sess, *next, log)
+		if leftover != nil && leftover.Control != "" {
+			// The process it was meant for is gone: there is nothing to act on.
+			log.Info().Str("input_id", leftover.ID).Str("control", leftover.Control).Str("user", leftover.User).
+				Msg("control input arrived as the process ended: nothing to do")
+			leftover = nil
+		}
 		if ctx.Err() != nil && leftover != nil {
 			// Shutting down: the input was taken from the queue but not
 			// delivered. Put it back first in line; finish releases the
@@ -271,6 +291,48 @@ type turnState struct {
 	busy        bool
 	lastIsError bool
 	notify      chan struct{} // capacity 1: "look at the state again"
+
+	// stopBy is who asked to interrupt the running turn (a Slack user id,
+	// "" when unknown); stopAsked is true from the interrupt until the
+	// turn's result. stopBy outlives the result until the next message is
+	// sent, so requests Claude withdraws late are still attributed.
+	stopBy    string
+	stopAsked bool
+}
+
+// begin marks a message sent: a new turn, not stopped by anyone yet. A
+// stop still waiting for its turn's result is kept: a message sent right
+// after Stop must not lose the "stopped by" of the turn it aborted.
+func (t *turnState) begin() {
+	t.mu.Lock()
+	if !t.stopAsked {
+		t.stopBy = ""
+	}
+	t.mu.Unlock()
+	t.set(true, false)
+}
+
+// askStop records an interrupt of the running turn by user.
+func (t *turnState) askStop(user string) {
+	t.mu.Lock()
+	t.stopBy, t.stopAsked = user, true
+	t.mu.Unlock()
+}
+
+// takeStop reports, once, whether the turn that just ended was asked to
+// stop, and by whom.
+func (t *turnState) takeStop() (user string, asked bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	asked, t.stopAsked = t.stopAsked, false
+	return t.stopBy, asked
+}
+
+// stopper is who stopped the current turn, if a person did.
+func (t *turnState) stopper() (user string, stopped bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stopBy, t.stopBy != "" || t.stopAsked
 }
 
 func (t *turnState) set(busy, isError bool) {
@@ -360,7 +422,7 @@ func (w *Worker) runProcess(ctx context.Context, sess store.Session, first store
 	}()
 
 	send := func(in store.Input) {
-		turn.set(true, false)
+		turn.begin()
 		if err := proc.Send(pctx, in.Text); err != nil {
 			log.Error().Err(err).Str("input_id", in.ID).Msg("sending input to claude")
 		}
@@ -380,6 +442,11 @@ loop:
 	for {
 		select {
 		case in := <-inputs:
+			if in.Control != "" {
+				// Not a message: the idle timer keeps running.
+				w.control(ctx, proc, turn, in, b, log)
+				continue
+			}
 			stopIdle()
 			send(in)
 		case <-turn.notify:
@@ -418,6 +485,32 @@ loop:
 		Int64("malformed_lines", proc.Stats().Malformed).Msg("claude exited")
 	w.endPending(pctx, sess.ID, "the Claude process ended ("+exit.Reason+") while this request was waiting", log)
 	return store.Event{Type: store.EventExit, Exit: &exit}, leftover, crashed
+}
+
+// control acts on a control input for the session's live process. An
+// interrupt with no turn running has nothing to stop and is only logged.
+// Waiting for the CLI's acknowledgement holds up the session loop, bounded
+// by cleanupTimeout and by the process's end.
+func (w *Worker) control(ctx context.Context, proc *Process, turn *turnState, in store.Input, b *bridge, log zerolog.Logger) {
+	log = log.With().Str("input_id", in.ID).Str("control", in.Control).Str("user", in.User).Logger()
+	if in.Control != store.ControlInterrupt {
+		log.Warn().Msg("unknown control input ignored")
+		return
+	}
+	if busy, _ := turn.get(); !busy {
+		log.Info().Msg("interrupt with no turn running: nothing to stop")
+		return
+	}
+	turn.askStop(in.User)
+	ictx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+	defer cancel()
+	if err := proc.Interrupt(ictx); err != nil {
+		turn.takeStop()
+		log.Error().Err(err).Msg("interrupting claude")
+		b.publish(context.WithoutCancel(ctx), store.Event{Type: store.EventError, Text: "Could not stop Claude's turn: " + err.Error()})
+		return
+	}
+	log.Info().Msg("turn interrupted")
 }
 
 // process returns the live process of a session on this worker.
@@ -496,11 +589,18 @@ func (b *bridge) onMessage(ctx context.Context, m Message) {
 	switch {
 	case m.Result != nil:
 		r := m.Result
+		by, asked := b.turn.takeStop()
 		b.turn.set(false, r.IsError)
 		b.publish(ctx, store.Event{Type: store.EventResult, IsError: r.IsError, Result: &store.Result{
 			Subtype: r.Subtype, IsError: r.IsError, Turns: r.NumTurns, DurationMS: r.DurationMS,
 			CostUSD: r.TotalCostUSD, Text: r.Result, Errors: r.Errors,
 		}})
+		if asked && r.IsError {
+			// After the result, so the thread reads "turn ended with an
+			// error", then who stopped it. A turn that finished on its
+			// own before the interrupt landed was not stopped.
+			b.publish(ctx, store.Event{Type: store.EventInterrupted, Text: by})
+		}
 	case m.System != nil:
 		if m.System.Subtype != "init" {
 			return // status lines also follow set_permission_mode between turns
@@ -608,8 +708,12 @@ func (b *bridge) onCanUseTool(ctx context.Context, cliID string, c CanUseTool) (
 		if errors.Is(context.Cause(ctx), ErrWithdrawn) {
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 			defer cancel()
-			_, err := w.st.Decide(dctx, req.ID, store.Decision{Outcome: store.OutcomeCancelled, At: w.clock.Now(),
-				Message: "Claude withdrew this request (the turn was interrupted or it was answered another way)"})
+			d := store.Decision{Outcome: store.OutcomeCancelled, At: w.clock.Now(),
+				Message: "Claude withdrew this request (the turn was interrupted or it was answered another way)"}
+			if by, stopped := b.turn.stopper(); stopped {
+				d.By, d.Message = by, "Claude's turn was stopped"
+			}
+			_, err := w.st.Decide(dctx, req.ID, d)
 			if err != nil && !errors.Is(err, store.ErrAlreadyDecided) {
 				log.Error().Err(err).Msg("cancelling withdrawn request")
 			}

@@ -177,14 +177,29 @@ type Session struct {
 }
 
 // Input is a user message queued for a session: the first prompt or a
-// follow-up from the thread.
+// follow-up from the thread, or a control input. A control input (Control
+// set, Text empty) asks the worker to act on the session's process rather
+// than send Claude a message; it travels the same queue as messages so it
+// reaches the worker that owns the session, after what was queued before it.
 type Input struct {
 	ID        string    `json:"id"` // set by the store when empty
 	SessionID string    `json:"session_id"`
 	Text      string    `json:"text"`
 	User      string    `json:"user,omitempty"` // Slack user id
 	At        time.Time `json:"at"`
+	// Control names the control input (ControlInterrupt); "" for a message.
+	Control string `json:"control,omitempty"`
 }
+
+// Control inputs.
+const (
+	// ControlInterrupt aborts the session's running turn: Claude withdraws
+	// its pending requests (they end OutcomeCancelled) and the turn ends
+	// with an error result; the process stays for the next message. A
+	// session with no live process has no turn to stop: the worker only
+	// logs it, and starts no process for it.
+	ControlInterrupt = "interrupt"
+)
 
 // EventType names what happened in a session.
 type EventType string
@@ -199,6 +214,7 @@ const (
 	EventResult         EventType = "result"          // a turn ended
 	EventExit           EventType = "exit"            // the claude process exited
 	EventError          EventType = "error"           // the worker could not do something (start failed, ...)
+	EventInterrupted    EventType = "interrupted"     // a person stopped the running turn; Text is their Slack user id
 )
 
 // Event is one thing the Slack side should show or act on. Each event type
@@ -261,6 +277,7 @@ type Store interface {
 	Sessions
 	Queue
 	Bus
+	Dedup
 	// AuditLog returns up to limit entries with ids after `after` ("" = from
 	// the start), oldest first. Audit and event ids are opaque strings that
 	// sort in the order the entries were appended.
@@ -342,12 +359,24 @@ type Queue interface {
 type Bus interface {
 	// Publish appends an event to the event log and returns its id.
 	Publish(ctx context.Context, e Event) (string, error)
-	// Consume delivers every event published after the group was first
-	// created to exactly one consumer of the group, in log order per
-	// consumer, calling fn for each. An event is acknowledged when fn returns
-	// nil; when fn returns an error the event is delivered again later, up to
-	// MaxDeliveries times in all. Events left unacknowledged by a consumer
-	// that died are delivered to another one. It blocks until ctx is
-	// cancelled and then returns nil.
+	// Consume delivers every event of the log to exactly one consumer of the
+	// group, in log order per consumer, calling fn for each. A group that does
+	// not exist yet is created at the oldest event still in the log, so
+	// events published before any consumer ran (a worker that started first)
+	// are not lost; an existing group resumes where it left off. The log is
+	// capped, so an event may be dropped before a group that lags far
+	// behind, or does not exist yet, reaches it. An event is acknowledged
+	// when fn returns nil; when fn returns an error the event is delivered
+	// again later, up to MaxDeliveries times in all. Events left
+	// unacknowledged by a consumer that died are delivered to another one.
+	// It blocks until ctx is cancelled and then returns nil.
 	Consume(ctx context.Context, group, consumer string, fn func(context.Context, Event) error) error
+}
+
+// Dedup remembers keys for a while, so something done once is not done again.
+type Dedup interface {
+	// FirstSeen records key and reports whether this is the first time it was
+	// seen within ttl. Of concurrent callers with one key, across processes
+	// too, exactly one sees true. ErrInvalid for an empty key or a ttl <= 0.
+	FirstSeen(ctx context.Context, key string, ttl time.Duration) (bool, error)
 }

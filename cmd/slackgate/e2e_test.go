@@ -8,6 +8,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -55,6 +56,9 @@ type options struct {
 	backend   backend
 	approvers string
 	extraEnv  []string
+	// command is the subcommand the app runs: "run" (the default), or
+	// "bot" for a test that starts workers beside it with launch.
+	command string
 }
 
 // app is one running `slackgate run` with its fake Slack and fake model.
@@ -65,6 +69,11 @@ type app struct {
 	model   *relaytest.Server
 	workdir string
 	logs    *syncBuffer
+	// prog is the program as configured, for launch to start more like it.
+	prog program
+	// stop stops the app's program and waits for it (once; the cleanup
+	// calls it too).
+	stop func()
 }
 
 // startApp runs slackgate with the model scripted by steps and returns once
@@ -135,13 +144,23 @@ func startApp(t *testing.T, o options, steps ...relaytest.Step) *app {
 		a.slack.UseHTTP("http://"+ln.Addr().String(), signingSecret)
 	}
 
+	cmd := cmp.Or(o.command, "run")
+	a.prog = p
+	pctx, pcancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- p.run(ctx, []string{"run"}) }()
+	go func() { done <- p.run(pctx, []string{cmd}) }()
+	var once sync.Once
+	a.stop = func() {
+		once.Do(func() {
+			pcancel()
+			if err := <-done; err != nil {
+				t.Errorf("slackgate %s returned %v", cmd, err)
+			}
+		})
+	}
 	t.Cleanup(func() {
+		a.stop()
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("slackgate run returned %v", err)
-		}
 		if t.Failed() {
 			t.Logf("slackgate logs:\n%s", a.logs.String())
 		}

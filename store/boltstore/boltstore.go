@@ -45,18 +45,22 @@ var errNothing = errors.New("boltstore: nothing to do")
 //	events    be64(seq) → Event (JSON); the event log
 //	groups    group → bucket{ "cursor" → be64(last event handed out), "pending" → bucket{ be64(event seq) → delivery (JSON) } }
 //	audit     be64(seq) → AuditEntry (JSON)
+//	dedup     key → be64(expiry, unix nanoseconds); keys FirstSeen remembers
+//	dedupexp  be64(expiry) ‖ key → ""; the same keys, soonest expiry first, for the sweep
 var (
-	bktRequests = []byte("requests")
-	bktPending  = []byte("pending")
-	bktSessions = []byte("sessions")
-	bktThreads  = []byte("threads")
-	bktQState   = []byte("qstate")
-	bktReady    = []byte("ready")
-	bktInbox    = []byte("inbox")
-	bktOwned    = []byte("owned")
-	bktEvents   = []byte("events")
-	bktGroups   = []byte("groups")
-	bktAudit    = []byte("audit")
+	bktRequests    = []byte("requests")
+	bktPending     = []byte("pending")
+	bktSessions    = []byte("sessions")
+	bktThreads     = []byte("threads")
+	bktQState      = []byte("qstate")
+	bktReady       = []byte("ready")
+	bktInbox       = []byte("inbox")
+	bktOwned       = []byte("owned")
+	bktEvents      = []byte("events")
+	bktGroups      = []byte("groups")
+	bktAudit       = []byte("audit")
+	bktDedup       = []byte("dedup")
+	bktDedupExpiry = []byte("dedupexp")
 
 	keyCursor  = []byte("cursor")
 	keyPending = []byte("pending")
@@ -136,7 +140,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bktRequests, bktPending, bktSessions, bktThreads, bktQState, bktReady, bktInbox, bktOwned, bktEvents, bktGroups, bktAudit} {
+		for _, name := range [][]byte{bktRequests, bktPending, bktSessions, bktThreads, bktQState, bktReady, bktInbox, bktOwned, bktEvents, bktGroups, bktAudit, bktDedup, bktDedupExpiry} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -232,6 +236,11 @@ func parseSeqID(id string) (uint64, error) {
 // trimEvery is how many events are appended between two trims of the log.
 var trimEvery uint64 = 1024
 
+// maxEvents caps the event log, like the Redis backend's MAXLEN: a trim
+// keeps at most this many events even when a group has not reached them,
+// so a group that lags, or never comes, cannot grow the file forever.
+var maxEvents uint64 = 100_000
+
 // appendEvent adds e to the log inside tx and returns its id. Every
 // trimEvery events it also drops the events no group can still deliver, so
 // the log does not grow forever.
@@ -253,13 +262,17 @@ func appendEvent(tx *bolt.Tx, e store.Event) (string, error) {
 	return e.ID, nil
 }
 
-// trimEvents deletes the events below every group's cursor that no group
-// holds as an unacknowledged delivery. A new group starts at the end of the
-// log, so it never needs them either.
+// trimEvents deletes the events no group needs any more: those below every
+// group's cursor that no group holds as an unacknowledged delivery. While no
+// group exists it keeps them all, since the first group starts at the oldest
+// event. Either way at most maxEvents stay.
 func trimEvents(tx *bolt.Tx) error {
 	events := tx.Bucket(bktEvents)
-	keep := events.Sequence() // the newest event stays, for whoever inspects the file
+	last := events.Sequence()
+	keep := last // the newest event stays, for whoever inspects the file
+	groups := 0
 	err := tx.Bucket(bktGroups).ForEachBucket(func(name []byte) error {
+		groups++
 		g := tx.Bucket(bktGroups).Bucket(name)
 		if c := g.Get(keyCursor); c != nil {
 			keep = min(keep, binary.BigEndian.Uint64(c)+1)
@@ -271,6 +284,12 @@ func trimEvents(tx *bolt.Tx) error {
 	})
 	if err != nil {
 		return err
+	}
+	if groups == 0 {
+		keep = 0
+	}
+	if last > maxEvents {
+		keep = max(keep, last-maxEvents+1)
 	}
 	c := events.Cursor()
 	for k, _ := c.First(); k != nil && binary.BigEndian.Uint64(k) < keep; k, _ = c.First() {

@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -103,8 +104,8 @@ func (s *Store) isLive(token string) bool {
 	return ok
 }
 
-// createGroup starts a new group at the end of the log; an existing group
-// keeps its cursor.
+// createGroup starts a new group at the oldest event still in the log (its
+// cursor just before it); an existing group keeps its cursor.
 func (s *Store) createGroup(group string) error {
 	exists := false
 	if err := s.db.View(func(tx *bolt.Tx) error {
@@ -125,7 +126,12 @@ func (s *Store) createGroup(group string) error {
 		if _, err := g.CreateBucket(keyPending); err != nil {
 			return err
 		}
-		return g.Put(keyCursor, be64(tx.Bucket(bktEvents).Sequence()))
+		events := tx.Bucket(bktEvents)
+		cursor := events.Sequence()
+		if k, _ := events.Cursor().First(); k != nil {
+			cursor = binary.BigEndian.Uint64(k) - 1
+		}
+		return g.Put(keyCursor, be64(cursor))
 	})
 }
 
@@ -134,6 +140,7 @@ func (s *Store) createGroup(group string) error {
 // delay, how long until it is due.
 func (s *Store) take(group, token string) (seq uint64, e store.Event, retryIn time.Duration, err error) {
 	now := time.Now()
+	idle := false
 	err = s.db.Update(func(tx *bolt.Tx) error {
 		g := tx.Bucket(bktGroups).Bucket([]byte(group))
 		if g == nil {
@@ -142,8 +149,13 @@ func (s *Store) take(group, token string) (seq uint64, e store.Event, retryIn ti
 		pending := g.Bucket(keyPending)
 		events := tx.Bucket(bktEvents)
 		var d delivery
+		var gone [][]byte // deliveries whose event the log's cap dropped
 		c := pending.Cursor()
 		for k, v := c.First(); k != nil; k, v = c.Next() {
+			if events.Get(k) == nil {
+				gone = append(gone, bytes.Clone(k))
+				continue
+			}
 			var cand delivery
 			if err := jsonUnmarshal(v, &cand); err != nil {
 				return err
@@ -160,11 +172,20 @@ func (s *Store) take(group, token string) (seq uint64, e store.Event, retryIn ti
 			seq, d = binary.BigEndian.Uint64(k), cand
 			break
 		}
+		for _, k := range gone {
+			if err := pending.Delete(k); err != nil {
+				return err
+			}
+		}
 		if seq == 0 {
 			cursor := binary.BigEndian.Uint64(g.Get(keyCursor))
 			k, _ := events.Cursor().Seek(be64(cursor + 1))
 			if k == nil {
-				return errNothing
+				if len(gone) == 0 {
+					return errNothing
+				}
+				idle = true // but keep the deletions
+				return nil
 			}
 			seq = binary.BigEndian.Uint64(k)
 			if err := g.Put(keyCursor, be64(seq)); err != nil {
@@ -181,6 +202,9 @@ func (s *Store) take(group, token string) (seq uint64, e store.Event, retryIn ti
 		d.Holder, d.Deliveries, d.RetryAt = token, d.Deliveries+1, 0
 		return putJSON(pending, be64(seq), d)
 	})
+	if err == nil && idle {
+		err = errNothing
+	}
 	return seq, e, retryIn, err
 }
 

@@ -1,6 +1,10 @@
 package boltstore
 
-import bolt "go.etcd.io/bbolt"
+import (
+	"encoding/binary"
+
+	bolt "go.etcd.io/bbolt"
+)
 
 // SetTrimEvery changes how often the event log is trimmed until the returned
 // func restores it.
@@ -8,6 +12,14 @@ func SetTrimEvery(n uint64) (restore func()) {
 	old := trimEvery
 	trimEvery = n
 	return func() { trimEvery = old }
+}
+
+// SetMaxEvents changes the event log's cap until the returned func restores
+// it.
+func SetMaxEvents(n uint64) (restore func()) {
+	old := maxEvents
+	maxEvents = n
+	return func() { maxEvents = old }
 }
 
 // EventIDs lists the ids of the events left in the log.
@@ -20,6 +32,19 @@ func (s *Store) EventIDs() ([]string, error) {
 				return err
 			}
 			ids = append(ids, e.ID)
+			return nil
+		})
+	})
+	return ids, err
+}
+
+// PendingIDs lists the ids of the events a group has handed out and not had
+// acknowledged.
+func (s *Store) PendingIDs(group string) ([]string, error) {
+	var ids []string
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bktGroups).Bucket([]byte(group)).Bucket(keyPending).ForEach(func(k, _ []byte) error {
+			ids = append(ids, seqID(binary.BigEndian.Uint64(k)))
 			return nil
 		})
 	})

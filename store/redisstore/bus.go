@@ -111,10 +111,11 @@ func (c *consumerLoop) dropBlocker() {
 	}
 }
 
-// createGroup makes the group at the stream's end ("$"): it receives what is
-// published from now on. An existing group keeps its position.
+// createGroup makes the group at the stream's start ("0"): it receives every
+// entry still in the stream, so events published before the first consumer
+// ran are not lost. An existing group keeps its position.
 func (c *consumerLoop) createGroup(ctx context.Context) error {
-	err := c.s.rdb.XGroupCreateMkStream(ctx, c.s.keys.events(), c.group, "$").Err()
+	err := c.s.rdb.XGroupCreateMkStream(ctx, c.s.keys.events(), c.group, "0").Err()
 	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
 		return fmt.Errorf("redisstore: consume: create group %s: %w", c.group, err)
 	}

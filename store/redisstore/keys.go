@@ -59,3 +59,6 @@ func (k keys) requestIDFromChannel(channel string) (string, bool) {
 	}
 	return channel[len(p):], true
 }
+
+// dedup marks a key FirstSeen has seen; it expires with the caller's ttl.
+func (k keys) dedup(key string) string { return k.tag + ":dedup:" + key }

@@ -13,9 +13,9 @@ import (
 	"github.com/slackgate/slackgate/store"
 )
 
-// probeType marks the events the suite publishes to learn that a consumer
-// group exists (Consume creates it, and only later events reach it); every
-// consumer acknowledges them without looking further.
+// probeType marks the events the suite publishes to learn that a consumer is
+// running and receiving; every consumer acknowledges them without looking
+// further.
 const probeType store.EventType = "storetest_probe"
 
 // probeEvery is how often a probe is published while waiting for a group to
@@ -68,8 +68,8 @@ func (h *harness) stop(t *testing.T, r *running) error {
 	return await(t, h, r.done, "Consume to return after cancel")
 }
 
-// ready publishes probes until r has received one: from then on, the group
-// exists and every event published reaches it.
+// ready publishes probes until r has received one: from then on, the
+// consumer is running and has caught up with the log.
 func (h *harness) ready(t *testing.T, s store.Store, r *running) {
 	t.Helper()
 	deadline := time.After(h.cfg.timeout)
@@ -157,20 +157,33 @@ func (h *harness) testBus(t *testing.T) {
 			requireSameEvent(t, w, d.e)
 		}
 	})
-	t.Run("EventsBeforeGroupCreationAreSkipped", func(t *testing.T) {
+	t.Run("NewGroupStartsAtOldestEventInLog", func(t *testing.T) {
+		s1, s2 := h.pair(t)
+		sid := uniq("sess")
+		// Published before any group exists: a worker that started first.
+		want := []store.Event{h.publish(t, s2, textEvent(sid, 0)), h.publish(t, s2, textEvent(sid, 1))}
+		ch := make(chan delivery, 100)
+		c := h.startConsumer(t, s1, uniq("group"), "c1", collect(sid, "c1", ch))
+		h.ready(t, s1, c)
+		want = append(want, h.publish(t, s1, textEvent(sid, 2)))
+		for i, w := range want {
+			d := await(t, h, ch, fmt.Sprintf("event %d", i))
+			requireSameEvent(t, w, d.e)
+		}
+	})
+	t.Run("NewGroupGetsEventsAnotherGroupAcknowledged", func(t *testing.T) {
 		s := h.newStore(t)
 		sid := uniq("sess")
-		before := h.publish(t, s, textEvent(sid, 0))
-		ch := make(chan delivery, 100)
-		c := h.startConsumer(t, s, uniq("group"), "c1", collect(sid, "c1", ch))
-		h.ready(t, s, c)
-		after := h.publish(t, s, textEvent(sid, 1))
-		// One consumer sees the log in order, so whatever comes first decides.
-		d := await(t, h, ch, "the event published after the group")
-		if d.e.ID == before.ID {
-			t.Fatalf("the group received event %s published before it was created", before.ID)
-		}
-		requireSameEvent(t, after, d.e)
+		chA := make(chan delivery, 100)
+		a := h.startConsumer(t, s, uniq("group-a"), "c", collect(sid, "a", chA))
+		h.ready(t, s, a)
+		e := h.publish(t, s, textEvent(sid, 0))
+		requireSameEvent(t, e, await(t, h, chA, "the event in group a").e)
+		// Groups are independent: what group a acknowledged is still news
+		// to a group created afterwards (the log is far below its cap).
+		chB := make(chan delivery, 100)
+		h.startConsumer(t, s, uniq("group-b"), "c", collect(sid, "b", chB))
+		requireSameEvent(t, e, await(t, h, chB, "the event in group b").e)
 	})
 	t.Run("GroupResumesWhereItStopped", func(t *testing.T) {
 		s := h.newStore(t)

@@ -59,7 +59,7 @@ func (h *harness) requireNothingToClaim(t *testing.T, s store.Store, worker stri
 
 func requireInput(t *testing.T, want, got store.Input) {
 	t.Helper()
-	if got.ID != want.ID || got.SessionID != want.SessionID || got.Text != want.Text || got.User != want.User || !got.At.Equal(want.At) {
+	if got.ID != want.ID || got.SessionID != want.SessionID || got.Text != want.Text || got.User != want.User || !got.At.Equal(want.At) || got.Control != want.Control {
 		t.Errorf("input = %+v, want %+v", got, want)
 	}
 }
@@ -120,6 +120,29 @@ func (h *harness) testQueue(t *testing.T) {
 		res := await(t, h, next, "NextInput after Enqueue")
 		requireNoError(t, res.err, "NextInput")
 		requireInput(t, want, res.v)
+	})
+	t.Run("ControlInputKeepsItsKindInOrderAndThroughRequeue", func(t *testing.T) {
+		s1, s2 := h.pair(t)
+		ctx := h.ctx(t)
+		sid := uniq("sess")
+		prompt := h.enqueue(t, s1, sid, "run the tests")[0]
+		stop, err := s2.Enqueue(ctx, store.Input{SessionID: sid, Control: store.ControlInterrupt, User: "U2", At: base})
+		requireNoError(t, err, "Enqueue control input")
+		if stop.ID == "" || stop.ID == prompt.ID {
+			t.Fatalf("Enqueue gave the control input id %q (prompt's is %q)", stop.ID, prompt.ID)
+		}
+		h.claimNow(t, s1, "A")
+		requireInput(t, prompt, h.nextNow(t, s1, sid, "A"))
+		got := h.nextNow(t, s1, sid, "A")
+		if got.Control != store.ControlInterrupt || got.Text != "" {
+			t.Fatalf("control input came out as Control=%q Text=%q, want Control=%q and no text", got.Control, got.Text, store.ControlInterrupt)
+		}
+		requireInput(t, stop, got)
+		// Put back and taken again by the next owner, it is still a control input.
+		requireNoError(t, s1.Requeue(ctx, got, "A"), "Requeue control input")
+		requireNoError(t, s1.Release(ctx, sid, "A"), "Release")
+		h.claimNow(t, s2, "B")
+		requireInput(t, stop, h.nextNow(t, s2, sid, "B"))
 	})
 	t.Run("NextInputHonoursContext", func(t *testing.T) {
 		s := h.newStore(t)

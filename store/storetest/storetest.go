@@ -69,6 +69,7 @@ func Run(t *testing.T, newStore NewFunc, opts ...Option) {
 	t.Run("Sessions", h.testSessions)
 	t.Run("Queue", h.testQueue)
 	t.Run("Bus", h.testBus)
+	t.Run("Dedup", h.testDedup)
 	t.Run("Audit", h.testAudit)
 	t.Run("Close", h.testClose)
 }

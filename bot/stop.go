@@ -1,0 +1,93 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+
+	"github.com/slackgate/slackgate/blocks"
+	"github.com/slackgate/slackgate/store"
+)
+
+// stopWord is the thread reply that stops Claude's turn instead of being
+// sent to it as a prompt.
+const stopWord = "stop"
+
+// isStop reports whether a thread reply (the bot's mention already
+// stripped) asks to stop Claude.
+func isStop(text string) bool { return strings.EqualFold(strings.TrimSpace(text), stopWord) }
+
+// onStopClick handles the Stop button of a session's status message.
+func (b *Bot) onStopClick(ctx context.Context, cb *slack.InteractionCallback, a blocks.Action) {
+	user := cb.User.ID
+	channel := cb.Container.ChannelID
+	if channel == "" {
+		channel = cb.Channel.ID
+	}
+	thread := store.MessageRef{Channel: channel, TS: cb.Container.ThreadTs}
+	log := b.log.With().Str("session_id", a.SessionID).Str("user", user).Str("channel", channel).Logger()
+	s, err := b.st.GetSession(ctx, a.SessionID)
+	if errors.Is(err, store.ErrNotFound) {
+		b.tellUser(ctx, thread, user, "This session no longer exists, so there is nothing to stop.")
+		return
+	}
+	if err != nil {
+		log.Error().Err(err).Msg("stop: get session")
+		b.tellUser(ctx, thread, user, "Sorry, I could not stop Claude (the session store is unavailable). Please try again.")
+		return
+	}
+	b.stop(ctx, log, s, user)
+}
+
+// stop asks the worker that owns s to interrupt Claude's running turn, if
+// user may: an approver or the person who started the session. The
+// interrupt travels the session's input queue, so it reaches whichever
+// worker runs the process, after anything queued before it. The person
+// hears back ephemerally; the thread says "Stopped by" once the turn ends.
+func (b *Bot) stop(ctx context.Context, log zerolog.Logger, s store.Session, user string) {
+	tell := func(text string) { b.tellUser(ctx, s.Thread, user, text) }
+	if !b.mayStop(ctx, log, s, user, tell) {
+		return
+	}
+	switch s.State {
+	case store.SessionIdle, store.SessionFailed:
+		// No process: the worker would only drop the interrupt.
+		tell("Claude is not working on anything in this thread, so there is nothing to stop.")
+		return
+	}
+	in := store.Input{SessionID: s.ID, Control: store.ControlInterrupt, User: user, At: b.clock.Now()}
+	if _, err := b.st.Enqueue(ctx, in); err != nil {
+		log.Error().Err(err).Msg("enqueue interrupt")
+		tell("Sorry, I could not stop Claude (the session store is unavailable). Please try again.")
+		return
+	}
+	log.Info().Msg("interrupt queued")
+	tell("Stopping Claude's current turn. Requests still waiting for a decision will be cancelled.")
+}
+
+// mayStop lets the session's starter and the approvers stop it; anyone
+// else is told who may, and nothing changes.
+func (b *Bot) mayStop(ctx context.Context, log zerolog.Logger, s store.Session, user string, tell func(string)) bool {
+	if user != "" && user == s.StartedBy {
+		return true
+	}
+	ok, err := b.approvers.allowed(ctx, user)
+	if ok {
+		return true
+	}
+	if err != nil {
+		log.Error().Err(err).Msg("check approvers")
+		tell("Sorry, I could not check whether you may stop Claude (Slack did not list the approver groups). Please try again.")
+		return false
+	}
+	log.Info().Msg("stop by someone who may not stop it ignored")
+	who := b.approvers.describe()
+	if s.StartedBy != "" {
+		who = "<@" + s.StartedBy + "> (who started this session) or " + who
+	}
+	tell("Only " + who + " can stop Claude here. Nothing was changed.")
+	return false
+}
