@@ -24,6 +24,9 @@ const (
 	// cleanupTimeout bounds store calls made while shutting down or ending
 	// requests, when the caller's context may already be cancelled.
 	cleanupTimeout = 10 * time.Second
+	// shutdownInterrupt bounds the wait for the CLI to abort a turn when
+	// the worker stops.
+	shutdownInterrupt = 3 * time.Second
 )
 
 // ErrNoProcess: the session has no claude process on this worker.
@@ -467,6 +470,18 @@ loop:
 			done = nil
 			stoppedByUs = true
 			stopFeed()
+			if busy, _ := turn.get(); busy {
+				// Closing stdin mid-turn makes the CLI fail its pending
+				// prompts and call the model again, which may run tools
+				// that need no approval while we are going away. End the
+				// requests (their cards say why), then abort the turn.
+				w.endPending(pctx, sess.ID, "slackgate stopped before anyone answered", log)
+				ictx, cancel := context.WithTimeout(pctx, shutdownInterrupt)
+				if err := proc.Interrupt(ictx); err != nil {
+					log.Warn().Err(err).Msg("interrupting the turn at shutdown")
+				}
+				cancel()
+			}
 			proc.Stop(pctx, "worker shutting down")
 			break loop
 		case <-proc.Exited():

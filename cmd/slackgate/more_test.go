@@ -382,19 +382,9 @@ func TestBotAndWorkersAsSeparateProgramsOnRedis(t *testing.T) {
 
 func TestRestartOnTheSameDataDirLosesNothing(t *testing.T) {
 	t.Parallel()
-	// Stopping closes claude's stdin; the CLI then denies its own pending
-	// prompt and may ask the model once more before it exits (timing
-	// decides). Answer by what the call carries, so the reply after the
-	// restart gets its text whichever call comes first.
-	answer := relaytest.Func(func(req relaytest.Request) relaytest.Reply {
-		if strings.Contains(req.LastUserText(), "carry on") {
-			return relaytest.Text("Picked up after the restart.")
-		}
-		return relaytest.Text("Stopping here.")
-	})
 	a := startApp(t, options{approvers: lee},
 		relaytest.ToolUse("toolu_1", "Bash", bash("echo never > never.txt", "Never approved")),
-		answer, answer)
+		relaytest.Text("Picked up after the restart."))
 	thread := a.mention("write never.txt")
 	card := a.card(thread, "echo never")
 	// The status line changes once the bot has recorded where the card is;
@@ -412,11 +402,10 @@ func TestRestartOnTheSameDataDirLosesNothing(t *testing.T) {
 		t.Errorf("the ended card should say nobody answered: %s", final.AllText())
 	}
 	a.noFile("never.txt")
-	if tr, ok := a.model.ToolResult("toolu_1"); ok {
-		t.Logf("while stopping, the CLI answered its own prompt: is_error %v, %q", tr.IsError, tr.Content)
-		if !tr.IsError {
-			t.Errorf("the unanswered command shows as succeeded: %q", tr.Content)
-		}
+	// Stopping aborts the turn: Claude is not asked to carry on (and run
+	// tools that need no approval) while slackgate goes away.
+	if n := len(a.model.Requests()); n != 1 {
+		t.Errorf("the model was called %d times before the restart, want 1 (the turn must be aborted, not continued)", n)
 	}
 
 	if _, err := a.slack.Reply(a.ctx, dana, general, thread, "carry on"); err != nil {
