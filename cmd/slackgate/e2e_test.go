@@ -63,7 +63,7 @@ type options struct {
 
 // app is one running `slackgate run` with its fake Slack and fake model.
 type app struct {
-	t       *testing.T
+	t       testing.TB
 	ctx     context.Context
 	slack   *fakeslack.Fake
 	model   *relaytest.Server
@@ -78,7 +78,7 @@ type app struct {
 
 // startApp runs slackgate with the model scripted by steps and returns once
 // Slack sees it connected (Socket Mode) or serving (HTTP).
-func startApp(t *testing.T, o options, steps ...relaytest.Step) *app {
+func startApp(t testing.TB, o options, steps ...relaytest.Step) *app {
 	t.Helper()
 	if o.transport == "" {
 		o.transport = socketMode

@@ -99,7 +99,7 @@ func (a *app) lastRequest() relaytest.Request {
 // blockActions builds the block_actions payload Slack sends when user
 // presses the button labelled label on m, as m looked then (a card that
 // has changed since is exactly what a stale or forged click carries).
-func blockActions(t *testing.T, user string, m fakeslack.Message, label string) []byte {
+func blockActions(t testing.TB, user string, m fakeslack.Message, label string) []byte {
 	t.Helper()
 	var bs []struct {
 		BlockID  string           `json:"block_id"`
