@@ -31,7 +31,7 @@ const e2eTimeout = 90 * time.Second
 // harness runs a real Worker over a real bolt store, driving the real CLI
 // against relaytest's scripted Messages API.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	srv    *relaytest.Server
 	st     store.Store
@@ -40,14 +40,15 @@ type harness struct {
 	cfg    relay.Config
 	events chan store.Event
 	seen   []store.Event
-	dir    string // the session's working directory
+	used   map[int]bool // indexes into seen that waitEventOf returned
+	dir    string       // the session's working directory
 	sessID string
 }
 
 type option func(*relay.Config)
 
 // openBolt is the default store of the harness: bbolt in a temp dir.
-func openBolt(t *testing.T) store.Store {
+func openBolt(t testing.TB) store.Store {
 	t.Helper()
 	st, err := boltstore.Open(filepath.Join(t.TempDir(), "slackgate.db"))
 	if err != nil {
@@ -58,7 +59,7 @@ func openBolt(t *testing.T) store.Store {
 
 // openRedis uses the private redis of .ci/with-redis.sh (REDIS_URL), under
 // a key prefix of its own so parallel tests do not meet.
-func openRedis(t *testing.T) store.Store {
+func openRedis(t testing.TB) store.Store {
 	t.Helper()
 	url := os.Getenv("REDIS_URL")
 	if url == "" {
@@ -76,12 +77,12 @@ func openRedis(t *testing.T) store.Store {
 }
 
 // newHarness starts a worker on bbolt; bin "" means the real CLI (relaytest.CLI).
-func newHarness(t *testing.T, bin string, steps []relaytest.Step, opts ...option) *harness {
+func newHarness(t testing.TB, bin string, steps []relaytest.Step, opts ...option) *harness {
 	t.Helper()
 	return newHarnessOn(t, openBolt, bin, steps, opts...)
 }
 
-func newHarnessOn(t *testing.T, open func(*testing.T) store.Store, bin string, steps []relaytest.Step, opts ...option) *harness {
+func newHarnessOn(t testing.TB, open func(testing.TB) store.Store, bin string, steps []relaytest.Step, opts ...option) *harness {
 	t.Helper()
 	if bin == "" {
 		bin = relaytest.CLI(t)
@@ -268,7 +269,7 @@ func with(d store.Decision, f func(*store.Decision)) store.Decision {
 
 func TestE2EApprovedBashCommandRuns(t *testing.T) {
 	t.Parallel()
-	for name, open := range map[string]func(*testing.T) store.Store{"bolt": openBolt, "redis": openRedis} {
+	for name, open := range map[string]func(testing.TB) store.Store{"bolt": openBolt, "redis": openRedis} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			testApprovedBashCommandRuns(t, open)
@@ -276,7 +277,7 @@ func TestE2EApprovedBashCommandRuns(t *testing.T) {
 	}
 }
 
-func testApprovedBashCommandRuns(t *testing.T, open func(*testing.T) store.Store) {
+func testApprovedBashCommandRuns(t *testing.T, open func(testing.TB) store.Store) {
 	h := newHarnessOn(t, open, "", []relaytest.Step{bash("toolu_1", "touch approved.txt"), relaytest.Text("all done")})
 	id := h.startSession("make the file")
 	h.waitEvent("session started", ofType(store.EventSessionStarted))

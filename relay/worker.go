@@ -39,8 +39,8 @@ type Config struct {
 	Model          string        // default for sessions that do not set one ("" = the CLI's)
 	ExtraArgs      []string      // appended to every claude command line
 	RequestTimeout time.Duration // a request undecided this long expires (0 = never)
-	MaxSessions    int           // processes at once (0 = DefaultMaxSessions)
-	IdleTimeout    time.Duration // a process idle this long after a result stops (0 = DefaultIdleTimeout)
+	MaxSessions    int           // processes at once; idle ones give way to new sessions (0 = DefaultMaxSessions)
+	IdleTimeout    time.Duration // a process idle this long after a result stops, if it did not give way first (0 = DefaultIdleTimeout)
 	WorkerID       string        // owner name in the store; a restart under the same name recovers ("" = hostname)
 	Env            []string      // claude's environment (nil = os.Environ())
 	Clock          Clock         // nil = RealClock
@@ -90,8 +90,11 @@ type Worker struct {
 
 	malformed atomic.Int64
 
-	mu   sync.Mutex
-	live map[string]*Process
+	mu      sync.Mutex
+	live    map[string]*Process
+	slots   map[*slot]struct{} // the places in use, at most MaxSessions not evicting
+	idleSeq uint64
+	changed chan struct{} // closed and replaced whenever a slot changes
 }
 
 // NewWorker validates cfg.
@@ -100,7 +103,7 @@ func NewWorker(cfg Config, st store.Store, log zerolog.Logger) (*Worker, error) 
 		return nil, err
 	}
 	return &Worker{cfg: cfg, st: st, log: log.With().Str("worker", cfg.WorkerID).Logger(), clock: cfg.Clock,
-		live: make(map[string]*Process)}, nil
+		live: make(map[string]*Process), slots: make(map[*slot]struct{}), changed: make(chan struct{})}, nil
 }
 
 // MalformedLines counts stdout lines, from every process this worker ran or
@@ -116,8 +119,12 @@ func (w *Worker) MalformedLines() int64 {
 }
 
 // Run recovers what a previous life under the same WorkerID left, then
-// claims and runs sessions, at most MaxSessions at once, until ctx ends.
-// It stops its processes and returns nil on cancellation.
+// claims and runs sessions until ctx ends. At most MaxSessions claude
+// processes run at once, but a process waiting between turns does not hold
+// its place against a new session: when the worker is full and one of its
+// processes is idle it still claims, and the longest-idle process is
+// stopped (as the idle timeout would) before the new session starts. It
+// stops its processes and returns nil on cancellation.
 func (w *Worker) Run(ctx context.Context) error {
 	if err := w.recoverOwned(ctx); err != nil {
 		if ctx.Err() != nil {
@@ -127,27 +134,198 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	slots := make(chan struct{}, w.cfg.MaxSessions)
 	for {
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
+		if err := w.waitRoom(ctx, true); err != nil {
 			return nil
 		}
-		id, err := w.st.Claim(ctx, w.cfg.WorkerID)
+		id, err := w.claim(ctx)
 		if err != nil {
-			<-slots
 			if ctx.Err() != nil {
 				return nil
 			}
 			return fmt.Errorf("relay: claim: %w", err)
 		}
+		if id == "" {
+			continue // the room went while waiting: every process turned busy
+		}
+		sl, victim := w.admit(id)
+		if sl == nil {
+			// Every process turned busy between the claim and now. Give
+			// the session back so another worker, or this one later, runs it.
+			log := w.log.With().Str("session_id", id).Logger()
+			log.Debug().Msg("claimed a session but every process turned busy: releasing it")
+			w.release(ctx, id, log)
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-slots }()
-			w.runSession(ctx, id)
+			w.runSession(ctx, sl, victim)
 		}()
+	}
+}
+
+// claim waits for a ready session, giving up ("", nil) as soon as the
+// worker has no room any more, so a full worker leaves ready sessions to
+// others.
+func (w *Worker) claim(ctx context.Context) (string, error) {
+	claimCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if w.waitRoom(claimCtx, false) == nil {
+			stop()
+		}
+	}()
+	id, err := w.st.Claim(claimCtx, w.cfg.WorkerID)
+	stop()
+	wg.Wait()
+	if err != nil && ctx.Err() == nil && claimCtx.Err() != nil && errors.Is(err, context.Canceled) {
+		return "", nil
+	}
+	return id, err
+}
+
+// slot is one place in the worker's capacity: a claimed session, from the
+// claim until its process has exited. Its fields are guarded by Worker.mu.
+type slot struct {
+	id string
+	// busy: a turn runs, a request may be pending, the process is starting
+	// or stopping. Only a slot that is not busy may be evicted.
+	busy bool
+	// idleSeq orders idle slots: the smallest went idle first.
+	idleSeq uint64
+	// evicting: chosen to make room; evict is closed to tell its session
+	// loop, which stops the process and sends it nothing more.
+	evicting bool
+	evict    chan struct{}
+	// exited is closed when the slot's process has exited (or it never
+	// got one): the session that evicted it starts its process then.
+	exited chan struct{}
+	gone   bool
+}
+
+// roomLocked says whether a session can be admitted now, and which idle
+// slot must make room for it (nil when there is a free place). Evicting
+// slots are already counted for the session that evicted them.
+func (w *Worker) roomLocked() (bool, *slot) {
+	held := 0
+	for sl := range w.slots {
+		if !sl.evicting {
+			held++
+		}
+	}
+	if held < w.cfg.MaxSessions {
+		return true, nil
+	}
+	var victim *slot
+	for sl := range w.slots {
+		if !sl.busy && !sl.evicting && (victim == nil || sl.idleSeq < victim.idleSeq) {
+			victim = sl
+		}
+	}
+	return victim != nil, victim
+}
+
+// changedLocked wakes everyone waiting for the room to change.
+func (w *Worker) changedLocked() {
+	close(w.changed)
+	w.changed = make(chan struct{})
+}
+
+// waitRoom blocks until the worker has room (want) or has none (!want),
+// recomputed whenever a slot changes: no polling.
+func (w *Worker) waitRoom(ctx context.Context, want bool) error {
+	for {
+		w.mu.Lock()
+		room, _ := w.roomLocked()
+		changed := w.changed
+		w.mu.Unlock()
+		if room == want {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// admit takes a place for a claimed session, evicting the longest-idle
+// slot when the worker is full. It returns nil when there is no room, and
+// the victim's exited channel (nil when none) the session must wait for
+// before it starts a process.
+func (w *Worker) admit(id string) (*slot, <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	room, victim := w.roomLocked()
+	if !room {
+		return nil, nil
+	}
+	var after <-chan struct{}
+	if victim != nil {
+		victim.evicting = true
+		close(victim.evict)
+		after = victim.exited
+		w.log.Info().Str("session_id", victim.id).Str("for_session", id).Msg("stopping the longest-idle claude to make room")
+	}
+	sl := &slot{id: id, busy: true, evict: make(chan struct{}), exited: make(chan struct{})}
+	w.slots[sl] = struct{}{}
+	w.changedLocked()
+	return sl, after
+}
+
+// markBusy records that a message is about to be sent to the slot's
+// process. It reports false when the slot is being evicted: the message
+// must not be sent, since the process is going away to make room.
+func (w *Worker) markBusy(sl *slot) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if sl.evicting {
+		return false
+	}
+	if !sl.busy {
+		sl.busy = true
+		w.changedLocked()
+	}
+	return true
+}
+
+// markIdle records that the slot's turn ended: its process may now give
+// way to a new session.
+func (w *Worker) markIdle(sl *slot) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if sl.busy && !sl.gone {
+		w.idleSeq++
+		sl.busy, sl.idleSeq = false, w.idleSeq
+		w.changedLocked()
+	}
+}
+
+// dropSlot frees the slot's place once its process has exited. Calling it
+// again does nothing.
+func (w *Worker) dropSlot(sl *slot) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if sl.gone {
+		return
+	}
+	sl.gone, sl.busy = true, true
+	delete(w.slots, sl)
+	close(sl.exited)
+	w.changedLocked()
+}
+
+// release gives up ownership of a session, logging a failure.
+func (w *Worker) release(ctx context.Context, id string, log zerolog.Logger) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if err := w.st.Release(cctx, id, w.cfg.WorkerID); err != nil {
+		log.Error().Err(err).Msg("releasing session")
 	}
 }
 
@@ -192,26 +370,33 @@ func (w *Worker) endPending(ctx context.Context, sessionID, reason string, log z
 	}
 }
 
-// runSession owns a claimed session until it goes idle or fails, then
-// releases it. The session's final state is stored and the session released
-// before the last event (exit or error) is published, so whoever reacts to
-// that event reads the final state.
-func (w *Worker) runSession(ctx context.Context, id string) {
+// runSession owns a claimed session for one claude process, then releases
+// it. The session's final state is stored before the last event (exit or
+// error) is published, so whoever reacts to that event reads it. Inputs
+// taken from the queue but never delivered go back first in line and the
+// session is released, so it is claimed again like any ready session: a
+// new process is started only by Run, within capacity.
+func (w *Worker) runSession(ctx context.Context, sl *slot, after <-chan struct{}) {
+	defer w.dropSlot(sl)
+	id := sl.id
 	log := w.log.With().Str("session_id", id).Logger()
+	if after != nil {
+		// The process evicted for this session must be gone first.
+		select {
+		case <-after:
+		case <-ctx.Done():
+			// Untouched: its input still waits in the inbox.
+			w.release(ctx, id, log)
+			return
+		}
+	}
 	released := false
 	finish := func(state store.SessionState) {
 		released = true
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
-		if _, err := w.st.UpdateSession(cctx, id, func(s *store.Session) error {
-			s.State, s.Worker, s.UpdatedAt = state, "", w.clock.Now()
-			return nil
-		}); err != nil {
-			log.Error().Err(err).Msg("updating session state")
-		}
-		if err := w.st.Release(cctx, id, w.cfg.WorkerID); err != nil {
-			log.Error().Err(err).Msg("releasing session")
-		}
+		w.setState(cctx, id, state, log)
+		w.release(cctx, id, log)
 	}
 	defer func() {
 		if !released {
@@ -232,48 +417,73 @@ func (w *Worker) runSession(ctx context.Context, id string) {
 		log.Info().Str("input_id", in.ID).Str("control", in.Control).Str("user", in.User).
 			Msg("control input for a session with no live process: nothing to do")
 		released = true
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		if err := w.st.Release(cctx, id, w.cfg.WorkerID); err != nil {
-			log.Error().Err(err).Msg("releasing session")
-		}
+		w.release(ctx, id, log)
 		return
 	}
-	next := &in
-	for next != nil {
-		sess, err := w.st.GetSession(ctx, id)
-		if err != nil {
-			log.Error().Err(err).Msg("loading session")
-			finish(store.SessionFailed)
-			return
-		}
-		last, leftover, failed := w.runProcess(ctx, sess, *next, log)
-		if leftover != nil && leftover.Control != "" {
+	sess, err := w.st.GetSession(ctx, id)
+	if err != nil {
+		// The input is dropped: put back, it would be claimed and fail
+		// again at once.
+		log.Error().Err(err).Str("input_id", in.ID).Msg("loading session")
+		finish(store.SessionFailed)
+		return
+	}
+	last, leftovers, failed := w.runProcess(ctx, sl, sess, in, log)
+	kept := leftovers[:0]
+	for _, l := range leftovers {
+		if l.Control != "" {
 			// The process it was meant for is gone: there is nothing to act on.
-			log.Info().Str("input_id", leftover.ID).Str("control", leftover.Control).Str("user", leftover.User).
+			log.Info().Str("input_id", l.ID).Str("control", l.Control).Str("user", l.User).
 				Msg("control input arrived as the process ended: nothing to do")
-			leftover = nil
+			continue
 		}
-		if ctx.Err() != nil && leftover != nil {
-			// Shutting down: the input was taken from the queue but not
-			// delivered. Put it back first in line; finish releases the
-			// session, so the next owner starts with it.
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-			if err := w.st.Requeue(cctx, *leftover, w.cfg.WorkerID); err != nil {
-				log.Error().Err(err).Str("input_id", leftover.ID).Msg("input lost at shutdown: cannot put it back in the queue")
-			}
-			cancel()
-			leftover = nil
+		kept = append(kept, l)
+	}
+	if len(kept) == 0 {
+		state := store.SessionIdle
+		if failed {
+			state = store.SessionFailed
 		}
-		if leftover == nil {
-			state := store.SessionIdle
-			if failed {
-				state = store.SessionFailed
-			}
-			finish(state)
+		finish(state)
+		w.publish(context.WithoutCancel(ctx), id, last, log)
+		return
+	}
+	// Messages arrived as the process ended. Put them back (the session is
+	// queued again, even after a crash: the crash is told by the exit) and
+	// publish the exit before releasing: the session is ready again from
+	// the release on, and the exit must not be told after the next
+	// process's start.
+	released = true
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	w.requeue(cctx, kept, log)
+	w.setState(cctx, id, store.SessionQueued, log)
+	w.publish(cctx, id, last, log)
+	w.release(cctx, id, log)
+}
+
+// setState stores a session's state after its process, with no owner.
+func (w *Worker) setState(ctx context.Context, id string, state store.SessionState, log zerolog.Logger) {
+	if _, err := w.st.UpdateSession(ctx, id, func(s *store.Session) error {
+		s.State, s.Worker, s.UpdatedAt = state, "", w.clock.Now()
+		return nil
+	}); err != nil {
+		log.Error().Err(err).Msg("updating session state")
+	}
+}
+
+// requeue puts inputs taken from the queue but not delivered back at the
+// head of the session's inbox, in their order, while the worker still owns
+// the session.
+func (w *Worker) requeue(ctx context.Context, ins []store.Input, log zerolog.Logger) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	for i := len(ins) - 1; i >= 0; i-- {
+		if err := w.st.Requeue(ctx, ins[i], w.cfg.WorkerID); err != nil {
+			log.Error().Err(err).Str("input_id", ins[i].ID).Msg("input lost: cannot put it back in the queue")
+			continue
 		}
-		w.publish(context.WithoutCancel(ctx), sess.ID, last, log)
-		next = leftover
+		log.Info().Str("input_id", ins[i].ID).Msg("input put back in the queue for the session's next process")
 	}
 }
 
@@ -357,12 +567,13 @@ func (t *turnState) get() (busy, lastIsError bool) {
 	return t.busy, t.lastIsError
 }
 
-// runProcess runs one claude process for sess, starting with first, until it
-// exits (idle timeout, crash, shutdown). It returns the event that tells how
-// it ended (exit, or error when it could not start) for the caller to
-// publish, an input that was taken from the queue but not delivered (to
-// start the next process with), and whether the session failed.
-func (w *Worker) runProcess(ctx context.Context, sess store.Session, first store.Input, log zerolog.Logger) (store.Event, *store.Input, bool) {
+// runProcess runs one claude process for sess in slot sl, starting with
+// first, until it exits (idle timeout, eviction, crash, shutdown). It
+// returns the event that tells how it ended (exit, or error when it could
+// not start) for the caller to publish, the inputs that were taken from the
+// queue but not delivered (oldest first), and whether the session failed.
+// The slot is dropped as soon as the process has exited.
+func (w *Worker) runProcess(ctx context.Context, sl *slot, sess store.Session, first store.Input, log zerolog.Logger) (store.Event, []store.Input, bool) {
 	pctx := context.WithoutCancel(ctx) // handlers outlive shutdown until the process is gone
 	turn := &turnState{busy: true, notify: make(chan struct{}, 1)}
 	b := &bridge{w: w, sess: sess, log: log, turn: turn, toolNames: make(map[string]string), started: sess.Started}
@@ -374,6 +585,7 @@ func (w *Worker) runProcess(ctx context.Context, sess store.Session, first store
 	}
 	proc, err := StartProcess(pctx, opts, ConnHandlers{OnMessage: b.onMessage, OnCanUseTool: b.onCanUseTool}, log)
 	if err != nil {
+		w.dropSlot(sl)
 		log.Error().Err(err).Msg("cannot start claude")
 		return store.Event{Type: store.EventError, Text: err.Error()}, nil, true
 	}
@@ -389,20 +601,23 @@ func (w *Worker) runProcess(ctx context.Context, sess store.Session, first store
 	w.mu.Lock()
 	w.live[sess.ID] = proc
 	w.mu.Unlock()
-	defer func() {
+	gone := func() {
 		// Move the process's count into the total in one step, so
-		// MalformedLines never counts it twice or not at all.
+		// MalformedLines never counts it twice or not at all; then free
+		// its place, so a session waiting for it starts only now.
 		w.mu.Lock()
 		delete(w.live, sess.ID)
 		w.malformed.Add(proc.Stats().Malformed)
 		w.mu.Unlock()
-	}()
+		w.dropSlot(sl)
+	}
 
 	// The feeder hands queued inputs to the loop in order. An input it took
 	// from the queue but could not hand over comes back as leftover.
 	feedCtx, stopFeed := context.WithCancel(ctx)
 	inputs := make(chan store.Input)
-	var leftover *store.Input
+	var leftovers []store.Input // taken but not delivered, oldest first
+	var fed *store.Input        // the feeder's own leftover, read after feedWG.Wait
 	var feedWG sync.WaitGroup
 	feedWG.Add(1)
 	go func() {
@@ -418,7 +633,7 @@ func (w *Worker) runProcess(ctx context.Context, sess store.Session, first store
 			select {
 			case inputs <- in:
 			case <-feedCtx.Done():
-				leftover = &in
+				fed = &in
 				return
 			}
 		}
@@ -441,6 +656,14 @@ func (w *Worker) runProcess(ctx context.Context, sess store.Session, first store
 	}
 	var stoppedByUs bool
 	done := ctx.Done()
+	// stopIdleProcess is the clean stop of a process between turns (idle
+	// timeout or eviction): the session is released idle and resumed by
+	// its next input.
+	stopIdleProcess := func() {
+		stoppedByUs = true
+		stopFeed() // an input arriving now goes back to the queue
+		proc.Stop(pctx, "idle")
+	}
 loop:
 	for {
 		select {
@@ -450,21 +673,35 @@ loop:
 				w.control(ctx, proc, turn, in, b, log)
 				continue
 			}
+			if !w.markBusy(sl) {
+				// The process was chosen to make room just before this
+				// follow-up came: it goes back to the queue, and the
+				// session is claimed again within capacity.
+				leftovers = append(leftovers, in)
+				log.Info().Str("input_id", in.ID).Msg("stopping idle claude to make room; follow-up goes back to the queue")
+				stopIdleProcess()
+				break loop
+			}
 			stopIdle()
 			send(in)
 		case <-turn.notify:
 			if busy, _ := turn.get(); busy {
 				stopIdle()
+				w.markBusy(sl) // false when evicting: the evict case stops it
 			} else if idle == nil {
 				idle = w.clock.NewTimer(w.cfg.IdleTimeout)
 				idleC = idle.C()
+				w.markIdle(sl)
 			}
+		case <-sl.evict:
+			log.Info().Msg("stopping idle claude to make room for another session")
+			stopIdleProcess()
+			break loop
 		case <-idleC:
 			idle, idleC = nil, nil
 			log.Info().Dur("idle_timeout", w.cfg.IdleTimeout).Msg("stopping idle claude")
-			stoppedByUs = true
-			stopFeed() // an input arriving now is handed to the next process
-			proc.Stop(pctx, "idle")
+			w.markBusy(sl) // stopping: no longer a process that can give way
+			stopIdleProcess()
 			break loop
 		case <-done:
 			done = nil
@@ -491,7 +728,11 @@ loop:
 	stopIdle()
 	stopFeed()
 	feedWG.Wait()
+	if fed != nil {
+		leftovers = append(leftovers, *fed)
+	}
 	exit := proc.Wait()
+	gone()
 	_, lastErr := turn.get()
 	// Exit code 1 after an error result (deny+interrupt, max turns) is how
 	// the CLI reports that turn, not a crash.
@@ -499,7 +740,7 @@ loop:
 	log.Info().Int("code", exit.Code).Str("reason", exit.Reason).Bool("crashed", crashed).
 		Int64("malformed_lines", proc.Stats().Malformed).Msg("claude exited")
 	w.endPending(pctx, sess.ID, "the Claude process ended ("+exit.Reason+") while this request was waiting", log)
-	return store.Event{Type: store.EventExit, Exit: &exit}, leftover, crashed
+	return store.Event{Type: store.EventExit, Exit: &exit}, leftovers, crashed
 }
 
 // control acts on a control input for the session's live process. An

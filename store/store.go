@@ -337,7 +337,8 @@ type Queue interface {
 	// ready unless a worker owns it. It returns the input with its ID set.
 	Enqueue(ctx context.Context, in Input) (Input, error)
 	// Claim blocks until a ready session exists, makes worker its owner and
-	// returns its id, or returns ctx.Err().
+	// returns its id, or returns ctx.Err(). A Claim that returns an error has
+	// claimed nothing, even when ctx ends as the claim is made.
 	Claim(ctx context.Context, worker string) (string, error)
 	// NextInput blocks until the session's inbox has an input and removes it,
 	// or returns ctx.Err(). ErrNotOwner if worker does not own the session.

@@ -35,6 +35,10 @@ func (s *Store) Enqueue(ctx context.Context, in store.Input) (store.Input, error
 	return in, nil
 }
 
+// scriptTimeout bounds a state-changing script whose reply must be read
+// even after the caller's context ends.
+const scriptTimeout = 5 * time.Second
+
 // Claim implements store.Queue. It waits on the ready list with BLMOVE (on a
 // blocker, so cancellation wakes it) and claims with a script; see the claim
 // script for why the wait rotates the list rather than popping it.
@@ -73,11 +77,16 @@ func (s *Store) Claim(ctx context.Context, worker string) (string, error) {
 				// The wait rotated the list, so the session is still ready for others.
 				return "", s.wrapStopped("claim", ctxErr)
 			}
+			// Once the script is sent its reply must be read, or a
+			// cancellation racing it could leave the session owned by a
+			// worker that believes it claimed nothing.
 			var n int
-			n, err = claim.Run(ctx, s.rdb,
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scriptTimeout)
+			n, err = claim.Run(sctx, s.rdb,
 				[]string{s.keys.ready(), s.keys.owner(id), s.keys.owned(worker), s.keys.inbox(id)},
 				worker, id,
 			).Int()
+			cancel()
 			if err == nil && n == 1 {
 				return id, nil
 			}
