@@ -36,6 +36,8 @@ commands:
            (embedded store in DATA_DIR, or Redis when REDIS_URL is set)
   bot      only the Slack side; several may run against one REDIS_URL
   worker   only the Claude Code side; several may run against one REDIS_URL
+  audit    print the audit log (requests and who decided them) as JSON lines:
+           slackgate audit [-after ID] [-limit N]
   help     this text
 
 Configuration comes from the environment; README.md lists every variable.
@@ -71,13 +73,16 @@ func (p program) run(ctx context.Context, args []string) error {
 		return err
 	}
 	cmd := args[0]
-	if cmd != "run" && cmd != "bot" && cmd != "worker" {
+	if cmd != "run" && cmd != "bot" && cmd != "worker" && cmd != "audit" {
 		fmt.Fprint(p.stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
 	}
 	cfg, err := loadConfig(p.environ)
 	if err != nil {
 		return err
+	}
+	if cmd == "audit" {
+		return p.audit(ctx, args[1:], cfg)
 	}
 	var botCfg bot.Config
 	if cmd != "worker" {
