@@ -83,6 +83,21 @@ func (c *card) fallback(head string) string {
 	return cutSafe(t, 1000)
 }
 
+// toolHeadlines says, for the built-in tools, what Claude wants to do and
+// which input field names the thing it wants to do it to.
+var toolHeadlines = map[string]struct{ verb, field string }{
+	"Bash":         {"run", "command"},
+	"Write":        {"write", "file_path"},
+	"Edit":         {"edit", "file_path"},
+	"MultiEdit":    {"edit", "file_path"},
+	"NotebookEdit": {"edit", "notebook_path"},
+	"Read":         {"read", "file_path"},
+	"Glob":         {"search for", "pattern"},
+	"Grep":         {"search for", "pattern"},
+	"WebFetch":     {"fetch", "url"},
+	"WebSearch":    {"search the web for", "query"},
+}
+
 // headline is the first line: what Claude wants, in words a phone
 // notification can show.
 func headline(r store.Request) string {
@@ -103,23 +118,8 @@ func headline(r store.Request) string {
 			return fmt.Sprintf("❓ Claude has %d questions", len(qs))
 		}
 	}
-	switch r.ToolName {
-	case "Bash":
-		return "Claude wants to run " + code("command")
-	case "Write":
-		return "Claude wants to write " + code("file_path")
-	case "Edit", "MultiEdit":
-		return "Claude wants to edit " + code("file_path")
-	case "NotebookEdit":
-		return "Claude wants to edit " + code("notebook_path")
-	case "Read":
-		return "Claude wants to read " + code("file_path")
-	case "Glob", "Grep":
-		return "Claude wants to search for " + code("pattern")
-	case "WebFetch":
-		return "Claude wants to fetch " + code("url")
-	case "WebSearch":
-		return "Claude wants to search the web for " + code("query")
+	if h, ok := toolHeadlines[r.ToolName]; ok {
+		return "Claude wants to " + h.verb + " " + code(h.field)
 	}
 	if server, tool, ok := mcpName(r.ToolName); ok {
 		return "Claude wants to use " + inlineCode(tool, headRunes) + " from MCP server " + inlineCode(server, headRunes)

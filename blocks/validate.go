@@ -151,6 +151,15 @@ func runes(s string) int { return utf8.RuneCountInString(s) }
 
 func at(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
 
+// object returns x as a JSON object, or reports problem at path.
+func (v *validator) object(path string, x any, problem string) (map[string]any, bool) {
+	m, ok := x.(map[string]any)
+	if !ok {
+		v.addf(path, "%s", problem)
+	}
+	return m, ok
+}
+
 func (v *validator) blockList(path string, list []any, max int) {
 	if len(list) > max {
 		v.addf(path, "%d > %d blocks", len(list), max)
@@ -182,9 +191,8 @@ func (v *validator) blockID(path string, b map[string]any) {
 }
 
 func (v *validator) block(path string, x any) {
-	b, ok := x.(map[string]any)
+	b, ok := v.object(path, x, "not a block object")
 	if !ok {
-		v.addf(path, "not a block object")
 		return
 	}
 	v.blockID(path, b)
@@ -279,9 +287,8 @@ func (v *validator) text(path string, x any, max int, flags int) {
 		}
 		return
 	}
-	t, ok := x.(map[string]any)
+	t, ok := v.object(path, x, "not a text object")
 	if !ok {
-		v.addf(path, "not a text object")
 		return
 	}
 	typ, _ := t["type"].(string)
@@ -318,9 +325,8 @@ func (v *validator) maxString(path string, x any, max int) {
 }
 
 func (v *validator) contextElement(path string, x any) {
-	e, ok := x.(map[string]any)
+	e, ok := v.object(path, x, "not an element object")
 	if !ok {
-		v.addf(path, "not an element object")
 		return
 	}
 	switch typ, _ := e["type"].(string); typ {
@@ -357,9 +363,8 @@ func (v *validator) richText(path string, b map[string]any) {
 	}
 	for i, x := range els {
 		p := at(path+".elements", i)
-		e, ok := x.(map[string]any)
+		e, ok := v.object(p, x, "not an element object")
 		if !ok {
-			v.addf(p, "not an element object")
 			continue
 		}
 		switch typ, _ := e["type"].(string); typ {
@@ -420,9 +425,8 @@ func (v *validator) uniqueActionID(path string, x any, seen map[string]bool) {
 }
 
 func (v *validator) element(path string, x any, allowed map[string]bool) {
-	e, ok := x.(map[string]any)
+	e, ok := v.object(path, x, "missing or not an element object")
 	if !ok {
-		v.addf(path, "missing or not an element object")
 		return
 	}
 	typ, _ := e["type"].(string)
@@ -492,9 +496,8 @@ func (v *validator) placeholder(path string, e map[string]any) {
 }
 
 func (v *validator) confirm(path string, x any) {
-	c, ok := x.(map[string]any)
+	c, ok := v.object(path, x, "not a confirm object")
 	if !ok {
-		v.addf(path, "not a confirm object")
 		return
 	}
 	v.text(path+".title", c["title"], MaxConfirmTitle, plainOnly|required)
@@ -527,9 +530,8 @@ func (v *validator) selectOptions(path string, e map[string]any) map[string]bool
 		v.count(path+".option_groups", len(groups), 1, MaxOptions, "option groups")
 		for i, x := range groups {
 			p := at(path+".option_groups", i)
-			g, ok := x.(map[string]any)
+			g, ok := v.object(p, x, "not an option group")
 			if !ok {
-				v.addf(p, "not an option group")
 				continue
 			}
 			v.text(p+".label", g["label"], MaxOptionText, plainOnly|required)
@@ -558,9 +560,8 @@ func (v *validator) options(path string, x any, min, max int, overflow bool) map
 }
 
 func (v *validator) option(path string, x any, overflow bool) string {
-	o, ok := x.(map[string]any)
+	o, ok := v.object(path, x, "not an option object")
 	if !ok {
-		v.addf(path, "not an option object")
 		return ""
 	}
 	v.text(path+".text", o["text"], MaxOptionText, 0)

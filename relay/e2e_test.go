@@ -76,6 +76,18 @@ func openRedis(t testing.TB) store.Store {
 	return st
 }
 
+// onEachBackend runs test in parallel against bbolt and redis, the two
+// stores a worker meets in production.
+func onEachBackend(t *testing.T, test func(*testing.T, func(testing.TB) store.Store)) {
+	t.Parallel()
+	for name, open := range map[string]func(testing.TB) store.Store{"bolt": openBolt, "redis": openRedis} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			test(t, open)
+		})
+	}
+}
+
 // newHarness starts a worker on bbolt; bin "" means the real CLI (relaytest.CLI).
 func newHarness(t testing.TB, bin string, steps []relaytest.Step, opts ...option) *harness {
 	t.Helper()
@@ -268,13 +280,7 @@ func with(d store.Decision, f func(*store.Decision)) store.Decision {
 }
 
 func TestE2EApprovedBashCommandRuns(t *testing.T) {
-	t.Parallel()
-	for name, open := range map[string]func(testing.TB) store.Store{"bolt": openBolt, "redis": openRedis} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			testApprovedBashCommandRuns(t, open)
-		})
-	}
+	onEachBackend(t, testApprovedBashCommandRuns)
 }
 
 func testApprovedBashCommandRuns(t *testing.T, open func(testing.TB) store.Store) {

@@ -172,13 +172,7 @@ rmdir "$dir/running"
 }
 
 func TestWorkerNeverExceedsMaxSessionsWhileIdleSessionsTakeTurns(t *testing.T) {
-	t.Parallel()
-	for name, open := range map[string]func(testing.TB) store.Store{"bolt": openBolt, "redis": openRedis} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			testSessionsTakeTurns(t, open)
-		})
-	}
+	onEachBackend(t, testSessionsTakeTurns)
 }
 
 func testSessionsTakeTurns(t *testing.T, open func(testing.TB) store.Store) {

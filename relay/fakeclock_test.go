@@ -21,11 +21,9 @@ func NewFakeClock(t time.Time) *FakeClock {
 }
 
 type fakeTimer struct {
-	c     *FakeClock
-	at    time.Time
-	ch    chan time.Time
-	fired bool
-	done  bool
+	c  *FakeClock
+	at time.Time
+	ch chan time.Time
 }
 
 // Now returns the fake time.
@@ -58,7 +56,6 @@ func (c *FakeClock) Advance(d time.Duration) {
 	keep := c.timers[:0]
 	for _, t := range c.timers {
 		if !t.at.After(c.now) {
-			t.fired = true
 			t.ch <- c.now
 			continue
 		}

@@ -38,7 +38,6 @@ const (
 // envelope is one Socket Mode delivery waiting for its ack.
 type envelope struct {
 	id    string
-	frame []byte
 	acked chan json.RawMessage // buffered; receives the ack payload
 }
 

@@ -346,13 +346,46 @@ func runSocketApp(ctx context.Context, t *testing.T, f *fakeslack.Fake, a *app) 
 	})
 }
 
-func TestSocketModeClientConnectsReceivesEnvelopesAndAcks(t *testing.T) {
-	ctx := testCtx(t)
-	f := fakeslack.New(t)
+// socketWorkspace is the setup most tests share: a fake workspace with alice
+// (U1) and #general (C1), and the Socket Mode app a connected to it.
+func socketWorkspace(ctx context.Context, t *testing.T, a *app, opts ...fakeslack.Option) *fakeslack.Fake {
+	t.Helper()
+	f := fakeslack.New(t, opts...)
 	f.AddUser("U1", "alice")
 	f.AddChannel("C1", "general")
-	a := &app{}
 	runSocketApp(ctx, t, f, a)
+	return f
+}
+
+// clickCard posts card("v1") in C1 with the given fallback text and has
+// alice click button on it.
+func clickCard(ctx context.Context, t *testing.T, f *fakeslack.Fake, text, button string) fakeslack.MessageRef {
+	t.Helper()
+	_, ts, err := client(f).PostMessageContext(ctx, "C1", slack.MsgOptionText(text, false), slack.MsgOptionBlocks(card("v1")...))
+	if err != nil {
+		t.Fatalf("post: %v", err)
+	}
+	ref := fakeslack.MessageRef{Channel: "C1", TS: ts}
+	if err := f.Click(ctx, "U1", ref, button); err != nil {
+		t.Fatalf("click %s: %v", button, err)
+	}
+	return ref
+}
+
+// click returns the app's i-th interaction; a negative i counts from the end.
+func (a *app) click(i int) slack.InteractionCallback {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if i < 0 {
+		i += len(a.clicks)
+	}
+	return a.clicks[i]
+}
+
+func TestSocketModeClientConnectsReceivesEnvelopesAndAcks(t *testing.T) {
+	ctx := testCtx(t)
+	a := &app{}
+	f := socketWorkspace(ctx, t, a)
 
 	ts, err := f.Mention(ctx, "U1", "C1", "please fix the tests")
 	if err != nil {
@@ -390,11 +423,8 @@ func TestSocketModeClientConnectsReceivesEnvelopesAndAcks(t *testing.T) {
 
 func TestClickBuildsABlockActionsPayloadSlackGoParses(t *testing.T) {
 	ctx := testCtx(t)
-	f := fakeslack.New(t)
-	f.AddUser("U1", "alice")
-	f.AddChannel("C1", "general")
 	a := &app{}
-	runSocketApp(ctx, t, f, a)
+	f := socketWorkspace(ctx, t, a)
 	_, ts, err := client(f).PostMessageContext(ctx, "C1", slack.MsgOptionText("approval needed", false), slack.MsgOptionBlocks(card("v1")...))
 	if err != nil {
 		t.Fatalf("post: %v", err)
@@ -473,22 +503,11 @@ func TestTriggerIDsAreSingleUseAndExpire(t *testing.T) {
 			var mu sync.Mutex
 			now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 			clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
-			f := fakeslack.New(t, fakeslack.WithClock(clock), fakeslack.AllowRejections())
-			f.AddUser("U1", "alice")
-			f.AddChannel("C1", "general")
 			a := &app{}
-			runSocketApp(ctx, t, f, a)
+			f := socketWorkspace(ctx, t, a, fakeslack.WithClock(clock), fakeslack.AllowRejections())
 			api := client(f)
-			_, ts, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("q", false), slack.MsgOptionBlocks(card("v1")...))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := f.Click(ctx, "U1", fakeslack.MessageRef{Channel: "C1", TS: ts}, "Deny"); err != nil {
-				t.Fatal(err)
-			}
-			a.mu.Lock()
-			trigger := a.clicks[0].TriggerID
-			a.mu.Unlock()
+			clickCard(ctx, t, f, "q", "Deny")
+			trigger := a.click(0).TriggerID
 			mu.Lock()
 			now = now.Add(tt.advance)
 			mu.Unlock()
@@ -497,7 +516,7 @@ func TestTriggerIDsAreSingleUseAndExpire(t *testing.T) {
 					t.Fatalf("first use: %v", err)
 				}
 			}
-			_, err = api.OpenViewContext(ctx, trigger, modal())
+			_, err := api.OpenViewContext(ctx, trigger, modal())
 			if tt.want == "" {
 				if err != nil {
 					t.Fatalf("views.open: %v", err)
@@ -656,19 +675,10 @@ func TestSubmitViewAppliesTheResponseAction(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := testCtx(t)
-			f := fakeslack.New(t)
-			f.AddUser("U1", "alice")
-			f.AddChannel("C1", "general")
 			a := &app{answer: tt.answer}
-			runSocketApp(ctx, t, f, a)
+			f := socketWorkspace(ctx, t, a)
 			api := client(f)
-			_, ts, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("q", false), slack.MsgOptionBlocks(card("v1")...))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := f.Click(ctx, "U1", fakeslack.MessageRef{Channel: "C1", TS: ts}, "Approve"); err != nil {
-				t.Fatal(err)
-			}
+			clickCard(ctx, t, f, "q", "Approve")
 			if _, err := api.OpenViewContext(ctx, f.LastTrigger("U1"), modal()); err != nil {
 				t.Fatal(err)
 			}
@@ -737,10 +747,7 @@ func TestViewsAreCheckedAgainstSlacksLimits(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := testCtx(t)
-			f := fakeslack.New(t, fakeslack.AllowRejections())
-			f.AddUser("U1", "alice")
-			f.AddChannel("C1", "general")
-			runSocketApp(ctx, t, f, &app{})
+			f := socketWorkspace(ctx, t, &app{}, fakeslack.AllowRejections())
 			if err := f.SlashCommand(ctx, "U1", "C1", "/claude", "ask"); err != nil {
 				t.Fatal(err)
 			}
@@ -757,10 +764,7 @@ func TestViewsAreCheckedAgainstSlacksLimits(t *testing.T) {
 
 func TestViewsPushStopsAtThreeAndUpdateChecksTheHash(t *testing.T) {
 	ctx := testCtx(t)
-	f := fakeslack.New(t, fakeslack.AllowRejections())
-	f.AddUser("U1", "alice")
-	f.AddChannel("C1", "general")
-	runSocketApp(ctx, t, f, &app{})
+	f := socketWorkspace(ctx, t, &app{}, fakeslack.AllowRejections())
 	api := client(f)
 	open := func(push bool) error {
 		if err := f.SlashCommand(ctx, "U1", "C1", "/claude", "ask"); err != nil {
@@ -811,11 +815,8 @@ func TestViewsPushStopsAtThreeAndUpdateChecksTheHash(t *testing.T) {
 
 func TestEphemeralMessagesCanBeWaitedForAndClicked(t *testing.T) {
 	ctx := testCtx(t)
-	f := fakeslack.New(t)
-	f.AddUser("U1", "alice")
-	f.AddChannel("C1", "general")
 	a := &app{}
-	runSocketApp(ctx, t, f, a)
+	f := socketWorkspace(ctx, t, a)
 	errc := make(chan error, 1)
 	go func() {
 		_, err := client(f).PostEphemeralContext(ctx, "C1", "U1", slack.MsgOptionText("only you", false), slack.MsgOptionBlocks(card("e1")...))
@@ -834,9 +835,7 @@ func TestEphemeralMessagesCanBeWaitedForAndClicked(t *testing.T) {
 	if err := f.Click(ctx, "U1", m.Ref(), "Deny"); err != nil {
 		t.Fatal(err)
 	}
-	a.mu.Lock()
-	click := a.clicks[0]
-	a.mu.Unlock()
+	click := a.click(0)
 	if !click.Container.IsEphemeral || click.ActionCallback.BlockActions[0].ActionID != "deny" || click.Message.Timestamp != "" {
 		t.Errorf("ephemeral click: container=%+v message ts=%q", click.Container, click.Message.Timestamp)
 	}
@@ -844,11 +843,8 @@ func TestEphemeralMessagesCanBeWaitedForAndClicked(t *testing.T) {
 
 func TestCheckboxSelectionsAreReplacedAndShowInState(t *testing.T) {
 	ctx := testCtx(t)
-	f := fakeslack.New(t)
-	f.AddUser("U1", "alice")
-	f.AddChannel("C1", "general")
 	a := &app{}
-	runSocketApp(ctx, t, f, a)
+	f := socketWorkspace(ctx, t, a)
 	opt := func(v, label string) *slack.OptionBlockObject {
 		return slack.NewOptionBlockObject(v, slack.NewTextBlockObject(slack.PlainTextType, label, false, false), nil)
 	}
@@ -872,9 +868,7 @@ func TestCheckboxSelectionsAreReplacedAndShowInState(t *testing.T) {
 	if err := f.Click(ctx, "U1", ref, "Send"); err != nil {
 		t.Fatal(err)
 	}
-	a.mu.Lock()
-	click := a.clicks[len(a.clicks)-1]
-	a.mu.Unlock()
+	click := a.click(-1)
 	var got []string
 	for _, o := range click.BlockActionState.Values["files"]["pick"].SelectedOptions {
 		got = append(got, o.Value)
@@ -887,20 +881,8 @@ func TestCheckboxSelectionsAreReplacedAndShowInState(t *testing.T) {
 func TestServerPingsSocketModeConnections(t *testing.T) {
 	ctx := testCtx(t)
 	f := fakeslack.New(t, fakeslack.WithPingInterval(10*time.Millisecond))
-	_, url, err := client(f).StartSocketModeContext(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, resp, err := websocket.DefaultDialer.DialContext(ctx, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	conn := rawConn(ctx, t, f)
 	defer conn.Close()
-	var hello struct{ Type string }
-	if err := conn.ReadJSON(&hello); err != nil || hello.Type != "hello" {
-		t.Fatalf("first frame %+v, %v; want hello", hello, err)
-	}
 	pinged := make(chan struct{}, 1)
 	conn.SetPingHandler(func(string) error {
 		select {
@@ -954,10 +936,7 @@ func TestVerifyURLChecksTheEchoedChallenge(t *testing.T) {
 
 func TestConversationsRepliesReturnsPeopleAndBotInOrder(t *testing.T) {
 	ctx := testCtx(t)
-	f := fakeslack.New(t)
-	f.AddUser("U1", "alice")
-	f.AddChannel("C1", "general")
-	runSocketApp(ctx, t, f, &app{})
+	f := socketWorkspace(ctx, t, &app{})
 	ts, err := f.Mention(ctx, "U1", "C1", "start")
 	if err != nil {
 		t.Fatal(err)
@@ -1069,22 +1048,11 @@ func TestDroppedConnectionIsReopenedBySlackGo(t *testing.T) {
 
 func TestResponseURLPostsReplacesAndDeletes(t *testing.T) {
 	ctx := testCtx(t)
-	f := fakeslack.New(t)
-	f.AddUser("U1", "alice")
-	f.AddChannel("C1", "general")
 	a := &app{}
-	runSocketApp(ctx, t, f, a)
+	f := socketWorkspace(ctx, t, a)
 	api := client(f)
-	_, ts, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("card", false), slack.MsgOptionBlocks(card("v1")...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Click(ctx, "U1", fakeslack.MessageRef{Channel: "C1", TS: ts}, "Approve"); err != nil {
-		t.Fatal(err)
-	}
-	a.mu.Lock()
-	url := a.clicks[0].ResponseURL
-	a.mu.Unlock()
+	ref := clickCard(ctx, t, f, "card", "Approve")
+	url := a.click(0).ResponseURL
 	if _, _, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionResponseURL(url, slack.ResponseTypeEphemeral), slack.MsgOptionText("only you decided", false)); err != nil {
 		t.Fatal(err)
 	}
@@ -1104,7 +1072,7 @@ func TestResponseURLPostsReplacesAndDeletes(t *testing.T) {
 	if _, _, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionDeleteOriginal(url)); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := f.Message(fakeslack.MessageRef{Channel: "C1", TS: ts}); ok {
+	if _, ok := f.Message(ref); ok {
 		t.Errorf("delete_original left the card")
 	}
 }

@@ -316,22 +316,33 @@ func (f *Fake) blockActionsLocked(u *User, t target, action map[string]any) []by
 	return out
 }
 
-// Click presses the button labelled label in the current version of the
-// message ref (a channel message or an ephemeral one shown to user) and
-// returns once the app acked the block_actions.
-func (f *Fake) Click(ctx context.Context, user string, ref MessageRef, label string) error {
+// lockTarget takes f.mu and finds user and the message ref they act on,
+// with its blocks decoded. On success the caller holds f.mu and must unlock
+// it; on error it is already released.
+func (f *Fake) lockTarget(user string, ref MessageRef) (*User, target, []any, error) {
 	f.mu.Lock()
 	u, err := f.userLocked(user)
 	if err != nil {
 		f.mu.Unlock()
-		return err
+		return nil, target{}, nil, err
 	}
 	t, err := f.targetLocked(user, ref)
 	if err != nil {
 		f.mu.Unlock()
-		return err
+		return nil, target{}, nil, err
 	}
 	list, _ := decodeAny(t.m.RawBlocks).([]any)
+	return u, t, list, nil
+}
+
+// Click presses the button labelled label in the current version of the
+// message ref (a channel message or an ephemeral one shown to user) and
+// returns once the app acked the block_actions.
+func (f *Fake) Click(ctx context.Context, user string, ref MessageRef, label string) error {
+	u, t, list, err := f.lockTarget(user, ref)
+	if err != nil {
+		return err
+	}
 	var found []map[string]any
 	var blockIDs []string
 	elements(list, func(blockID string, el map[string]any) {
@@ -415,18 +426,10 @@ func pickOptions(el map[string]any, labels []string) ([]any, error) {
 // selection. element may also be the block_id of the element's block, for
 // messages where several menus share an action_id.
 func (f *Fake) Select(ctx context.Context, user string, ref MessageRef, element string, optionLabels ...string) error {
-	f.mu.Lock()
-	u, err := f.userLocked(user)
+	u, t, list, err := f.lockTarget(user, ref)
 	if err != nil {
-		f.mu.Unlock()
 		return err
 	}
-	t, err := f.targetLocked(user, ref)
-	if err != nil {
-		f.mu.Unlock()
-		return err
-	}
-	list, _ := decodeAny(t.m.RawBlocks).([]any)
 	var el map[string]any
 	var blockID string
 	elements(list, func(bid string, e map[string]any) {

@@ -67,7 +67,7 @@ func recordDecisions(t *testing.T, be backend, n int) []string {
 
 func auditLines(t *testing.T, env []string, args ...string) []store.AuditEntry {
 	t.Helper()
-	err, out := runProgram(t, env, append([]string{"audit"}, args...)...)
+	out, err := runProgram(t, env, append([]string{"audit"}, args...)...)
 	if err != nil {
 		t.Fatalf("audit %q: %v\n%s", args, err, out)
 	}
@@ -119,7 +119,7 @@ func TestAuditPrintsWhoDecidedWhatAsJSONLines(t *testing.T) {
 func TestAuditRejectsBadArguments(t *testing.T) {
 	env := []string{"DATA_DIR=" + t.TempDir()}
 	for _, args := range [][]string{{"-limit", "-1"}, {"extra"}, {"-bogus"}} {
-		if err, _ := runProgram(t, env, append([]string{"audit"}, args...)...); err == nil {
+		if _, err := runProgram(t, env, append([]string{"audit"}, args...)...); err == nil {
 			t.Errorf("audit %q succeeded; want an error", args)
 		}
 	}

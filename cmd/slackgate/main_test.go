@@ -20,13 +20,13 @@ func TestMain(m *testing.M) {
 
 // runProgram runs slackgate with args and environ and returns its error and
 // what it printed.
-func runProgram(t *testing.T, environ []string, args ...string) (error, string) {
+func runProgram(t *testing.T, environ []string, args ...string) (string, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var out bytes.Buffer
 	err := program{environ: environ, stdout: &out, stderr: &out}.run(ctx, args)
-	return err, out.String()
+	return out.String(), err
 }
 
 func TestStartupFailuresSayWhatToFix(t *testing.T) {
@@ -57,7 +57,7 @@ func TestStartupFailuresSayWhatToFix(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			err, _ := runProgram(t, tt.environ, tt.args...)
+			_, err := runProgram(t, tt.environ, tt.args...)
 			if err == nil {
 				t.Fatal("run succeeded; want an error")
 			}
@@ -77,7 +77,7 @@ func TestStartupFailuresSayWhatToFix(t *testing.T) {
 }
 
 func TestHelpPrintsUsage(t *testing.T) {
-	err, out := runProgram(t, nil, "help")
+	out, err := runProgram(t, nil, "help")
 	if err != nil || !strings.Contains(out, "slackgate <command>") || !strings.Contains(out, "worker") {
 		t.Fatalf("help: err %v, output %q", err, out)
 	}
@@ -91,7 +91,7 @@ func TestSecondInstanceOnOneDataDirSaysWhoHasIt(t *testing.T) {
 	}
 	defer held.Close()
 	f := fakeslack.New(t)
-	err, _ = runProgram(t, []string{"SLACK_BOT_TOKEN=" + fakeslack.BotToken, "SLACK_APP_TOKEN=" + fakeslack.AppToken,
+	_, err = runProgram(t, []string{"SLACK_BOT_TOKEN=" + fakeslack.BotToken, "SLACK_APP_TOKEN=" + fakeslack.AppToken,
 		"SLACK_API_URL=" + f.APIURL(), "DATA_DIR=" + dir}, "run")
 	if err == nil || !strings.Contains(err.Error(), "DATA_DIR="+dir) || !strings.Contains(err.Error(), "another slackgate") {
 		t.Fatalf("run on a locked DATA_DIR = %v; want an error naming DATA_DIR and the likely cause", err)

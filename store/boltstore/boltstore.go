@@ -18,6 +18,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/slackgate/slackgate/store"
 )
@@ -133,7 +134,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		NoFreelistSync: true,
 		FreelistType:   bolt.FreelistMapType,
 	})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("boltstore: open %s: file is locked (another slackgate already using %s?): %w", path, path, err)
 	}
 	if err != nil {

@@ -25,6 +25,19 @@ func getQueueState(tx *bolt.Tx, sessionID string) (queueState, error) {
 	return q, err
 }
 
+// ownedQueueState is getQueueState for a session worker must own; it
+// returns store.ErrNotOwner when the worker does not.
+func ownedQueueState(tx *bolt.Tx, sessionID, worker string) (queueState, error) {
+	q, err := getQueueState(tx, sessionID)
+	if err != nil {
+		return q, err
+	}
+	if q.Owner == "" || q.Owner != worker {
+		return q, store.ErrNotOwner
+	}
+	return q, nil
+}
+
 // markReady puts the session at the end of the ready queue.
 func markReady(tx *bolt.Tx, sessionID string, q *queueState) error {
 	ready := tx.Bucket(bktReady)
@@ -145,12 +158,8 @@ func (s *Store) NextInput(ctx context.Context, sessionID, worker string) (store.
 		wake := s.queue.ch()
 		var in store.Input
 		err := s.db.Update(func(tx *bolt.Tx) error {
-			q, err := getQueueState(tx, sessionID)
-			if err != nil {
+			if _, err := ownedQueueState(tx, sessionID, worker); err != nil {
 				return err
-			}
-			if q.Owner == "" || q.Owner != worker {
-				return store.ErrNotOwner
 			}
 			inbox := tx.Bucket(bktInbox).Bucket([]byte(sessionID))
 			if inbox == nil {
@@ -182,12 +191,8 @@ func (s *Store) NextInput(ctx context.Context, sessionID, worker string) (store.
 // at 1, and at most one input per process is ever put back).
 func (s *Store) Requeue(ctx context.Context, in store.Input, worker string) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		q, err := getQueueState(tx, in.SessionID)
-		if err != nil {
+		if _, err := ownedQueueState(tx, in.SessionID, worker); err != nil {
 			return err
-		}
-		if q.Owner == "" || q.Owner != worker {
-			return store.ErrNotOwner
 		}
 		inbox, err := tx.Bucket(bktInbox).CreateBucketIfNotExists([]byte(in.SessionID))
 		if err != nil {
@@ -213,12 +218,9 @@ func (s *Store) Requeue(ctx context.Context, in store.Input, worker string) erro
 // Release drops ownership; input left in the inbox makes the session ready.
 func (s *Store) Release(ctx context.Context, sessionID, worker string) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		q, err := getQueueState(tx, sessionID)
+		q, err := ownedQueueState(tx, sessionID, worker)
 		if err != nil {
 			return err
-		}
-		if q.Owner == "" || q.Owner != worker {
-			return store.ErrNotOwner
 		}
 		q.Owner = ""
 		if owned := tx.Bucket(bktOwned).Bucket([]byte(worker)); owned != nil {

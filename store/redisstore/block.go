@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"time"
 
@@ -61,4 +62,36 @@ func blockFor(ctx context.Context) time.Duration {
 func (b *blocker) blmove(ctx context.Context, src, dst, from, to string, d time.Duration) (string, error) {
 	secs := strconv.FormatFloat(d.Seconds(), 'f', 3, 64)
 	return b.conn.Do(ctx, "blmove", src, dst, from, to, secs).Text()
+}
+
+// listWaiter is the blocker of a loop that waits on a list again and again:
+// made on the first wait and replaced after a failed one, whose connection
+// may be broken. The loop's owner closes it.
+type listWaiter struct {
+	s *Store
+	b *blocker
+}
+
+// blmove is blocker.blmove for up to blockFor(ctx); redis.Nil means the wait
+// ended empty.
+func (w *listWaiter) blmove(ctx context.Context, src, dst, from, to string) (string, error) {
+	if w.b == nil {
+		b, err := w.s.newBlocker(ctx)
+		if err != nil {
+			return "", err
+		}
+		w.b = b
+	}
+	v, err := w.b.blmove(ctx, src, dst, from, to, blockFor(ctx))
+	if err != nil && !errors.Is(err, redis.Nil) {
+		w.close() // take a fresh connection next time
+	}
+	return v, err
+}
+
+func (w *listWaiter) close() {
+	if w.b != nil {
+		w.b.close()
+		w.b = nil
+	}
 }

@@ -47,30 +47,15 @@ func (s *Store) Claim(ctx context.Context, worker string) (string, error) {
 		return "", fmt.Errorf("redisstore: claim: empty worker: %w", store.ErrInvalid)
 	}
 	delay := 50 * time.Millisecond
-	var b *blocker
-	defer func() {
-		if b != nil {
-			b.close()
-		}
-	}()
+	w := listWaiter{s: s}
+	defer w.close()
 	for {
 		if err := s.stopped(ctx); err != nil {
 			return "", s.wrapStopped("claim", err)
 		}
-		var id string
-		var err error
-		if b == nil {
-			b, err = s.newBlocker(ctx)
-		}
-		if err == nil {
-			id, err = b.blmove(ctx, s.keys.ready(), s.keys.ready(), "LEFT", "RIGHT", blockFor(ctx))
-		}
+		id, err := w.blmove(ctx, s.keys.ready(), s.keys.ready(), "LEFT", "RIGHT")
 		if errors.Is(err, redis.Nil) {
 			continue // nothing ready yet
-		}
-		if err != nil && b != nil {
-			b.close() // its connection may be broken: take a fresh one
-			b = nil
 		}
 		if err == nil {
 			if ctxErr := s.stopped(ctx); ctxErr != nil {
@@ -109,12 +94,8 @@ func (s *Store) Claim(ctx context.Context, worker string) (string, error) {
 func (s *Store) NextInput(ctx context.Context, sessionID, worker string) (store.Input, error) {
 	delay := 50 * time.Millisecond
 	what := "next input of " + sessionID
-	var b *blocker
-	defer func() {
-		if b != nil {
-			b.close()
-		}
-	}()
+	w := listWaiter{s: s}
+	defer w.close()
 	for {
 		if err := s.stopped(ctx); err != nil {
 			return store.Input{}, s.wrapStopped(what, err)
@@ -135,19 +116,10 @@ func (s *Store) NextInput(ctx context.Context, sessionID, worker string) (store.
 				}
 				return in, nil
 			}
-			if b == nil {
-				b, err = s.newBlocker(ctx)
-			}
-			if err == nil {
-				_, err = b.blmove(ctx, s.keys.inbox(sessionID), s.keys.inbox(sessionID), "LEFT", "LEFT", blockFor(ctx))
-			}
+			_, err = w.blmove(ctx, s.keys.inbox(sessionID), s.keys.inbox(sessionID), "LEFT", "LEFT")
 			if err == nil || errors.Is(err, redis.Nil) {
 				delay = 50 * time.Millisecond
 				continue
-			}
-			if b != nil {
-				b.close() // its connection may be broken: take a fresh one
-				b = nil
 			}
 		}
 		if stopErr := s.stopped(ctx); stopErr != nil {

@@ -85,8 +85,7 @@ func (h *harness) testAudit(t *testing.T) {
 func (h *harness) testClose(t *testing.T) {
 	s := h.newStore(t)
 	ctx := h.ctx(t)
-	r := newRequest(uniq("sess"), 0)
-	requireNoError(t, s.CreateRequest(ctx, r), "CreateRequest")
+	r := createRequest(t, ctx, s)
 	owned := uniq("sess")
 	h.enqueue(t, s, owned, "x")
 	h.claimNow(t, s, "A")

@@ -78,8 +78,7 @@ func (h *harness) testCreateGetRoundTrip(t *testing.T) {
 func (h *harness) testCreateRejects(t *testing.T) {
 	s := h.newStore(t)
 	ctx := h.ctx(t)
-	existing := newRequest(uniq("sess"), 0)
-	requireNoError(t, s.CreateRequest(ctx, existing), "CreateRequest")
+	existing := createRequest(t, ctx, s)
 
 	decided := newRequest(uniq("sess"), 0)
 	d := allow("U1")
@@ -117,8 +116,7 @@ func (h *harness) testCreateRejects(t *testing.T) {
 func (h *harness) testDecide(t *testing.T) {
 	s := h.newStore(t)
 	ctx := h.ctx(t)
-	r := newRequest(uniq("sess"), 0)
-	requireNoError(t, s.CreateRequest(ctx, r), "CreateRequest")
+	r := createRequest(t, ctx, s)
 	d := store.Decision{
 		Outcome:      store.OutcomeAllow,
 		By:           "U42",
@@ -144,8 +142,7 @@ func (h *harness) testDecide(t *testing.T) {
 func (h *harness) testDecideTwice(t *testing.T) {
 	s := h.newStore(t)
 	ctx := h.ctx(t)
-	r := newRequest(uniq("sess"), 0)
-	requireNoError(t, s.CreateRequest(ctx, r), "CreateRequest")
+	r := createRequest(t, ctx, s)
 	first := allow("U1")
 	_, err := s.Decide(ctx, r.ID, first)
 	requireNoError(t, err, "first Decide")
@@ -166,8 +163,7 @@ func (h *harness) testSystemOutcomes(t *testing.T) {
 	ctx := h.ctx(t)
 	for _, o := range []store.Outcome{store.OutcomeDeny, store.OutcomeExpired, store.OutcomeCancelled, store.OutcomeEnded} {
 		t.Run(string(o), func(t *testing.T) {
-			r := newRequest(uniq("sess"), 0)
-			requireNoError(t, s.CreateRequest(ctx, r), "CreateRequest")
+			r := createRequest(t, ctx, s)
 			first := store.Decision{Outcome: o, At: base.Add(time.Hour), Message: "settled as " + string(o)}
 			_, err := s.Decide(ctx, r.ID, first)
 			requireNoError(t, err, "Decide "+string(o))
@@ -184,8 +180,7 @@ func (h *harness) testSystemOutcomes(t *testing.T) {
 func (h *harness) testDecideRejects(t *testing.T) {
 	s := h.newStore(t)
 	ctx := h.ctx(t)
-	r := newRequest(uniq("sess"), 0)
-	requireNoError(t, s.CreateRequest(ctx, r), "CreateRequest")
+	r := createRequest(t, ctx, s)
 	for _, tc := range []struct {
 		name string
 		id   string
@@ -214,8 +209,7 @@ func (h *harness) testDecideRace(t *testing.T) {
 	const n = 50
 	s1, s2 := h.pair(t)
 	ctx := h.ctx(t)
-	r := newRequest(uniq("sess"), 0)
-	requireNoError(t, s1.CreateRequest(ctx, r), "CreateRequest")
+	r := createRequest(t, ctx, s1)
 
 	type outcome struct {
 		by  string
@@ -271,8 +265,7 @@ func (h *harness) testWaitDecision(t *testing.T) {
 	t.Run("ReturnsAtOnceWhenDecided", func(t *testing.T) {
 		s := h.newStore(t)
 		ctx := h.ctx(t)
-		r := newRequest(uniq("sess"), 0)
-		requireNoError(t, s.CreateRequest(ctx, r), "CreateRequest")
+		r := createRequest(t, ctx, s)
 		d := allow("U1")
 		_, err := s.Decide(ctx, r.ID, d)
 		requireNoError(t, err, "Decide")
@@ -285,8 +278,7 @@ func (h *harness) testWaitDecision(t *testing.T) {
 	t.Run("BlocksWhilePending", func(t *testing.T) {
 		s := h.newStore(t)
 		ctx := h.ctx(t)
-		r := newRequest(uniq("sess"), 0)
-		requireNoError(t, s.CreateRequest(ctx, r), "CreateRequest")
+		r := createRequest(t, ctx, s)
 		wctx, cancel := context.WithTimeout(ctx, blockFor)
 		defer cancel()
 		_, err := s.WaitDecision(wctx, r.ID)
@@ -295,8 +287,7 @@ func (h *harness) testWaitDecision(t *testing.T) {
 	t.Run("ReturnsDecisionMadeLater", func(t *testing.T) {
 		s := h.newStore(t)
 		ctx := h.ctx(t)
-		r := newRequest(uniq("sess"), 0)
-		requireNoError(t, s.CreateRequest(ctx, r), "CreateRequest")
+		r := createRequest(t, ctx, s)
 		waiter := goCall(t, ctx, func(ctx context.Context) (store.Decision, error) { return s.WaitDecision(ctx, r.ID) })
 		requireBlocked(t, waiter, "WaitDecision before Decide")
 		d := store.Decision{Outcome: store.OutcomeDeny, By: "U2", At: base.Add(time.Minute), Message: "not now", Interrupt: true}
@@ -309,8 +300,7 @@ func (h *harness) testWaitDecision(t *testing.T) {
 	t.Run("DecisionThroughSecondClientReachesWaiter", func(t *testing.T) {
 		s1, s2 := h.pair(t)
 		ctx := h.ctx(t)
-		r := newRequest(uniq("sess"), 0)
-		requireNoError(t, s1.CreateRequest(ctx, r), "CreateRequest")
+		r := createRequest(t, ctx, s1)
 		waiters := make([]<-chan result[store.Decision], 3)
 		for i := range waiters {
 			waiters[i] = goCall(t, ctx, func(ctx context.Context) (store.Decision, error) { return s1.WaitDecision(ctx, r.ID) })
@@ -330,8 +320,7 @@ func (h *harness) testWaitDecision(t *testing.T) {
 	t.Run("ReturnsContextErrorOnCancel", func(t *testing.T) {
 		s := h.newStore(t)
 		ctx := h.ctx(t)
-		r := newRequest(uniq("sess"), 0)
-		requireNoError(t, s.CreateRequest(ctx, r), "CreateRequest")
+		r := createRequest(t, ctx, s)
 		wctx, cancel := context.WithCancel(ctx)
 		waiter := goCall(t, wctx, func(ctx context.Context) (store.Decision, error) { return s.WaitDecision(ctx, r.ID) })
 		requireBlocked(t, waiter, "WaitDecision")
@@ -398,8 +387,7 @@ func ids(rs []store.Request) []string {
 func (h *harness) testSetCard(t *testing.T) {
 	s := h.newStore(t)
 	ctx := h.ctx(t)
-	r := newRequest(uniq("sess"), 0)
-	requireNoError(t, s.CreateRequest(ctx, r), "CreateRequest")
+	r := createRequest(t, ctx, s)
 	card := store.MessageRef{Channel: "C9", TS: "1710000000.000200"}
 	requireNoError(t, s.SetCard(ctx, r.ID, card), "SetCard")
 	got, err := s.GetRequest(ctx, r.ID)

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"sync"
@@ -23,6 +24,14 @@ func newSession() store.Session {
 		UpdatedAt:      base.Add(time.Second),
 		Status:         store.MessageRef{Channel: "C1", TS: "1710000000.000900"},
 	}
+}
+
+// createSession stores a fresh session from newSession.
+func createSession(t *testing.T, ctx context.Context, s store.Store) store.Session {
+	t.Helper()
+	sess := newSession()
+	requireNoError(t, s.CreateSession(ctx, sess), "CreateSession")
+	return sess
 }
 
 func requireSameSession(t *testing.T, want, got store.Session) {
@@ -57,8 +66,7 @@ func (h *harness) testSessions(t *testing.T) {
 	t.Run("UnknownIsNotFound", func(t *testing.T) {
 		s := h.newStore(t)
 		ctx := h.ctx(t)
-		other := newSession()
-		requireNoError(t, s.CreateSession(ctx, other), "CreateSession")
+		other := createSession(t, ctx, s)
 		_, err := s.GetSession(ctx, uniq("missing"))
 		requireIs(t, err, store.ErrNotFound, "GetSession")
 		// Same channel, other thread; same ts, other channel.
@@ -72,8 +80,7 @@ func (h *harness) testSessions(t *testing.T) {
 	t.Run("DuplicateIDOrThreadIsExists", func(t *testing.T) {
 		s := h.newStore(t)
 		ctx := h.ctx(t)
-		first := newSession()
-		requireNoError(t, s.CreateSession(ctx, first), "CreateSession")
+		first := createSession(t, ctx, s)
 		sameID := newSession()
 		sameID.ID = first.ID
 		sameThread := newSession()
@@ -95,8 +102,7 @@ func (h *harness) testSessions(t *testing.T) {
 	t.Run("UpdateAppliesAndStores", func(t *testing.T) {
 		s := h.newStore(t)
 		ctx := h.ctx(t)
-		sess := newSession()
-		requireNoError(t, s.CreateSession(ctx, sess), "CreateSession")
+		sess := createSession(t, ctx, s)
 		updated, err := s.UpdateSession(ctx, sess.ID, func(x *store.Session) error {
 			x.State = store.SessionRunning
 			x.Started = true
@@ -115,8 +121,7 @@ func (h *harness) testSessions(t *testing.T) {
 	t.Run("UpdateErrorIsReturnedUnchangedAndStoresNothing", func(t *testing.T) {
 		s := h.newStore(t)
 		ctx := h.ctx(t)
-		sess := newSession()
-		requireNoError(t, s.CreateSession(ctx, sess), "CreateSession")
+		sess := createSession(t, ctx, s)
 		boom := errors.New("boom")
 		_, err := s.UpdateSession(ctx, sess.ID, func(x *store.Session) error {
 			x.State = store.SessionFailed
@@ -132,8 +137,7 @@ func (h *harness) testSessions(t *testing.T) {
 	t.Run("UpdateKeepsIDAndThread", func(t *testing.T) {
 		s := h.newStore(t)
 		ctx := h.ctx(t)
-		sess := newSession()
-		requireNoError(t, s.CreateSession(ctx, sess), "CreateSession")
+		sess := createSession(t, ctx, s)
 		updated, err := s.UpdateSession(ctx, sess.ID, func(x *store.Session) error {
 			x.ID = "hijacked"
 			x.Thread = store.MessageRef{Channel: "C2", TS: "2"}
@@ -157,8 +161,7 @@ func (h *harness) testSessions(t *testing.T) {
 		const n = 20
 		s1, s2 := h.pair(t)
 		ctx := h.ctx(t)
-		sess := newSession()
-		requireNoError(t, s1.CreateSession(ctx, sess), "CreateSession")
+		sess := createSession(t, ctx, s1)
 		errs := make([]error, n)
 		var wg sync.WaitGroup
 		for i := range n {

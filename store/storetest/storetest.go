@@ -127,6 +127,14 @@ func newRequest(sessionID string, n int) store.Request {
 	}
 }
 
+// createRequest stores a fresh pending request, in a session of its own.
+func createRequest(t *testing.T, ctx context.Context, s store.Store) store.Request {
+	t.Helper()
+	r := newRequest(uniq("sess"), 0)
+	requireNoError(t, s.CreateRequest(ctx, r), "CreateRequest")
+	return r
+}
+
 func allow(by string) store.Decision {
 	return store.Decision{Outcome: store.OutcomeAllow, By: by, ByName: "name of " + by, At: base.Add(time.Minute)}
 }
