@@ -403,7 +403,7 @@ func TestConnWritesDecisionsAsTheCLIRequires(t *testing.T) {
 		{"deny without message gets a default", "Bash", `{"command":"rm -rf /"}`,
 			store.Decision{Outcome: store.OutcomeDeny, ByName: "Carol"},
 			func(t *testing.T, body map[string]any) {
-				if body["behavior"] != "deny" || body["message"] != "Denied by Carol in Slack." || body["interrupt"] != nil {
+				if body["behavior"] != "deny" || body["message"] != "Denied by Carol." || body["interrupt"] != nil {
 					t.Errorf("got %v", body)
 				}
 			}},

@@ -332,7 +332,7 @@ func TestE2EDeniedCommandDoesNotRunAndTheModelGetsTheReason(t *testing.T) {
 		{"deny with a reason", with(alice, func(d *store.Decision) { d.Outcome, d.Message = store.OutcomeDeny, "use a different file" }),
 			"use a different file", "success"},
 		{"deny without a reason gets a default", with(alice, func(d *store.Decision) { d.Outcome = store.OutcomeDeny }),
-			"Denied by Alice in Slack.", "success"},
+			"Denied by Alice.", "success"},
 		{"deny with interrupt ends the turn", with(alice, func(d *store.Decision) { d.Outcome, d.Interrupt = store.OutcomeDeny, true }),
 			"doesn't want to proceed", "error_during_execution"},
 	}
@@ -478,12 +478,10 @@ func TestE2EInterruptWhileARequestIsPendingCancelsIt(t *testing.T) {
 	h := newHarness(t, "", []relaytest.Step{bash("toolu_1", "touch never.txt"), relaytest.Text("unused")})
 	id := h.startSession("make the file")
 	r := h.waitRequest()
-	if err := h.w.Interrupt(h.ctx, id); err != nil {
-		t.Fatal(err)
-	}
+	h.interrupt("U2")
 	d, err := h.st.WaitDecision(h.ctx, r.ID)
-	if err != nil || d.Outcome != store.OutcomeCancelled {
-		t.Fatalf("decision %+v, %v; want cancelled", d, err)
+	if err != nil || d.Outcome != store.OutcomeCancelled || d.By != "U2" {
+		t.Fatalf("decision %+v, %v; want cancelled by U2", d, err)
 	}
 	if res := h.waitResult(); res.Subtype != "error_during_execution" {
 		t.Errorf("result: %+v", res)

@@ -41,6 +41,7 @@ type ProcessOptions struct {
 
 	StopGrace time.Duration // stdin closed → SIGTERM (0 = DefaultStopGrace)
 	KillGrace time.Duration // SIGTERM → SIGKILL (0 = DefaultKillGrace)
+	Clock     Clock         // times StopGrace (nil = RealClock)
 }
 
 // Args returns the CLI arguments for these options.
@@ -64,9 +65,10 @@ func (o ProcessOptions) Args() []string {
 }
 
 // Process is one running claude process: the protocol Conn over its pipes,
-// plus its life (stop, exit, stderr).
+// plus its life (stop, exit, stderr). The Conn is not exposed: the
+// process runs its only reader.
 type Process struct {
-	*Conn
+	conn   *Conn
 	opts   ProcessOptions
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
@@ -97,6 +99,9 @@ func StartProcess(ctx context.Context, opts ProcessOptions, h ConnHandlers, log 
 	if opts.KillGrace <= 0 {
 		opts.KillGrace = DefaultKillGrace
 	}
+	if opts.Clock == nil {
+		opts.Clock = RealClock{}
+	}
 	pctx, kill := context.WithCancel(context.WithoutCancel(ctx))
 	cmd := exec.CommandContext(pctx, opts.Bin, opts.Args()...)
 	cmd.Dir = opts.WorkDir
@@ -120,7 +125,7 @@ func StartProcess(ctx context.Context, opts ProcessOptions, h ConnHandlers, log 
 		return nil, notRunnable(opts.Bin, err)
 	}
 	p := &Process{opts: opts, cmd: cmd, stdin: stdin, stderr: tail, kill: kill, done: make(chan struct{})}
-	p.Conn = NewConn(pr, stdin, h, log)
+	p.conn = NewConn(pr, stdin, h, log)
 
 	var wg sync.WaitGroup
 	var waitErr error
@@ -132,7 +137,7 @@ func StartProcess(ctx context.Context, opts ProcessOptions, h ConnHandlers, log 
 	}()
 	go func() {
 		defer wg.Done()
-		if err := p.Conn.Run(ctx); err != nil {
+		if err := p.conn.Run(ctx); err != nil {
 			log.Error().Err(err).Msg("reading claude output")
 		}
 		// Drain anything left so the copy into the pipe never blocks Wait.
@@ -209,6 +214,15 @@ func exitInfo(cmd *exec.Cmd, err error, reason string, stderr []string) store.Ex
 // PID is the process id.
 func (p *Process) PID() int { return p.cmd.Process.Pid }
 
+// Send writes a user message to claude (see Conn.Send).
+func (p *Process) Send(ctx context.Context, text string) error { return p.conn.Send(ctx, text) }
+
+// Interrupt aborts the running turn (see Conn.Interrupt).
+func (p *Process) Interrupt(ctx context.Context) error { return p.conn.Interrupt(ctx) }
+
+// Stats counts what was read from claude's output so far.
+func (p *Process) Stats() Stats { return p.conn.Stats() }
+
 // Exited is closed when the process has exited and its output is read.
 func (p *Process) Exited() <-chan struct{} { return p.done }
 
@@ -237,11 +251,11 @@ func (p *Process) Stop(ctx context.Context, reason string) store.Exit {
 	}
 	p.mu.Unlock()
 	p.CloseInput()
-	t := time.NewTimer(p.opts.StopGrace)
+	t := p.opts.Clock.NewTimer(p.opts.StopGrace)
 	defer t.Stop()
 	select {
 	case <-p.done:
-	case <-t.C:
+	case <-t.C():
 		p.kill()
 	case <-ctx.Done():
 		p.kill()

@@ -55,7 +55,7 @@ func NewRequest(sessionID, cliRequestID string, c CanUseTool, now, deadline time
 
 // ExpiredMessage is what Claude is told when nobody answered in time.
 func ExpiredMessage(timeout time.Duration) string {
-	return fmt.Sprintf("Nobody answered this permission request in Slack within the timeout (%s), so it was denied. Do not retry it; continue without it or ask the user.", timeout)
+	return fmt.Sprintf("Nobody answered this permission request within the timeout (%s), so it was denied. Do not retry it; continue without it or ask the user.", timeout)
 }
 
 // ResultFor builds the control_response for a settled request. ok is false
@@ -93,7 +93,7 @@ func ResultFor(r store.Request, d store.Decision) (res PermissionResult, ok bool
 	case store.OutcomeExpired:
 		msg := d.Message
 		if strings.TrimSpace(msg) == "" {
-			msg = "Nobody answered this permission request in Slack within the timeout, so it was denied."
+			msg = "Nobody answered this permission request within the timeout, so it was denied."
 		}
 		res = Deny(msg, false)
 	default:
@@ -111,11 +111,11 @@ func defaultDenyMessage(kind store.Kind, by string) string {
 	}
 	switch kind {
 	case store.KindQuestion:
-		return fmt.Sprintf("%s declined to answer in Slack.", by)
+		return fmt.Sprintf("%s declined to answer.", by)
 	case store.KindPlan:
-		return fmt.Sprintf("%s did not approve the plan in Slack. Keep planning.", by)
+		return fmt.Sprintf("%s did not approve the plan. Keep planning.", by)
 	}
-	return fmt.Sprintf("Denied by %s in Slack.", by)
+	return fmt.Sprintf("Denied by %s.", by)
 }
 
 // withAnswers adds AskUserQuestion answers (question text → label, labels

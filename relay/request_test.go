@@ -91,19 +91,19 @@ func TestResultForBuildsWhatTheCLIRequires(t *testing.T) {
 			`{"behavior":"allow","updatedInput":{}}`},
 		{"deny without message gets a default naming the person", bash,
 			store.Decision{Outcome: store.OutcomeDeny, ByName: "Alice", At: at}, true,
-			`{"behavior":"deny","message":"Denied by Alice in Slack."}`},
+			`{"behavior":"deny","message":"Denied by Alice."}`},
 		{"deny keeps the person's message", bash,
 			store.Decision{Outcome: store.OutcomeDeny, ByName: "Alice", At: at, Message: "use a different file"}, true,
 			`{"behavior":"deny","message":"use a different file"}`},
 		{"deny with interrupt sets the flag", bash,
 			store.Decision{Outcome: store.OutcomeDeny, ByName: "Alice", At: at, Interrupt: true}, true,
-			`{"behavior":"deny","message":"Denied by Alice in Slack.","interrupt":true}`},
+			`{"behavior":"deny","message":"Denied by Alice.","interrupt":true}`},
 		{"expired is a deny saying nobody answered", bash,
 			store.Decision{Outcome: store.OutcomeExpired, At: at, Message: ExpiredMessage(5 * time.Minute)}, true,
 			`{"behavior":"deny","message":` + mustJSON(ExpiredMessage(5*time.Minute)) + `}`},
 		{"expired without message still says so", bash,
 			store.Decision{Outcome: store.OutcomeExpired, At: at}, true,
-			`{"behavior":"deny","message":"Nobody answered this permission request in Slack within the timeout, so it was denied."}`},
+			`{"behavior":"deny","message":"Nobody answered this permission request within the timeout, so it was denied."}`},
 		{"cancelled sends nothing", bash, store.Decision{Outcome: store.OutcomeCancelled, At: at}, false, ``},
 		{"ended sends nothing", bash, store.Decision{Outcome: store.OutcomeEnded, At: at}, false, ``},
 		{"answers are merged into the original input", question,
@@ -111,7 +111,7 @@ func TestResultForBuildsWhatTheCLIRequires(t *testing.T) {
 			`{"behavior":"allow","updatedInput":{"answers":{"Which DB?":"SQLite"},"questions":[{"question":"Which DB?","header":"DB","options":[{"label":"SQLite"},{"label":"Postgres"}],"multiSelect":false}]}}`},
 		{"declined question gets a question-specific default", question,
 			store.Decision{Outcome: store.OutcomeDeny, ByName: "Bob", At: at}, true,
-			`{"behavior":"deny","message":"Bob declined to answer in Slack."}`},
+			`{"behavior":"deny","message":"Bob declined to answer."}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -150,4 +150,23 @@ func mustJSON(v any) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+func TestFallbackWordingDoesNotNameTheChatTool(t *testing.T) {
+	// The bot supplies what a decision tells Claude; relay's fallbacks
+	// stay neutral, whatever front end decided.
+	msgs := []string{ExpiredMessage(time.Minute)}
+	for _, kind := range []store.Kind{store.KindTool, store.KindQuestion, store.KindPlan} {
+		msgs = append(msgs, defaultDenyMessage(kind, "Alice"), defaultDenyMessage(kind, ""))
+		res, _, err := ResultFor(store.Request{Kind: kind, ToolName: "X"}, store.Decision{Outcome: store.OutcomeExpired})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, res.Message)
+	}
+	for _, m := range msgs {
+		if m == "" || strings.Contains(strings.ToLower(m), "slack") {
+			t.Errorf("fallback message %q is empty or names Slack", m)
+		}
+	}
 }

@@ -1,0 +1,251 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/rs/zerolog"
+	"github.com/slackgate/slackgate/store"
+)
+
+// bridge connects one process to the store: its output becomes events, its
+// can_use_tool requests become store requests.
+type bridge struct {
+	w    *Worker
+	sess store.Session
+	log  zerolog.Logger
+	turn *turnState
+
+	// toolNames and started are touched only on the reader goroutine.
+	toolNames map[string]string
+	started   bool
+}
+
+func newBridge(w *Worker, sess store.Session, turn *turnState, log zerolog.Logger) *bridge {
+	return &bridge{w: w, sess: sess, log: log, turn: turn, toolNames: make(map[string]string), started: sess.Started}
+}
+
+func (b *bridge) handlers() ConnHandlers {
+	return ConnHandlers{OnMessage: b.onMessage, OnCanUseTool: b.onCanUseTool}
+}
+
+func (b *bridge) publish(ctx context.Context, e store.Event) {
+	b.w.publish(ctx, b.sess.ID, e, b.log)
+}
+
+func (b *bridge) onMessage(ctx context.Context, m Message) {
+	switch {
+	case m.Result != nil:
+		b.onResult(ctx, m.Result)
+	case m.System != nil:
+		b.onSystem(ctx, m.System)
+	case m.Assistant != nil:
+		b.onAssistant(ctx, m.Assistant)
+	case m.User != nil:
+		b.onUser(ctx, m.User)
+	}
+}
+
+func (b *bridge) onResult(ctx context.Context, r *ResultMessage) {
+	by, asked := b.turn.takeStop()
+	b.turn.set(false, r.IsError)
+	b.publish(ctx, store.Event{Type: store.EventResult, IsError: r.IsError, Result: &store.Result{
+		Subtype: r.Subtype, IsError: r.IsError, Turns: r.NumTurns, DurationMS: r.DurationMS,
+		CostUSD: r.TotalCostUSD, Text: r.Result, Errors: r.Errors,
+	}})
+	if asked && r.IsError {
+		// After the result, so the thread reads "turn ended with an
+		// error", then who stopped it. A turn that finished on its own
+		// before the interrupt landed was not stopped.
+		b.publish(ctx, store.Event{Type: store.EventInterrupted, Text: by})
+	}
+}
+
+func (b *bridge) onSystem(ctx context.Context, s *SystemMessage) {
+	if s.Subtype != "init" {
+		return // status lines also follow set_permission_mode between turns
+	}
+	b.turn.set(true, false) // init opens every turn
+	if b.started {
+		return
+	}
+	b.started = true
+	// The CLI has taken the session id: from now on it must be resumed.
+	if _, err := b.w.st.UpdateSession(ctx, b.sess.ID, func(s *store.Session) error {
+		s.Started = true
+		return nil
+	}); err != nil {
+		b.log.Error().Err(err).Msg("marking session started")
+	}
+}
+
+func (b *bridge) onAssistant(ctx context.Context, a *AssistantMessage) {
+	b.turn.set(true, false)
+	if a.ParentToolUseID != nil {
+		return // a subagent's inner traffic: too chatty for the thread
+	}
+	blocks, err := a.Message.Blocks()
+	if err != nil {
+		b.log.Debug().Err(err).Msg("assistant content")
+		return
+	}
+	for _, bl := range blocks {
+		switch bl.Type {
+		case "text":
+			if strings.TrimSpace(bl.Text) != "" {
+				b.publish(ctx, store.Event{Type: store.EventAssistantText, Text: bl.Text})
+			}
+		case "tool_use":
+			b.toolNames[bl.ID] = bl.Name
+			b.publish(ctx, store.Event{Type: store.EventToolUse, Tool: bl.Name, Input: bl.Input})
+		}
+	}
+}
+
+func (b *bridge) onUser(ctx context.Context, u *UserMessage) {
+	if u.IsReplay || u.ParentToolUseID != nil {
+		return
+	}
+	blocks, err := u.Message.Blocks()
+	if err != nil {
+		return
+	}
+	for _, bl := range blocks {
+		if bl.Type != "tool_result" {
+			continue
+		}
+		b.publish(ctx, store.Event{Type: store.EventToolResult, Tool: b.toolNames[bl.ToolUseID],
+			Text: capText(toolResultText(bl.Content), MaxResultText), IsError: bl.IsError})
+	}
+}
+
+// onCanUseTool records the request, waits for its decision (or its
+// deadline) and returns the answer for Claude.
+func (b *bridge) onCanUseTool(ctx context.Context, cliID string, c CanUseTool) (PermissionResult, bool) {
+	w := b.w
+	now := w.clock.Now()
+	var deadline time.Time
+	if w.cfg.RequestTimeout > 0 {
+		deadline = now.Add(w.cfg.RequestTimeout)
+	}
+	req := NewRequest(b.sess.ID, cliID, c, now, deadline)
+	log := b.log.With().Str("request_id", req.ID).Str("tool", c.ToolName).Logger()
+	if err := w.st.CreateRequest(ctx, req); err != nil {
+		log.Error().Err(err).Msg("recording control request")
+		return Deny("slackgate could not record this permission request, so it was denied: "+err.Error(), false), true
+	}
+	log.Info().Str("kind", string(req.Kind)).Msg("waiting for a decision")
+	d, err := b.awaitDecision(ctx, req.ID, log)
+	if err != nil && ctx.Err() == nil {
+		// The store failed us, not Claude: answer, or the CLI waits forever.
+		log.Error().Err(err).Msg("waiting for the decision")
+		return Deny("slackgate lost track of this permission request, so it was denied: "+err.Error(), false), true
+	}
+	if err != nil {
+		if errors.Is(context.Cause(ctx), ErrWithdrawn) {
+			b.withdrawn(ctx, req.ID, log)
+		}
+		// ErrStreamClosed: the session loop ends the pending requests with
+		// the exit reason.
+		return PermissionResult{}, false
+	}
+	res, ok, err := ResultFor(req, d)
+	if err != nil {
+		log.Error().Err(err).Msg("building the answer")
+		return Deny("slackgate could not build an answer from the decision: "+err.Error(), false), true
+	}
+	log.Info().Str("outcome", string(d.Outcome)).Str("by", d.By).Bool("sent", ok).Msg("request settled")
+	return res, ok
+}
+
+// awaitDecision waits for the request's decision while its deadline, if
+// any, runs. The deadline is enforced through store.Decide, so a person
+// deciding at the same moment and the expiry race fairly: exactly one
+// wins, and the winner is what WaitDecision returns.
+func (b *bridge) awaitDecision(ctx context.Context, requestID string, log zerolog.Logger) (store.Decision, error) {
+	waitCtx, stopDeadline := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	if timeout := b.w.cfg.RequestTimeout; timeout > 0 {
+		timer := b.w.clock.NewTimer(timeout)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			b.expireOn(waitCtx, timer, requestID, log)
+		}()
+	}
+	d, err := b.w.st.WaitDecision(ctx, requestID)
+	stopDeadline()
+	wg.Wait()
+	return d, err
+}
+
+// expireOn decides the request as expired when timer fires, unless ctx
+// ends first (the decision came, or Claude no longer waits).
+func (b *bridge) expireOn(ctx context.Context, timer Timer, requestID string, log zerolog.Logger) {
+	defer timer.Stop()
+	select {
+	case <-timer.C():
+	case <-ctx.Done():
+		return
+	}
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	timeout := b.w.cfg.RequestTimeout
+	_, err := b.w.st.Decide(dctx, requestID, store.Decision{Outcome: store.OutcomeExpired, At: b.w.clock.Now(),
+		Message: ExpiredMessage(timeout)})
+	if err != nil && !errors.Is(err, store.ErrAlreadyDecided) {
+		log.Error().Err(err).Msg("expiring request")
+	}
+}
+
+// withdrawn settles a request Claude took back as cancelled, naming who
+// stopped the turn when a person did.
+func (b *bridge) withdrawn(ctx context.Context, requestID string, log zerolog.Logger) {
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	d := store.Decision{Outcome: store.OutcomeCancelled, At: b.w.clock.Now(),
+		Message: "Claude withdrew this request (the turn was interrupted or it was answered another way)"}
+	if by, stopped := b.turn.stopper(); stopped {
+		d.By, d.Message = by, "Claude's turn was stopped"
+	}
+	_, err := b.w.st.Decide(dctx, requestID, d)
+	if err != nil && !errors.Is(err, store.ErrAlreadyDecided) {
+		log.Error().Err(err).Msg("cancelling withdrawn request")
+	}
+	log.Info().Msg("request withdrawn by claude")
+}
+
+// toolResultText flattens a tool_result's content (a string or blocks).
+func toolResultText(raw []byte) string {
+	m := APIMessage{Content: raw}
+	blocks, err := m.Blocks()
+	if err != nil {
+		return string(raw)
+	}
+	var sb strings.Builder
+	for _, bl := range blocks {
+		if bl.Type == "text" {
+			if sb.Len() > 0 {
+				sb.WriteByte('\n')
+			}
+			sb.WriteString(bl.Text)
+		}
+	}
+	return sb.String()
+}
+
+// capText shortens s to at most n bytes on a rune boundary, marking the cut.
+func capText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}

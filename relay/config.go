@@ -1,0 +1,81 @@
+package relay
+
+import (
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/slackgate/slackgate/store"
+)
+
+// Defaults for Config.
+const (
+	DefaultMaxSessions = 4
+	DefaultIdleTimeout = 10 * time.Minute
+	// MaxResultText caps the tool result text published in EventToolResult.
+	MaxResultText = 500
+	// cleanupTimeout bounds store calls made while shutting down or ending
+	// requests, when the caller's context may already be cancelled.
+	cleanupTimeout = 10 * time.Second
+	// shutdownInterrupt bounds the wait for the CLI to abort a turn when
+	// the worker stops.
+	shutdownInterrupt = 3 * time.Second
+)
+
+// Config is the worker's configuration. cmd/slackgate fills it.
+type Config struct {
+	ClaudeBin      string        // "" = "claude" on PATH
+	PermissionMode string        // default for sessions that do not set one ("" = "default")
+	Model          string        // default for sessions that do not set one ("" = the CLI's)
+	ExtraArgs      []string      // appended to every claude command line
+	RequestTimeout time.Duration // a request undecided this long expires (0 = never)
+	MaxSessions    int           // processes at once; idle ones give way to new sessions (0 = DefaultMaxSessions)
+	IdleTimeout    time.Duration // a process idle this long after a result stops, if it did not give way first (0 = DefaultIdleTimeout)
+	WorkerID       string        // owner name in the store; a restart under the same name recovers ("" = hostname)
+	Env            []string      // claude's environment (nil = os.Environ())
+	Clock          Clock         // nil = RealClock
+	StopGrace      time.Duration // see ProcessOptions
+	KillGrace      time.Duration
+}
+
+func (c *Config) normalize() error {
+	if c.ClaudeBin == "" {
+		c.ClaudeBin = "claude"
+	}
+	if c.PermissionMode == "" {
+		c.PermissionMode = "default"
+	}
+	if err := ValidMode(c.PermissionMode); err != nil {
+		return err
+	}
+	if c.MaxSessions < 0 || c.RequestTimeout < 0 || c.IdleTimeout < 0 {
+		return fmt.Errorf("relay: negative MaxSessions, RequestTimeout or IdleTimeout: %w", store.ErrInvalid)
+	}
+	if c.MaxSessions == 0 {
+		c.MaxSessions = DefaultMaxSessions
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.WorkerID == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("relay: worker id: %w", err)
+		}
+		c.WorkerID = host
+	}
+	if c.Clock == nil {
+		c.Clock = RealClock{}
+	}
+	return nil
+}
+
+// processOptions says how to run claude for sess under this configuration.
+func (c *Config) processOptions(sess store.Session) ProcessOptions {
+	return ProcessOptions{
+		Bin: c.ClaudeBin, SessionID: sess.ID, Resume: sess.Started, WorkDir: sess.WorkDir,
+		PermissionMode: orDefault(sess.PermissionMode, c.PermissionMode),
+		Model:          orDefault(sess.Model, c.Model),
+		ExtraArgs:      c.ExtraArgs, Env: c.Env, StopGrace: c.StopGrace, KillGrace: c.KillGrace, Clock: c.Clock,
+	}
+}

@@ -1,0 +1,353 @@
+package relay
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/slackgate/slackgate/store"
+)
+
+// runSession owns a claimed session for one claude process, then hands it
+// back (see handBack). Inputs taken from the queue but never delivered go
+// back first in line and the session is released, so it is claimed again
+// like any ready session: a new process is started only by Run, within
+// capacity. victim, when not nil, is the idle process evicted to make room:
+// it must be gone before this session's process starts.
+func (w *Worker) runSession(ctx context.Context, sl, victim *slot) {
+	defer w.cap.drop(sl)
+	log := w.log.With().Str("session_id", sl.id).Logger()
+	w.handBack(ctx, sl.id, w.session(ctx, sl, victim, log), log)
+}
+
+// session runs the claimed session's process, if it needs one, and says
+// what is left to do with the session.
+func (w *Worker) session(ctx context.Context, sl, victim *slot, log zerolog.Logger) sessionEnd {
+	if victim != nil {
+		select {
+		case <-victim.exited:
+		case <-ctx.Done():
+			return sessionEnd{} // untouched: its input still waits in the inbox
+		}
+	}
+	in, err := w.st.NextInput(ctx, sl.id, w.cfg.WorkerID)
+	if err != nil {
+		if ctx.Err() == nil {
+			log.Error().Err(err).Msg("first input of claimed session")
+		}
+		return sessionEnd{state: store.SessionIdle}
+	}
+	if in.Control != "" {
+		// Nothing runs here to act on, and starting claude just to stop it
+		// would be absurd. Release without touching the session's state;
+		// inputs queued behind this one make it ready again.
+		log.Info().Str("input_id", in.ID).Str("control", in.Control).Str("user", in.User).
+			Msg("control input for a session with no live process: nothing to do")
+		return sessionEnd{}
+	}
+	sess, err := w.st.GetSession(ctx, sl.id)
+	if err != nil {
+		// The input is dropped: put back, it would be claimed and fail
+		// again at once.
+		log.Error().Err(err).Str("input_id", in.ID).Msg("loading session")
+		return sessionEnd{state: store.SessionFailed}
+	}
+	run, err := w.startRun(ctx, sl, sess, log)
+	if err != nil {
+		return sessionEnd{state: store.SessionFailed, last: &store.Event{Type: store.EventError, Text: err.Error()}}
+	}
+	run.loop(ctx, in)
+	return run.finish()
+}
+
+// processRun is one claude process for a session in slot sl, from its start
+// until it has exited (idle timeout, eviction, crash, shutdown). Only the
+// session loop touches its fields; the reader goroutine speaks to it
+// through turn.
+type processRun struct {
+	w    *Worker
+	sl   *slot
+	sess store.Session
+	log  zerolog.Logger
+	pctx context.Context // outlives shutdown: handlers and stops run until the process is gone
+
+	proc   *Process
+	turn   *turnState
+	bridge *bridge
+	feeder *inputFeeder
+
+	idle      Timer         // runs between turns; nil during a turn
+	leftovers []store.Input // follow-ups refused while the process gave way, oldest first
+}
+
+// startRun starts claude for sess, marks the session running and tells
+// so. When claude cannot start, the slot is dropped at once.
+func (w *Worker) startRun(ctx context.Context, sl *slot, sess store.Session, log zerolog.Logger) (*processRun, error) {
+	pctx := context.WithoutCancel(ctx)
+	turn := newTurnState()
+	b := newBridge(w, sess, turn, log)
+	opts := w.cfg.processOptions(sess)
+	proc, err := StartProcess(pctx, opts, b.handlers(), log)
+	if err != nil {
+		w.cap.drop(sl)
+		log.Error().Err(err).Msg("cannot start claude")
+		return nil, err
+	}
+	log = log.With().Int("pid", proc.PID()).Logger()
+	log.Info().Bool("resume", opts.Resume).Msg("claude started")
+	if _, err := w.st.UpdateSession(pctx, sess.ID, func(s *store.Session) error {
+		s.State, s.Worker, s.UpdatedAt = store.SessionRunning, w.cfg.WorkerID, w.clock.Now()
+		return nil
+	}); err != nil {
+		log.Error().Err(err).Msg("marking session running")
+	}
+	b.publish(pctx, store.Event{Type: store.EventSessionStarted, Text: fmt.Sprintf("claude started (pid %d, resume %t)", proc.PID(), opts.Resume)})
+	w.track(sess.ID, proc)
+	return &processRun{w: w, sl: sl, sess: sess, log: log, pctx: pctx, proc: proc, turn: turn, bridge: b,
+		feeder: startFeeder(ctx, w.st, sess.ID, w.cfg.WorkerID, log)}, nil
+}
+
+// loop sends first, then hands the process its queued inputs and follows
+// its turns until it must stop or has exited.
+func (r *processRun) loop(ctx context.Context, first store.Input) {
+	r.send(first)
+	for {
+		select {
+		case in := <-r.feeder.inputs:
+			if !r.onInput(ctx, in) {
+				return
+			}
+		case <-r.turn.notify:
+			r.onTurnChange()
+		case <-r.sl.evict:
+			r.log.Info().Msg("stopping idle claude to make room for another session")
+			r.stopBetweenTurns()
+			return
+		case <-r.idleC():
+			r.idle = nil
+			r.log.Info().Dur("idle_timeout", r.w.cfg.IdleTimeout).Msg("stopping idle claude")
+			r.w.cap.markBusy(r.sl) // stopping: no longer a process that can give way
+			r.stopBetweenTurns()
+			return
+		case <-ctx.Done():
+			r.shutdown()
+			return
+		case <-r.proc.Exited():
+			return
+		}
+	}
+}
+
+// onInput delivers a queued input. It reports false when the process gives
+// way instead, and the loop must end.
+func (r *processRun) onInput(ctx context.Context, in store.Input) bool {
+	if in.Control != "" {
+		// Not a message: the idle timer keeps running.
+		r.onControl(ctx, in)
+		return true
+	}
+	if !r.w.cap.markBusy(r.sl) {
+		// The process was chosen to make room just before this follow-up
+		// came: it goes back to the queue, and the session is claimed
+		// again within capacity.
+		r.leftovers = append(r.leftovers, in)
+		r.log.Info().Str("input_id", in.ID).Msg("stopping idle claude to make room; follow-up goes back to the queue")
+		r.stopBetweenTurns()
+		return false
+	}
+	r.stopIdle()
+	r.send(in)
+	return true
+}
+
+func (r *processRun) send(in store.Input) {
+	r.turn.begin()
+	if err := r.proc.Send(r.pctx, in.Text); err != nil {
+		r.log.Error().Err(err).Str("input_id", in.ID).Msg("sending input to claude")
+	}
+}
+
+// onTurnChange follows what the reader saw: during a turn the process
+// keeps its place; between turns the idle timer runs and it may give way.
+func (r *processRun) onTurnChange() {
+	if inTurn, _ := r.turn.state(); inTurn {
+		r.stopIdle()
+		r.w.cap.markBusy(r.sl) // false when evicting: the evict case stops it
+	} else if r.idle == nil {
+		r.idle = r.w.clock.NewTimer(r.w.cfg.IdleTimeout)
+		r.w.cap.markIdle(r.sl)
+	}
+}
+
+// idleC fires when the process has been idle for IdleTimeout; nil (never)
+// during a turn.
+func (r *processRun) idleC() <-chan time.Time {
+	if r.idle == nil {
+		return nil
+	}
+	return r.idle.C()
+}
+
+func (r *processRun) stopIdle() {
+	if r.idle != nil {
+		r.idle.Stop()
+		r.idle = nil
+	}
+}
+
+// onControl acts on a control input for the live process. An interrupt
+// with no turn running has nothing to stop and is only logged. Waiting for
+// the CLI's acknowledgement holds up the session loop, bounded by
+// cleanupTimeout and by the process's end.
+func (r *processRun) onControl(ctx context.Context, in store.Input) {
+	log := r.log.With().Str("input_id", in.ID).Str("control", in.Control).Str("user", in.User).Logger()
+	if in.Control != store.ControlInterrupt {
+		log.Warn().Msg("unknown control input ignored")
+		return
+	}
+	if inTurn, _ := r.turn.state(); !inTurn {
+		log.Info().Msg("interrupt with no turn running: nothing to stop")
+		return
+	}
+	r.turn.askStop(in.User)
+	ictx, cancel := context.WithTimeout(ctx, cleanupTimeout)
+	defer cancel()
+	if err := r.proc.Interrupt(ictx); err != nil {
+		r.turn.takeStop()
+		log.Error().Err(err).Msg("interrupting claude")
+		r.bridge.publish(context.WithoutCancel(ctx), store.Event{Type: store.EventError, Text: "Could not stop Claude's turn: " + err.Error()})
+		return
+	}
+	log.Info().Msg("turn interrupted")
+}
+
+// stopBetweenTurns is the clean stop of a process between turns (idle
+// timeout or eviction): the session is released idle and resumed by its
+// next input.
+func (r *processRun) stopBetweenTurns() {
+	r.feeder.halt() // an input arriving now stays in the queue
+	r.proc.Stop(r.pctx, "idle")
+}
+
+// shutdown stops the process because the worker stops.
+func (r *processRun) shutdown() {
+	r.feeder.halt()
+	if inTurn, _ := r.turn.state(); inTurn {
+		// Closing stdin mid-turn makes the CLI fail its pending prompts
+		// and call the model again, which may run tools that need no
+		// approval while we are going away. End the requests (their cards
+		// say why), then abort the turn.
+		r.w.endPending(r.pctx, r.sess.ID, "slackgate stopped before anyone answered", r.log)
+		ictx, cancel := context.WithTimeout(r.pctx, shutdownInterrupt)
+		if err := r.proc.Interrupt(ictx); err != nil {
+			r.log.Warn().Err(err).Msg("interrupting the turn at shutdown")
+		}
+		cancel()
+	}
+	r.proc.Stop(r.pctx, "worker shutting down")
+}
+
+// finish waits for the process to exit, frees its place and ends its
+// pending requests, and says what is left to do with the session.
+func (r *processRun) finish() sessionEnd {
+	r.stopIdle()
+	leftovers := append(r.leftovers, r.feeder.stop()...)
+	exit := r.proc.Wait()
+	r.w.untrack(r.sess.ID, r.proc)
+	r.w.cap.drop(r.sl) // a session waiting for this place starts only now
+	_, lastFailed := r.turn.state()
+	crashed := crashed(exit, r.proc.stopRequested(), lastFailed)
+	r.log.Info().Int("code", exit.Code).Str("reason", exit.Reason).Bool("crashed", crashed).
+		Int64("malformed_lines", r.proc.Stats().Malformed).Msg("claude exited")
+	r.w.endPending(r.pctx, r.sess.ID, "the Claude process ended ("+exit.Reason+") while this request was waiting", r.log)
+
+	last := &store.Event{Type: store.EventExit, Exit: &exit}
+	if kept := r.messagesOnly(leftovers); len(kept) > 0 {
+		// Messages arrived as the process ended: they go back, and the
+		// session is queued again, even after a crash (the exit tells it).
+		return sessionEnd{state: store.SessionQueued, last: last, requeue: kept}
+	}
+	if crashed {
+		return sessionEnd{state: store.SessionFailed, last: last}
+	}
+	return sessionEnd{state: store.SessionIdle, last: last}
+}
+
+// crashed says whether a process ended by failing on its own. One we
+// stopped did not crash, and exit code 1 after an error result
+// (deny+interrupt, max turns) is how the CLI reports that turn.
+func crashed(exit store.Exit, stopped, lastTurnFailed bool) bool {
+	if stopped || exit.Code == 0 {
+		return false
+	}
+	return exit.Code != 1 || !lastTurnFailed
+}
+
+// messagesOnly drops control inputs from leftovers: the process they were
+// meant for is gone, so there is nothing to act on.
+func (r *processRun) messagesOnly(leftovers []store.Input) []store.Input {
+	var kept []store.Input
+	for _, l := range leftovers {
+		if l.Control != "" {
+			r.log.Info().Str("input_id", l.ID).Str("control", l.Control).Str("user", l.User).
+				Msg("control input arrived as the process ended: nothing to do")
+			continue
+		}
+		kept = append(kept, l)
+	}
+	return kept
+}
+
+// inputFeeder takes a session's queued inputs in order and hands them to
+// the session loop, on a goroutine it owns until stop.
+type inputFeeder struct {
+	inputs <-chan store.Input
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	taken  *store.Input // taken from the queue but not handed over; read after wg.Wait
+}
+
+func startFeeder(ctx context.Context, st store.Store, sessionID, workerID string, log zerolog.Logger) *inputFeeder {
+	ctx, cancel := context.WithCancel(ctx)
+	inputs := make(chan store.Input)
+	f := &inputFeeder{inputs: inputs, cancel: cancel}
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		for {
+			in, err := st.NextInput(ctx, sessionID, workerID)
+			if err != nil {
+				if ctx.Err() == nil {
+					log.Error().Err(err).Msg("next input")
+				}
+				return
+			}
+			select {
+			case inputs <- in:
+			case <-ctx.Done():
+				f.taken = &in
+				return
+			}
+		}
+	}()
+	return f
+}
+
+// halt stops taking inputs without waiting: one arriving from now on stays
+// in the queue.
+func (f *inputFeeder) halt() { f.cancel() }
+
+// stop halts the feeder, waits for its goroutine and returns the input it
+// took but could not hand over, if any.
+func (f *inputFeeder) stop() []store.Input {
+	f.cancel()
+	f.wg.Wait()
+	if f.taken == nil {
+		return nil
+	}
+	in := *f.taken
+	f.taken = nil
+	return []store.Input{in}
+}

@@ -1,0 +1,83 @@
+package relay
+
+import "sync"
+
+// turnState is what the reader goroutine tells the session loop: whether a
+// turn is running, so the idle timer only runs between turns, and who
+// asked to stop it.
+type turnState struct {
+	mu         sync.Mutex
+	inTurn     bool
+	lastFailed bool          // the last turn's result was an error
+	notify     chan struct{} // capacity 1: "look at the state again"
+
+	// stopBy is who asked to interrupt the running turn (a user id, ""
+	// when unknown); stopAsked is true from the interrupt until the
+	// turn's result. stopBy outlives the result until the next message is
+	// sent, so requests Claude withdraws late are still attributed.
+	stopBy    string
+	stopAsked bool
+}
+
+// newTurnState starts in a turn: the process is given its first message
+// as soon as it starts.
+func newTurnState() *turnState {
+	return &turnState{inTurn: true, notify: make(chan struct{}, 1)}
+}
+
+// begin marks a message sent: a new turn, not stopped by anyone yet. A
+// stop still waiting for its turn's result is kept: a message sent right
+// after Stop must not lose the "stopped by" of the turn it aborted.
+func (t *turnState) begin() {
+	t.mu.Lock()
+	if !t.stopAsked {
+		t.stopBy = ""
+	}
+	t.mu.Unlock()
+	t.set(true, false)
+}
+
+// askStop records an interrupt of the running turn by user.
+func (t *turnState) askStop(user string) {
+	t.mu.Lock()
+	t.stopBy, t.stopAsked = user, true
+	t.mu.Unlock()
+}
+
+// takeStop reports, once, whether the turn that just ended was asked to
+// stop, and by whom.
+func (t *turnState) takeStop() (user string, asked bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	asked, t.stopAsked = t.stopAsked, false
+	return t.stopBy, asked
+}
+
+// stopper is who stopped the current turn, if a person did.
+func (t *turnState) stopper() (user string, stopped bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stopBy, t.stopBy != "" || t.stopAsked
+}
+
+// set records whether a turn runs; failed is the result of a turn that
+// ended. The session loop is told to look again.
+func (t *turnState) set(inTurn, failed bool) {
+	t.mu.Lock()
+	t.inTurn = inTurn
+	if !inTurn {
+		t.lastFailed = failed
+	}
+	t.mu.Unlock()
+	select {
+	case t.notify <- struct{}{}:
+	default:
+	}
+}
+
+// state reports whether a turn runs and whether the last one failed.
+func (t *turnState) state() (inTurn, lastFailed bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.inTurn, t.lastFailed
+}
