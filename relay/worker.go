@@ -20,10 +20,12 @@ type Worker struct {
 	clock Clock
 	cap   *capacity
 
-	malformed atomic.Int64 // stdout lines of exited processes that could not be decoded
-
-	mu   sync.Mutex          // guards live and nothing else
-	live map[string]*Process // by session id
+	// mu guards live, the map of running processes. An exited process's
+	// count of malformed lines moves into malformed under it, so
+	// MalformedLines counts it once. Capacity has a lock of its own.
+	mu        sync.Mutex
+	live      map[string]*Process // by session id
+	malformed atomic.Int64        // undecodable stdout lines of exited processes
 }
 
 // NewWorker validates cfg.
