@@ -38,7 +38,7 @@ func redisURL(tb testing.TB) string {
 // redelivery tests take well under a second.
 var testOptions = []redisstore.Option{
 	redisstore.WithClaimIdle(300 * time.Millisecond),
-	redisstore.WithRetryDelay(20 * time.Millisecond),
+	redisstore.WithRedeliveryDelay(20 * time.Millisecond),
 }
 
 // uniquePrefix gives every store its own key space on the shared test
