@@ -43,10 +43,10 @@ const (
 type Option func(*config)
 
 type config struct {
-	prefix       string
-	eventsMaxLen int64
-	retention    time.Duration
-	claimIdle    time.Duration
+	prefix          string
+	eventsMaxLen    int64
+	retention       time.Duration
+	claimIdle       time.Duration
 	redeliveryDelay time.Duration
 }
 
@@ -96,10 +96,10 @@ type Store struct {
 // its password masked.
 func New(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	cfg := config{
-		prefix:       DefaultPrefix,
-		eventsMaxLen: DefaultEventsMaxLen,
-		retention:    DefaultRetention,
-		claimIdle:    DefaultClaimIdle,
+		prefix:          DefaultPrefix,
+		eventsMaxLen:    DefaultEventsMaxLen,
+		retention:       DefaultRetention,
+		claimIdle:       DefaultClaimIdle,
 		redeliveryDelay: store.DefaultRedeliveryDelay,
 	}
 	for _, o := range opts {
