@@ -146,7 +146,7 @@ func (h *harness) testBus(t *testing.T) {
 			Type: store.EventResult, SessionID: sid, RequestID: "req-1", At: base,
 			Text: "done", Tool: "Bash", Input: json.RawMessage(`{"command":"make"}`), IsError: true,
 			Result: &store.Result{Subtype: "error_max_turns", IsError: true, Turns: 3, DurationMS: 1234, CostUSD: 0.0125, Text: "stopped", Errors: []string{"a", "b"}},
-			Exit:   &store.Exit{Code: 137, Reason: "signal: killed", Stderr: []string{"line 1", "line 2"}},
+			Exit:   &store.Exit{Code: 137, Cause: store.ExitCrashed, Reason: "signal: killed", Stderr: []string{"line 1", "line 2"}},
 		}
 		want := []store.Event{h.publish(t, s, full)}
 		for i := range 9 {
@@ -284,6 +284,7 @@ func (h *harness) testBus(t *testing.T) {
 			t.Errorf("the flaky event was handled %d times, want 3 (two failures, one success)", tries[flaky.ID])
 		}
 	})
+	t.Run("FailedEventWaitsTheRedeliveryDelay", h.testRedeliveryBackoff)
 	t.Run("PoisonedEventStopsAfterMaxDeliveries", func(t *testing.T) {
 		s := h.newStore(t)
 		sid := uniq("sess")
