@@ -603,7 +603,7 @@ func outcomeWord(r store.Request) string {
 		switch {
 		case r.Kind == store.KindPlan:
 			return "Sent back to planning"
-		case d.Message == SkipMessage:
+		case d.Skipped:
 			return "Skipped"
 		}
 		return "Denied"
@@ -646,14 +646,14 @@ func outcome(r store.Request) string {
 		icon := "🚫"
 		if r.Kind == store.KindPlan {
 			icon = "📝"
-		} else if d.Message == SkipMessage {
+		} else if d.Skipped {
 			icon = "⏭️"
 		}
 		fmt.Fprintf(&b, "%s *%s*%s %s", icon, word, byWhom(d), when)
 		if d.Interrupt {
 			b.WriteString(" · Claude's turn was stopped")
 		}
-		if d.Message != "" && d.Message != SkipMessage {
+		if d.Message != "" && !d.Skipped {
 			b.WriteString("\n> " + codeSafe(cut(oneLine(d.Message), 1500)))
 		}
 	case store.OutcomeExpired:

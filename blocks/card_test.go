@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/slack-go/slack"
@@ -389,6 +390,32 @@ func TestHeadlineQuotesOnlyTheFirstLine(t *testing.T) {
 			r := request("h", store.KindTool, "Bash", inputJSON(t, map[string]string{"command": tt.cmd}))
 			if got := headline(r); got != tt.want {
 				t.Errorf("headline = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// A skip is told by Decision.Skipped, not by the wording Claude was sent: a
+// deny that happens to carry the same words is still a deny that quotes them.
+func TestSkipIsToldByTheDecisionNotItsMessage(t *testing.T) {
+	at := t0.Add(time.Minute)
+	cases := []struct {
+		name        string
+		d           store.Decision
+		want, avoid string
+	}{
+		{"skipped", store.Decision{Outcome: store.OutcomeDeny, By: "U0ALICE", At: at, Message: SkipMessage, Skipped: true}, "Skipped", "Denied"},
+		{"denied with the same words", store.Decision{Outcome: store.OutcomeDeny, By: "U0ALICE", At: at, Message: SkipMessage}, "Denied", "Skipped"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := decided(questionRequest(oneQuestion), tc.d)
+			line := outcome(r)
+			if !strings.Contains(line, tc.want) || strings.Contains(line, tc.avoid) {
+				t.Errorf("outcome line %q: want %q and no %q", line, tc.want, tc.avoid)
+			}
+			if quoted := strings.Contains(line, "> "+SkipMessage); quoted == tc.d.Skipped {
+				t.Errorf("outcome line %q: message quoted %t, want %t", line, quoted, !tc.d.Skipped)
 			}
 		})
 	}

@@ -11,6 +11,7 @@ import (
 )
 
 // SkipMessage is the deny message Claude gets when a person skips a question.
+// The card tells a skip from a deny by Decision.Skipped, not by this text.
 const SkipMessage = "User skipped this question"
 
 // Who is the person who clicked or submitted.
@@ -99,6 +100,7 @@ func DecideAction(a Action, r store.Request, cb *slack.InteractionCallback, by W
 			return mismatch()
 		}
 		d.Outcome = store.OutcomeDeny
+		d.Skipped = true
 		d.Message = SkipMessage
 	default:
 		return mismatch()

@@ -61,7 +61,7 @@ func TestDecideActionFromSlackPayloads(t *testing.T) {
 				d.Answers = map[string]string{"Which database should we use?": "MongoDB"}
 			}), NextDecide, nil},
 		{"skip denies with the skip message", "skip", questionRequest(oneQuestion),
-			with(func(d *store.Decision) { d.Outcome = store.OutcomeDeny; d.Message = SkipMessage }), NextDecide, nil},
+			with(func(d *store.Decision) { d.Outcome = store.OutcomeDeny; d.Skipped = true; d.Message = SkipMessage }), NextDecide, nil},
 		{"other opens the free-text modal", "other", questionRequest(severalQuestions), store.Decision{}, NextOtherModal, nil},
 		{"submit reads every menu from state.values", "submit_several", questionRequest(severalQuestions),
 			with(func(d *store.Decision) {
@@ -74,7 +74,7 @@ func TestDecideActionFromSlackPayloads(t *testing.T) {
 			with(func(d *store.Decision) { d.Outcome = store.OutcomeAllow }), NextDecide, nil},
 		{"keep planning opens the feedback modal", "deny", func() store.Request { r := planRequest(); r.ID = "req-bash"; return r }(), store.Decision{}, NextDenyModal, nil},
 		{"a request without a kind is typed by its tool", "skip", func() store.Request { r := questionRequest(oneQuestion); r.Kind = ""; return r }(),
-			with(func(d *store.Decision) { d.Outcome = store.OutcomeDeny; d.Message = SkipMessage }), NextDecide, nil},
+			with(func(d *store.Decision) { d.Outcome = store.OutcomeDeny; d.Skipped = true; d.Message = SkipMessage }), NextDecide, nil},
 		{"edit on a plan is a mismatch", "edit", func() store.Request { r := planRequest(); r.ID = "req-bash"; return r }(), store.Decision{}, NextDecide, ErrMismatch},
 		{"skip on a tool is a mismatch", "skip", func() store.Request { r := bashRequest(); r.ID = "req-question"; return r }(), store.Decision{}, NextDecide, ErrMismatch},
 		{"approve on a question is a mismatch", "approve", func() store.Request { r := questionRequest(oneQuestion); r.ID = "req-bash"; return r }(), store.Decision{}, NextDecide, ErrMismatch},

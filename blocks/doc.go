@@ -61,7 +61,8 @@
 // "session" in Decision.Permissions; "Edit & approve" puts the edited input
 // (same JSON shape, other fields kept) in Decision.UpdatedInput; answers map
 // question text → label, several labels joined ", ", free text verbatim;
-// "Skip" denies with SkipMessage.
+// "Skip" denies with SkipMessage and Decision.Skipped set, which is what the
+// card shows it by.
 //
 // # Thread
 //

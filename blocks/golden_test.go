@@ -128,7 +128,7 @@ func cards() map[string]store.Request {
 			Message: "Not on a Friday <!channel>", Interrupt: true}),
 		"final_answered": decided(questionRequest(severalQuestions), store.Decision{Outcome: store.OutcomeAllow, By: "U0ALICE", At: t0.Add(time.Minute),
 			Answers: map[string]string{"Which database should we use?": "SQLite", "Which features do you want?": "Auth, Export"}}),
-		"final_skipped":       decided(questionRequest(oneQuestion), store.Decision{Outcome: store.OutcomeDeny, By: "U0ALICE", At: t0.Add(time.Minute), Message: SkipMessage}),
+		"final_skipped":       decided(questionRequest(oneQuestion), store.Decision{Outcome: store.OutcomeDeny, By: "U0ALICE", At: t0.Add(time.Minute), Message: SkipMessage, Skipped: true}),
 		"final_plan_approved": decided(planRequest(), store.Decision{Outcome: store.OutcomeAllow, By: "U0ALICE", At: t0.Add(time.Minute)}),
 		"final_plan_sent_back": decided(planRequest(), store.Decision{Outcome: store.OutcomeDeny, By: "U0ALICE", At: t0.Add(time.Minute),
 			Message: "Add a rollback step"}),

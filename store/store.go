@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -33,6 +34,19 @@ var (
 // MaxDeliveries bounds how often Consume hands out one event whose handler
 // keeps failing, so one poisoned event cannot stall a consumer forever.
 const MaxDeliveries = 5
+
+// DefaultRedeliveryDelay is the base of RedeliveryDelay that both backends
+// use unless configured otherwise.
+const DefaultRedeliveryDelay = time.Second
+
+// RedeliveryDelay is how long Consume waits, after the handler returned an
+// error for an event's n-th delivery, before delivering it again: base after
+// the first failure, doubling with each one after it (base, 2·base, 4·base,
+// ...), at most 32·base. A failing handler usually waits on something
+// outside (Slack down or rate limiting), which a quick retry only loads more.
+func RedeliveryDelay(base time.Duration, n int) time.Duration {
+	return base << min(max(n-1, 0), 5)
+}
 
 // Kind says what a pending request asks of a person.
 type Kind string
@@ -61,6 +75,20 @@ func (o Outcome) Valid() bool {
 		return true
 	}
 	return false
+}
+
+// Valid reports whether k is one of the known kinds.
+func (k Kind) Valid() bool {
+	switch k {
+	case KindTool, KindQuestion, KindPlan:
+		return true
+	}
+	return false
+}
+
+// invalid returns an error wrapping ErrInvalid that says what is wrong.
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 }
 
 // Request is one control_request from Claude Code waiting for a person:
@@ -95,6 +123,37 @@ type Request struct {
 // Pending reports whether nobody has settled the request yet.
 func (r Request) Pending() bool { return r.Decision == nil }
 
+// Validate checks r against the vocabulary: it has an id, a session and a
+// known kind, and its Decision, if any, is valid. A zero CreatedAt is
+// allowed: the store fills it in (see Requests.CreateRequest).
+func (r Request) Validate() error {
+	switch {
+	case r.ID == "":
+		return invalid("request without an id")
+	case r.SessionID == "":
+		return invalid("request %s without a session", r.ID)
+	case !r.Kind.Valid():
+		return invalid("request %s of unknown kind %q", r.ID, r.Kind)
+	}
+	if r.Decision != nil {
+		if err := r.Decision.Validate(); err != nil {
+			return fmt.Errorf("request %s: %w", r.ID, err)
+		}
+	}
+	return nil
+}
+
+// ValidateNew checks r as CreateRequest takes it: valid and still pending.
+func (r Request) ValidateNew() error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	if !r.Pending() {
+		return invalid("request %s is decided already; a new request must be pending", r.ID)
+	}
+	return nil
+}
+
 // Suggestion is one of Claude Code's permission_suggestions (a PermissionUpdate
 // on the wire), with every field the protocol defines, so an accepted one
 // goes back in updatedPermissions exactly as it came.
@@ -123,6 +182,10 @@ type Decision struct {
 	// Message: the deny reason (sent to Claude), or why the request expired,
 	// was cancelled or ended (shown on the card).
 	Message string `json:"message,omitempty"`
+	// Skipped: the person skipped the question rather than deny it (deny
+	// only). Message still holds what Claude is told; the card says
+	// "Skipped" from this field, never from the message's wording.
+	Skipped bool `json:"skipped,omitempty"`
 	// Interrupt: deny and stop the turn (deny only).
 	Interrupt bool `json:"interrupt,omitempty"`
 	// UpdatedInput replaces the tool input when a person edited it (allow
@@ -134,6 +197,24 @@ type Decision struct {
 	// Answers maps each AskUserQuestion question text to the chosen label,
 	// several labels joined by ", ", or free text (allow only).
 	Answers map[string]string `json:"answers,omitempty"`
+}
+
+// Validate checks d as Decide takes it: a known outcome, a time, and the
+// fields that belong to another outcome left empty.
+func (d Decision) Validate() error {
+	if !d.Outcome.Valid() {
+		return invalid("unknown outcome %q", d.Outcome)
+	}
+	if d.At.IsZero() {
+		return invalid("%s decision without a time", d.Outcome)
+	}
+	if d.Outcome != OutcomeDeny && (d.Skipped || d.Interrupt) {
+		return invalid("%s decision marked skipped or interrupting; only a deny can be", d.Outcome)
+	}
+	if d.Outcome != OutcomeAllow && (len(d.UpdatedInput) > 0 || len(d.Permissions) > 0 || len(d.Answers) > 0) {
+		return invalid("%s decision with an edited input, permissions or answers; only an allow has them", d.Outcome)
+	}
+	return nil
 }
 
 // MessageRef points at one Slack message.
@@ -176,6 +257,28 @@ type Session struct {
 	Status MessageRef `json:"status,omitzero"`
 }
 
+// Valid reports whether st is one of the known states.
+func (st SessionState) Valid() bool {
+	switch st {
+	case SessionQueued, SessionRunning, SessionIdle, SessionFailed:
+		return true
+	}
+	return false
+}
+
+// Validate checks s: it has an id, and a state, when set, is a known one. A
+// zero CreatedAt is allowed: the store fills it in (see
+// Sessions.CreateSession).
+func (s Session) Validate() error {
+	if s.ID == "" {
+		return invalid("session without an id")
+	}
+	if s.State != "" && !s.State.Valid() {
+		return invalid("session %s in unknown state %q", s.ID, s.State)
+	}
+	return nil
+}
+
 // Input is a user message queued for a session: the first prompt or a
 // follow-up from the thread, or a control input. A control input (Control
 // set, Text empty) asks the worker to act on the session's process rather
@@ -201,6 +304,21 @@ const (
 	ControlInterrupt = "interrupt"
 )
 
+// Validate checks in: it names its session, and a control input is a known
+// one and carries no text. An empty ID and a zero At are allowed: the store
+// fills them in (see Queue.Enqueue).
+func (in Input) Validate() error {
+	switch {
+	case in.SessionID == "":
+		return invalid("input without a session")
+	case in.Control != "" && in.Control != ControlInterrupt:
+		return invalid("input for session %s with unknown control %q", in.SessionID, in.Control)
+	case in.Control != "" && in.Text != "":
+		return invalid("control input %q for session %s with text; a control input has none", in.Control, in.SessionID)
+	}
+	return nil
+}
+
 // EventType names what happened in a session.
 type EventType string
 
@@ -216,6 +334,16 @@ const (
 	EventError          EventType = "error"           // the worker could not do something (start failed, ...)
 	EventInterrupted    EventType = "interrupted"     // a person stopped the running turn; Text is their Slack user id
 )
+
+// Valid reports whether t is one of the known event types.
+func (t EventType) Valid() bool {
+	switch t {
+	case EventRequestCreated, EventRequestSettled, EventSessionStarted, EventAssistantText, EventToolUse,
+		EventToolResult, EventResult, EventExit, EventError, EventInterrupted:
+		return true
+	}
+	return false
+}
 
 // Event is one thing the Slack side should show or act on. Each event type
 // fills the fields that apply to it.
@@ -235,6 +363,24 @@ type Event struct {
 	Exit   *Exit   `json:"exit,omitempty"`   // exit
 }
 
+// Validate checks e as Publish takes it: a known type, a session, and an
+// Exit, when present, that is valid. A zero At is allowed: the store fills it
+// in (see Bus.Publish).
+func (e Event) Validate() error {
+	switch {
+	case !e.Type.Valid():
+		return invalid("event of unknown type %q", e.Type)
+	case e.SessionID == "":
+		return invalid("%s event without a session", e.Type)
+	}
+	if e.Exit != nil {
+		if err := e.Exit.Validate(); err != nil {
+			return fmt.Errorf("%s event of session %s: %w", e.Type, e.SessionID, err)
+		}
+	}
+	return nil
+}
+
 // Result summarises one turn (a stream-json "result" line).
 type Result struct {
 	Subtype    string   `json:"subtype"` // success, error_during_execution, error_max_turns, ...
@@ -248,30 +394,143 @@ type Result struct {
 
 // Exit describes how a claude process ended.
 type Exit struct {
-	Code   int      `json:"code"`
-	Reason string   `json:"reason,omitempty"` // "stopped", "signal: killed", "idle", ...
-	Stderr []string `json:"stderr,omitempty"` // the last lines of stderr
+	Code int `json:"code"`
+	// Cause is why it ended, for code to act on; Reason says it in words,
+	// for people ("signal: killed", "exit status 1", "idle", ...).
+	Cause  ExitCause `json:"cause,omitempty"`
+	Reason string    `json:"reason,omitempty"`
+	Stderr []string  `json:"stderr,omitempty"` // the last lines of stderr
 }
+
+// Failed reports whether the Slack side should show the exit as a failure:
+// the process crashed. An end slackgate asked for (idle, evicted, stopped,
+// shutdown) is not one, whatever the code its signal left. An Exit without a
+// Cause (written before causes existed) counts as failed when its code is
+// not 0.
+func (e Exit) Failed() bool {
+	if e.Cause == "" {
+		return e.Code != 0
+	}
+	return e.Cause == ExitCrashed
+}
+
+// Validate checks that a Cause, when set, is a known one.
+func (e Exit) Validate() error {
+	if e.Cause != "" && !e.Cause.Valid() {
+		return invalid("exit with unknown cause %q", e.Cause)
+	}
+	return nil
+}
+
+// ExitCause says why a claude process ended.
+type ExitCause string
+
+const (
+	// ExitFinished: the process exited on its own without failing: its
+	// stdin was closed and it finished, or it reported a turn that ended in
+	// an error result with its exit code (1), which the result already
+	// told.
+	ExitFinished ExitCause = "finished"
+	// ExitIdle: the worker stopped it after it sat idle for the idle
+	// timeout; the session's next input resumes it.
+	ExitIdle ExitCause = "idle"
+	// ExitEvicted: the worker stopped it, idle, to make room for another
+	// session; the session's next input resumes it.
+	ExitEvicted ExitCause = "evicted"
+	// ExitStopped: stopped on request (a person or an operator asked).
+	ExitStopped ExitCause = "stopped"
+	// ExitShutdown: the worker is shutting down; the session resumes on a
+	// worker later.
+	ExitShutdown ExitCause = "shutdown"
+	// ExitCrashed: it died on its own with a failure (a non-zero code or a
+	// signal slackgate did not send): the one cause shown as a failure.
+	ExitCrashed ExitCause = "crashed"
+)
+
+// Valid reports whether c is one of the known causes.
+func (c ExitCause) Valid() bool {
+	switch c {
+	case ExitFinished, ExitIdle, ExitEvicted, ExitStopped, ExitShutdown, ExitCrashed:
+		return true
+	}
+	return false
+}
+
+// AuditAction is what an audit entry records.
+type AuditAction string
+
+const (
+	AuditCreated AuditAction = "created" // a request was created, pending
+	AuditSettled AuditAction = "settled" // a request was settled; the entry carries the Decision's outcome, who and why
+)
+
+// Valid reports whether a is one of the known actions.
+func (a AuditAction) Valid() bool { return a == AuditCreated || a == AuditSettled }
 
 // AuditEntry is one line of the append-only audit log: a request created or
 // settled.
 type AuditEntry struct {
-	ID        string    `json:"id,omitempty"` // set by the store, increasing
-	At        time.Time `json:"at"`
-	Action    string    `json:"action"` // "created" or "settled"
-	RequestID string    `json:"request_id"`
-	SessionID string    `json:"session_id"`
-	Kind      Kind      `json:"kind"`
-	Tool      string    `json:"tool"`
-	Outcome   Outcome   `json:"outcome,omitempty"`
-	By        string    `json:"by,omitempty"`
-	ByName    string    `json:"by_name,omitempty"`
-	Message   string    `json:"message,omitempty"`
+	ID        string      `json:"id,omitempty"` // set by the store, increasing
+	At        time.Time   `json:"at"`
+	Action    AuditAction `json:"action"`
+	RequestID string      `json:"request_id"`
+	SessionID string      `json:"session_id"`
+	Kind      Kind        `json:"kind"`
+	Tool      string      `json:"tool"`
+	Outcome   Outcome     `json:"outcome,omitempty"`
+	By        string      `json:"by,omitempty"`
+	ByName    string      `json:"by_name,omitempty"`
+	Message   string      `json:"message,omitempty"`
+}
+
+// Validate checks a: a known action, a time, the request and session it is
+// about, and, for a settlement, a known outcome.
+func (a AuditEntry) Validate() error {
+	switch {
+	case !a.Action.Valid():
+		return invalid("audit entry with unknown action %q", a.Action)
+	case a.At.IsZero():
+		return invalid("audit entry %s of %s without a time", a.Action, a.RequestID)
+	case a.RequestID == "" || a.SessionID == "":
+		return invalid("audit entry %s without a request or session", a.Action)
+	case a.Action == AuditSettled && !a.Outcome.Valid():
+		return invalid("audit entry settled of %s with unknown outcome %q", a.RequestID, a.Outcome)
+	}
+	return nil
+}
+
+// CreatedAudit is the audit entry CreateRequest appends for r.
+func CreatedAudit(r Request) AuditEntry {
+	return AuditEntry{At: r.CreatedAt, Action: AuditCreated, RequestID: r.ID, SessionID: r.SessionID, Kind: r.Kind, Tool: r.ToolName}
+}
+
+// SettledAudit is the audit entry Decide appends when d settles r.
+func SettledAudit(r Request, d Decision) AuditEntry {
+	return AuditEntry{
+		At: d.At, Action: AuditSettled, RequestID: r.ID, SessionID: r.SessionID, Kind: r.Kind, Tool: r.ToolName,
+		Outcome: d.Outcome, By: d.By, ByName: d.ByName, Message: d.Message,
+	}
+}
+
+// CreatedEvent is the event CreateRequest publishes for r.
+func CreatedEvent(r Request) Event {
+	return Event{Type: EventRequestCreated, SessionID: r.SessionID, RequestID: r.ID, At: r.CreatedAt}
+}
+
+// SettledEvent is the event Decide publishes when d settles r.
+func SettledEvent(r Request, d Decision) Event {
+	return Event{Type: EventRequestSettled, SessionID: r.SessionID, RequestID: r.ID, At: d.At}
 }
 
 // Store is the durable record and the bus. Every method is safe for
 // concurrent use, by several goroutines and, for networked backends, by
 // several processes.
+//
+// Every method that stores a value checks it with its Validate first and
+// returns the error, which wraps ErrInvalid, before touching anything. A
+// zero creation time (Request.CreatedAt, Session.CreatedAt, Input.At,
+// Event.At) is not an error: the store sets it to the time of the call, so
+// a caller without a clock of its own still gets an ordered record.
 type Store interface {
 	Requests
 	Sessions
@@ -291,7 +550,8 @@ type Store interface {
 type Requests interface {
 	// CreateRequest stores a new pending request, appends an audit entry and
 	// publishes EventRequestCreated, atomically. ErrExists if the id is taken;
-	// ErrInvalid if it is already decided or lacks an id or session.
+	// ErrInvalid if r fails ValidateNew (no id, session or known kind, or
+	// already decided). A zero CreatedAt becomes the time of the call.
 	CreateRequest(ctx context.Context, r Request) error
 	// GetRequest returns ErrNotFound for an unknown id.
 	GetRequest(ctx context.Context, id string) (Request, error)
@@ -302,7 +562,8 @@ type Requests interface {
 	// entry and publishes EventRequestSettled, atomically, and returns the
 	// settled request. If the request was settled before it returns that
 	// request (with the first Decision) and ErrAlreadyDecided. ErrNotFound for
-	// an unknown id, ErrInvalid for an unknown outcome or a zero d.At.
+	// an unknown id, ErrInvalid when d fails Validate (an unknown outcome, a
+	// zero d.At, fields of another outcome).
 	Decide(ctx context.Context, id string, d Decision) (Request, error)
 	// WaitDecision blocks until the request is settled and returns its
 	// Decision, or returns ctx.Err(). ErrNotFound for an unknown id.
@@ -314,7 +575,8 @@ type Requests interface {
 // Sessions is the record of Slack threads and their Claude sessions.
 type Sessions interface {
 	// CreateSession stores a new session and indexes it by thread. ErrExists
-	// if the id or the thread already has a session.
+	// if the id or the thread already has a session; ErrInvalid if s fails
+	// Validate. A zero CreatedAt becomes the time of the call.
 	CreateSession(ctx context.Context, s Session) error
 	// GetSession returns ErrNotFound for an unknown id.
 	GetSession(ctx context.Context, id string) (Session, error)
@@ -334,7 +596,9 @@ type Sessions interface {
 // it, in order.
 type Queue interface {
 	// Enqueue appends an input to its session's inbox and marks the session
-	// ready unless a worker owns it. It returns the input with its ID set.
+	// ready unless a worker owns it. It returns the input with its ID set
+	// (when empty) and its At set (when zero, to the time of the call).
+	// ErrInvalid if in fails Validate.
 	Enqueue(ctx context.Context, in Input) (Input, error)
 	// Claim blocks until a ready session exists, makes worker its owner and
 	// returns its id, or returns ctx.Err(). A Claim that returns an error has
@@ -359,6 +623,7 @@ type Queue interface {
 // Bus carries events to the Slack side.
 type Bus interface {
 	// Publish appends an event to the event log and returns its id.
+	// ErrInvalid if e fails Validate; a zero At becomes the time of the call.
 	Publish(ctx context.Context, e Event) (string, error)
 	// Consume delivers every event of the log to exactly one consumer of the
 	// group, in log order per consumer, calling fn for each. A group that does
@@ -368,7 +633,10 @@ type Bus interface {
 	// capped, so an event may be dropped before a group that lags far
 	// behind, or does not exist yet, reaches it. An event is acknowledged
 	// when fn returns nil; when fn returns an error the event is delivered
-	// again later, up to MaxDeliveries times in all. Events left
+	// again, up to MaxDeliveries times in all, each time no sooner than
+	// RedeliveryDelay(base, n) after fn returned the error for its n-th
+	// delivery (base is the backend's option, DefaultRedeliveryDelay unless
+	// set); a failed event does not hold back the events after it. Events left
 	// unacknowledged by a consumer that died are delivered to another one.
 	// It blocks until ctx is cancelled and then returns nil.
 	Consume(ctx context.Context, group, consumer string, fn func(context.Context, Event) error) error

@@ -93,7 +93,7 @@ func TestAuditPrintsWhoDecidedWhatAsJSONLines(t *testing.T) {
 				t.Fatalf("audit printed %d entries, want 6 (3 created, 3 settled)", len(all))
 			}
 			for i, e := range all {
-				want := "created"
+				want := store.AuditCreated
 				if i%2 == 1 {
 					want = "settled"
 				}

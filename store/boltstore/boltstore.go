@@ -110,14 +110,14 @@ func WithLockTimeout(d time.Duration) Option { return func(o *options) { o.lockT
 // tests and throwaway data.
 func WithNoSync() Option { return func(o *options) { o.noSync = true } }
 
-// WithRedeliveryDelay sets the wait before an event whose handler failed is
-// delivered again; it doubles with every failure, up to 32 times (default
-// 100ms).
+// WithRedeliveryDelay sets the base of store.RedeliveryDelay: the wait before
+// an event whose handler failed is delivered again, doubling with every
+// failure (default store.DefaultRedeliveryDelay).
 func WithRedeliveryDelay(d time.Duration) Option { return func(o *options) { o.redeliveryDelay = d } }
 
 // Open opens (creating it and its directory if needed) the store file at path.
 func Open(path string, opts ...Option) (*Store, error) {
-	o := options{lockTimeout: time.Second, redeliveryDelay: 100 * time.Millisecond}
+	o := options{lockTimeout: time.Second, redeliveryDelay: store.DefaultRedeliveryDelay}
 	for _, opt := range opts {
 		opt(&o)
 	}

@@ -33,10 +33,11 @@ func open(tb testing.TB, path string, opts ...boltstore.Option) *boltstore.Store
 }
 
 func TestConformance(t *testing.T) {
+	// A short redelivery delay keeps the retry tests quick; fsync stays on.
+	const redelivery = 5 * time.Millisecond
 	storetest.Run(t, func(tb testing.TB) store.Store {
-		// A short redelivery delay keeps the retry tests quick; fsync stays on.
-		return open(tb, filepath.Join(tb.TempDir(), "slackgate.db"), boltstore.WithRedeliveryDelay(time.Millisecond))
-	})
+		return open(tb, filepath.Join(tb.TempDir(), "slackgate.db"), boltstore.WithRedeliveryDelay(redelivery))
+	}, storetest.WithRedeliveryDelay(redelivery))
 }
 
 // BenchmarkStore is the default: every commit is fsynced (twice, by bbolt).

@@ -26,6 +26,12 @@ type delivery struct {
 
 // Publish appends e to the event log.
 func (s *Store) Publish(ctx context.Context, e store.Event) (string, error) {
+	if err := e.Validate(); err != nil {
+		return "", fmt.Errorf("boltstore: publish %s: %w", e.Type, err)
+	}
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
 	var id string
 	err := s.db.Update(func(tx *bolt.Tx) (err error) {
 		id, err = appendEvent(tx, e)
@@ -209,7 +215,8 @@ func (s *Store) take(group, token string) (seq uint64, e store.Event, retryIn ti
 }
 
 // settle records how fn did: nil acknowledges; an error frees the delivery
-// for a retry after a doubling delay, or drops it after store.MaxDeliveries;
+// for a retry after store.RedeliveryDelay (counted from now, when fn has
+// returned), or drops it after store.MaxDeliveries;
 // a cancelled consumer frees it at once, for another consumer to take.
 func (s *Store) settle(group, token string, seq uint64, ferr error, cancelled bool) error {
 	err := s.db.Update(func(tx *bolt.Tx) error {
@@ -228,7 +235,7 @@ func (s *Store) settle(group, token string, seq uint64, ferr error, cancelled bo
 		case cancelled:
 			d.Holder, d.RetryAt = "", 0
 		default:
-			d.Holder, d.RetryAt = "", time.Now().Add(s.retryDelay(d.Deliveries)).UnixNano()
+			d.Holder, d.RetryAt = "", time.Now().Add(store.RedeliveryDelay(s.opts.redeliveryDelay, d.Deliveries)).UnixNano()
 		}
 		return putJSON(pending, be64(seq), d)
 	})
@@ -242,9 +249,4 @@ func (s *Store) settle(group, token string, seq uint64, ferr error, cancelled bo
 		s.events.broadcast()
 	}
 	return nil
-}
-
-// retryDelay doubles the base delay with every failed delivery, up to 32x.
-func (s *Store) retryDelay(deliveries int) time.Duration {
-	return s.opts.redeliveryDelay << min(max(deliveries-1, 0), 5)
 }

@@ -61,8 +61,8 @@ func inboxEmpty(tx *bolt.Tx, sessionID string) bool {
 // Enqueue appends the input to the session's inbox and, when nobody owns the
 // session and it is not queued yet, puts it at the end of the ready queue.
 func (s *Store) Enqueue(ctx context.Context, in store.Input) (store.Input, error) {
-	if in.SessionID == "" {
-		return store.Input{}, fmt.Errorf("boltstore: enqueue: %w: empty session id", store.ErrInvalid)
+	if err := in.Validate(); err != nil {
+		return store.Input{}, fmt.Errorf("boltstore: enqueue: %w", err)
 	}
 	if in.At.IsZero() {
 		in.At = time.Now()

@@ -34,8 +34,8 @@ func getRequest(tx *bolt.Tx, id string) (store.Request, error) {
 
 // CreateRequest stores r, its audit entry and EventRequestCreated in one transaction.
 func (s *Store) CreateRequest(ctx context.Context, r store.Request) error {
-	if r.ID == "" || r.SessionID == "" || r.Decision != nil {
-		return fmt.Errorf("boltstore: create request %q: %w: needs an id and a session, and no decision", r.ID, store.ErrInvalid)
+	if err := r.ValidateNew(); err != nil {
+		return fmt.Errorf("boltstore: create request %q: %w", r.ID, err)
 	}
 	if r.CreatedAt.IsZero() {
 		r.CreatedAt = time.Now()
@@ -51,12 +51,10 @@ func (s *Store) CreateRequest(ctx context.Context, r store.Request) error {
 		if err := tx.Bucket(bktPending).Put(pendingKey(r), []byte(r.SessionID)); err != nil {
 			return err
 		}
-		if err := appendAudit(tx, store.AuditEntry{
-			At: r.CreatedAt, Action: "created", RequestID: r.ID, SessionID: r.SessionID, Kind: r.Kind, Tool: r.ToolName,
-		}); err != nil {
+		if err := appendAudit(tx, store.CreatedAudit(r)); err != nil {
 			return err
 		}
-		_, err := appendEvent(tx, store.Event{Type: store.EventRequestCreated, SessionID: r.SessionID, RequestID: r.ID, At: r.CreatedAt})
+		_, err := appendEvent(tx, store.CreatedEvent(r))
 		return err
 	})
 	if err != nil {
@@ -105,8 +103,8 @@ func (s *Store) ListPending(ctx context.Context, sessionID string) ([]store.Requ
 // EventRequestSettled in one transaction; bbolt's single writer makes the
 // first Decide the only one.
 func (s *Store) Decide(ctx context.Context, id string, d store.Decision) (store.Request, error) {
-	if !d.Outcome.Valid() || d.At.IsZero() {
-		return store.Request{}, fmt.Errorf("boltstore: decide %s: %w: outcome %q at %v", id, store.ErrInvalid, d.Outcome, d.At)
+	if err := d.Validate(); err != nil {
+		return store.Request{}, fmt.Errorf("boltstore: decide %s: %w", id, err)
 	}
 	var r store.Request
 	err := s.db.Update(func(tx *bolt.Tx) (err error) {
@@ -124,13 +122,10 @@ func (s *Store) Decide(ctx context.Context, id string, d store.Decision) (store.
 		if err := tx.Bucket(bktPending).Delete(pendingKey(r)); err != nil {
 			return err
 		}
-		if err := appendAudit(tx, store.AuditEntry{
-			At: d.At, Action: "settled", RequestID: r.ID, SessionID: r.SessionID, Kind: r.Kind, Tool: r.ToolName,
-			Outcome: d.Outcome, By: d.By, ByName: d.ByName, Message: d.Message,
-		}); err != nil {
+		if err := appendAudit(tx, store.SettledAudit(r, d)); err != nil {
 			return err
 		}
-		_, err = appendEvent(tx, store.Event{Type: store.EventRequestSettled, SessionID: r.SessionID, RequestID: r.ID, At: d.At})
+		_, err = appendEvent(tx, store.SettledEvent(r, d))
 		return err
 	})
 	if errors.Is(err, store.ErrAlreadyDecided) {

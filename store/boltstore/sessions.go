@@ -3,6 +3,7 @@ package boltstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -28,8 +29,11 @@ func getSession(tx *bolt.Tx, id string) (store.Session, error) {
 // CreateSession stores sess and indexes it by thread (a session without a
 // thread is not indexed).
 func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
-	if sess.ID == "" {
-		return fmt.Errorf("boltstore: create session: %w: empty id", store.ErrInvalid)
+	if err := sess.Validate(); err != nil {
+		return fmt.Errorf("boltstore: create session %q: %w", sess.ID, err)
+	}
+	if sess.CreatedAt.IsZero() {
+		sess.CreatedAt = time.Now()
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		sessions, threads := tx.Bucket(bktSessions), tx.Bucket(bktThreads)

@@ -23,6 +23,12 @@ const ackTimeout = 5 * time.Second
 
 // Publish implements store.Bus.
 func (s *Store) Publish(ctx context.Context, e store.Event) (string, error) {
+	if err := e.Validate(); err != nil {
+		return "", fmt.Errorf("redisstore: publish %s: %w", e.Type, err)
+	}
+	if e.At.IsZero() {
+		e.At = time.Now()
+	}
 	e.ID = ""
 	b, err := json.Marshal(e)
 	if err != nil {
@@ -40,8 +46,9 @@ func (s *Store) Publish(ctx context.Context, e store.Event) (string, error) {
 // Consume implements store.Bus with a Streams consumer group. Each round it
 // delivers, in this order:
 //
-//  1. its own entries whose handler failed, once they have waited retryDelay
-//     (XPENDING for the consumer, then XCLAIM to bump the delivery count);
+//  1. its own entries whose handler failed, once they have waited
+//     store.RedeliveryDelay (XPENDING for the consumer, then XCLAIM to bump
+//     the delivery count);
 //  2. entries another consumer left unacknowledged for claimIdle: that
 //     consumer is presumed dead (XAUTOCLAIM);
 //  3. new entries (XREADGROUP >, blocking up to blockTimeout, less when a
@@ -143,18 +150,26 @@ func (c *consumerLoop) round(ctx context.Context) error {
 		c.ownPending = len(mine) > 0
 	}
 	var due []string
+	var minIdle time.Duration
 	counts := map[string]int64{}
 	for _, p := range mine {
-		if p.Idle >= c.s.cfg.retryDelay {
+		// Redis counts idle time in whole milliseconds, so an entry reported
+		// idle for exactly the delay may be up to 1ms short of it: wait for
+		// one more, and the delay is never cut short.
+		wait := store.RedeliveryDelay(c.s.cfg.redeliveryDelay, int(p.RetryCount)) + time.Millisecond
+		if p.Idle >= wait {
 			due = append(due, p.ID)
 			counts[p.ID] = p.RetryCount + 1 // XCLAIM below counts one more delivery
+			if minIdle == 0 || wait < minIdle {
+				minIdle = wait
+			}
 		} else {
-			block = min(block, c.s.cfg.retryDelay-p.Idle)
+			block = min(block, wait-p.Idle)
 		}
 	}
 	if len(due) > 0 {
 		msgs, err := c.s.rdb.XClaim(ctx, &redis.XClaimArgs{
-			Stream: stream, Group: c.group, Consumer: c.consumer, MinIdle: c.s.cfg.retryDelay, Messages: due,
+			Stream: stream, Group: c.group, Consumer: c.consumer, MinIdle: minIdle, Messages: due,
 		}).Result()
 		if err != nil {
 			return err
@@ -247,15 +262,27 @@ func (c *consumerLoop) handle(ctx context.Context, m redis.XMessage, deliveries 
 			deliveries = store.MaxDeliveries + 1 // undecodable: no handler can use it
 		}
 	}
+	failed := false
 	if deliveries <= store.MaxDeliveries {
 		e.ID = m.ID
-		if c.fn(ctx, e) != nil && deliveries < store.MaxDeliveries {
-			c.ownPending = true
-			return nil // left pending for a later delivery
-		}
+		failed = c.fn(ctx, e) != nil
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackTimeout)
 	defer cancel()
+	if failed && deliveries < store.MaxDeliveries {
+		// Left pending for a later delivery. Its idle time counted from
+		// when it was handed out; claiming it again (JUSTID: the delivery
+		// count stays) restarts it now that fn has returned, the moment
+		// the redelivery delay is counted from.
+		c.ownPending = true
+		err := c.s.rdb.XClaimJustID(actx, &redis.XClaimArgs{
+			Stream: c.s.keys.events(), Group: c.group, Consumer: c.consumer, Messages: []string{m.ID},
+		}).Err()
+		if err != nil {
+			return fmt.Errorf("redisstore: consume: hold %s for redelivery: %w", m.ID, err)
+		}
+		return nil
+	}
 	if err := c.s.rdb.XAck(actx, c.s.keys.events(), c.group, m.ID).Err(); err != nil {
 		return fmt.Errorf("redisstore: consume: ack %s: %w", m.ID, err)
 	}

@@ -15,8 +15,11 @@ import (
 
 // Enqueue implements store.Queue.
 func (s *Store) Enqueue(ctx context.Context, in store.Input) (store.Input, error) {
-	if in.SessionID == "" {
-		return store.Input{}, fmt.Errorf("redisstore: enqueue: empty session id: %w", store.ErrInvalid)
+	if err := in.Validate(); err != nil {
+		return store.Input{}, fmt.Errorf("redisstore: enqueue: %w", err)
+	}
+	if in.At.IsZero() {
+		in.At = time.Now()
 	}
 	if in.ID == "" {
 		in.ID = newID()

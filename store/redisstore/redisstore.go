@@ -32,7 +32,6 @@ const (
 	DefaultEventsMaxLen  = 100_000
 	DefaultRetention     = 7 * 24 * time.Hour
 	DefaultClaimIdle     = 30 * time.Second
-	DefaultRetryDelay    = time.Second
 	pingTimeout          = 3 * time.Second
 	blockTimeout         = time.Second // longest a blocking read runs before ctx is checked again
 	maxBackoff           = 2 * time.Second
@@ -44,11 +43,11 @@ const (
 type Option func(*config)
 
 type config struct {
-	prefix       string
-	eventsMaxLen int64
-	retention    time.Duration
-	claimIdle    time.Duration
-	retryDelay   time.Duration
+	prefix          string
+	eventsMaxLen    int64
+	retention       time.Duration
+	claimIdle       time.Duration
+	redeliveryDelay time.Duration
 }
 
 // WithPrefix sets the key prefix (default "slackgate"). It becomes the hash
@@ -69,9 +68,10 @@ func WithRetention(d time.Duration) Option { return func(c *config) { c.retentio
 // dead). It must exceed the longest a handler runs.
 func WithClaimIdle(d time.Duration) Option { return func(c *config) { c.claimIdle = d } }
 
-// WithRetryDelay sets how long Consume waits before delivering again an event
-// whose handler failed.
-func WithRetryDelay(d time.Duration) Option { return func(c *config) { c.retryDelay = d } }
+// WithRedeliveryDelay sets the base of store.RedeliveryDelay: how long Consume
+// waits before delivering again an event whose handler failed, doubling with
+// every failure (default store.DefaultRedeliveryDelay).
+func WithRedeliveryDelay(d time.Duration) Option { return func(c *config) { c.redeliveryDelay = d } }
 
 // Store is a store.Store on Redis. It holds one connection pool and one
 // pub/sub connection shared by every WaitDecision.
@@ -96,11 +96,11 @@ type Store struct {
 // its password masked.
 func New(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	cfg := config{
-		prefix:       DefaultPrefix,
-		eventsMaxLen: DefaultEventsMaxLen,
-		retention:    DefaultRetention,
-		claimIdle:    DefaultClaimIdle,
-		retryDelay:   DefaultRetryDelay,
+		prefix:          DefaultPrefix,
+		eventsMaxLen:    DefaultEventsMaxLen,
+		retention:       DefaultRetention,
+		claimIdle:       DefaultClaimIdle,
+		redeliveryDelay: store.DefaultRedeliveryDelay,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -108,7 +108,7 @@ func New(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	if cfg.prefix == "" || strings.ContainsAny(cfg.prefix, "{}*?[]\\") {
 		return nil, fmt.Errorf("redisstore: prefix %q: must be non-empty without braces or glob characters: %w", cfg.prefix, store.ErrInvalid)
 	}
-	if cfg.eventsMaxLen <= 0 || cfg.retention < 0 || cfg.claimIdle <= 0 || cfg.retryDelay <= 0 {
+	if cfg.eventsMaxLen <= 0 || cfg.retention < 0 || cfg.claimIdle <= 0 || cfg.redeliveryDelay <= 0 {
 		return nil, fmt.Errorf("redisstore: options must be positive: %w", store.ErrInvalid)
 	}
 	masked := MaskURL(rawURL)
@@ -226,8 +226,11 @@ func pendingScore(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 
 
 // CreateRequest implements store.Requests.
 func (s *Store) CreateRequest(ctx context.Context, r store.Request) error {
-	if r.ID == "" || r.SessionID == "" || r.Decision != nil {
-		return fmt.Errorf("redisstore: create request %q: id and session required, decision not allowed: %w", r.ID, store.ErrInvalid)
+	if err := r.ValidateNew(); err != nil {
+		return fmt.Errorf("redisstore: create request %q: %w", r.ID, err)
+	}
+	if r.CreatedAt.IsZero() {
+		r.CreatedAt = time.Now()
 	}
 	body := r
 	body.Card = store.MessageRef{}
@@ -235,15 +238,7 @@ func (s *Store) CreateRequest(ctx context.Context, r store.Request) error {
 	if err != nil {
 		return fmt.Errorf("redisstore: create request %s: %w", r.ID, err)
 	}
-	auditJSON, err := json.Marshal(store.AuditEntry{
-		At: r.CreatedAt, Action: "created", RequestID: r.ID, SessionID: r.SessionID, Kind: r.Kind, Tool: r.ToolName,
-	})
-	if err != nil {
-		return fmt.Errorf("redisstore: create request %s: %w", r.ID, err)
-	}
-	eventJSON, err := json.Marshal(store.Event{
-		Type: store.EventRequestCreated, SessionID: r.SessionID, RequestID: r.ID, At: r.CreatedAt,
-	})
+	auditJSON, eventJSON, err := recordJSON(store.CreatedAudit(r), store.CreatedEvent(r))
 	if err != nil {
 		return fmt.Errorf("redisstore: create request %s: %w", r.ID, err)
 	}
@@ -266,6 +261,18 @@ func (s *Store) CreateRequest(ctx context.Context, r store.Request) error {
 		return fmt.Errorf("redisstore: create request %s: %w", r.ID, store.ErrExists)
 	}
 	return nil
+}
+
+// recordJSON marshals the audit entry and event a transition appends, so
+// every script receives them ready-made and none builds JSON of its own.
+func recordJSON(a store.AuditEntry, e store.Event) (auditJSON, eventJSON []byte, err error) {
+	if auditJSON, err = json.Marshal(a); err != nil {
+		return nil, nil, fmt.Errorf("marshal audit entry: %w", err)
+	}
+	if eventJSON, err = json.Marshal(e); err != nil {
+		return nil, nil, fmt.Errorf("marshal event: %w", err)
+	}
+	return auditJSON, eventJSON, nil
 }
 
 // decodeRequest assembles a Request from its hash fields.
@@ -352,16 +359,34 @@ func (s *Store) ListPending(ctx context.Context, sessionID string) ([]store.Requ
 
 // Decide implements store.Requests.
 func (s *Store) Decide(ctx context.Context, id string, d store.Decision) (store.Request, error) {
-	if !d.Outcome.Valid() || d.At.IsZero() {
-		return store.Request{}, fmt.Errorf("redisstore: decide %s: outcome %q, time %v: %w", id, d.Outcome, d.At, store.ErrInvalid)
+	if err := d.Validate(); err != nil {
+		return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, err)
+	}
+	// The audit entry and event name the request's session, kind and tool,
+	// so read its body first. The body never changes once created, so the
+	// script's compare-and-set alone decides who settles it.
+	body, err := s.rdb.HGet(ctx, s.keys.request(id), "body").Result()
+	if errors.Is(err, redis.Nil) {
+		return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, store.ErrNotFound)
+	}
+	if err != nil {
+		return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, err)
+	}
+	r, err := decodeRequest(id, body, "", "")
+	if err != nil {
+		return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, err)
 	}
 	dJSON, err := json.Marshal(d)
 	if err != nil {
 		return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, err)
 	}
+	auditJSON, eventJSON, err := recordJSON(store.SettledAudit(r, d), store.SettledEvent(r, d))
+	if err != nil {
+		return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, err)
+	}
 	res, err := decideRequest.Run(ctx, s.rdb,
 		[]string{s.keys.request(id), s.keys.pending(), s.keys.audit(), s.keys.events()},
-		id, dJSON, string(d.Outcome), d.By, d.ByName, d.Message, d.At.Format(time.RFC3339Nano),
+		id, dJSON, auditJSON, eventJSON,
 		s.cfg.eventsMaxLen, s.cfg.retention.Milliseconds(), s.keys.decided(id),
 	).Slice()
 	if err != nil {

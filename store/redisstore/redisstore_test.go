@@ -34,11 +34,14 @@ func redisURL(tb testing.TB) string {
 	return ""
 }
 
+// testRedelivery is the base redelivery delay of the suite's stores.
+const testRedelivery = 20 * time.Millisecond
+
 // testOptions make abandoned events come back quickly, so the suite's
 // redelivery tests take well under a second.
 var testOptions = []redisstore.Option{
 	redisstore.WithClaimIdle(300 * time.Millisecond),
-	redisstore.WithRetryDelay(20 * time.Millisecond),
+	redisstore.WithRedeliveryDelay(testRedelivery),
 }
 
 // uniquePrefix gives every store its own key space on the shared test
@@ -108,7 +111,7 @@ func newSuiteStore(url string) (storetest.NewFunc, storetest.Option) {
 func TestConformance(t *testing.T) {
 	url := redisURL(t)
 	newStore, second := newSuiteStore(url)
-	storetest.Run(t, newStore, second)
+	storetest.Run(t, newStore, second, storetest.WithRedeliveryDelay(testRedelivery))
 }
 
 func BenchmarkStore(b *testing.B) {

@@ -36,19 +36,20 @@ const (
 )
 
 // decideRequest settles a request exactly once (compare-and-set on the
-// decision field), then records and announces it.
+// decision field), then records and announces it. The audit entry and event
+// arrive marshalled by the Go caller, as createRequest's do; they are
+// appended only when this call settles the request.
 //
 // KEYS[1] request hash   KEYS[2] pending zset   KEYS[3] audit stream   KEYS[4] events stream
-// ARGV[1] request id     ARGV[2] decision JSON  ARGV[3] outcome        ARGV[4] by
-// ARGV[5] by name        ARGV[6] message        ARGV[7] decision time (RFC 3339, nanoseconds)
-// ARGV[8] events MAXLEN (approximate)           ARGV[9] retention of a settled request in ms (0: keep)
-// ARGV[10] decided pub/sub channel
+// ARGV[1] request id     ARGV[2] decision JSON  ARGV[3] audit JSON     ARGV[4] event JSON
+// ARGV[5] events MAXLEN (approximate)           ARGV[6] retention of a settled request in ms (0: keep)
+// ARGV[7] decided pub/sub channel
 //
 // Returns {0} for an unknown id (ErrNotFound); {1, body, card} when this call
 // settled it; {2, body, card, decision} when it was settled before
 // (ErrAlreadyDecided), so the loser learns the winning decision.
 var decideRequest = redis.NewScript(`
-local f = redis.call('HMGET', KEYS[1], 'body', 'card', 'decision', 'session', 'kind', 'tool')
+local f = redis.call('HMGET', KEYS[1], 'body', 'card', 'decision')
 if not f[1] then
 	return {0}
 end
@@ -57,17 +58,12 @@ if f[3] then
 end
 redis.call('HSET', KEYS[1], 'decision', ARGV[2])
 redis.call('ZREM', KEYS[2], ARGV[1])
-local audit = cjson.encode({at = ARGV[7], action = 'settled', request_id = ARGV[1],
-	session_id = f[4] or '', kind = f[5] or '', tool = f[6] or '',
-	outcome = ARGV[3], by = ARGV[4], by_name = ARGV[5], message = ARGV[6]})
-redis.call('XADD', KEYS[3], '*', 'a', audit)
-local event = cjson.encode({type = 'request_settled', session_id = f[4] or '',
-	request_id = ARGV[1], at = ARGV[7]})
-redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[8], '*', 'e', event)
-if tonumber(ARGV[9]) > 0 then
-	redis.call('PEXPIRE', KEYS[1], ARGV[9])
+redis.call('XADD', KEYS[3], '*', 'a', ARGV[3])
+redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[5], '*', 'e', ARGV[4])
+if tonumber(ARGV[6]) > 0 then
+	redis.call('PEXPIRE', KEYS[1], ARGV[6])
 end
-redis.call('PUBLISH', ARGV[10], ARGV[2])
+redis.call('PUBLISH', ARGV[7], ARGV[2])
 return {1, f[1], f[2] or ''}
 `)
 

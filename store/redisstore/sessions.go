@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -13,8 +14,11 @@ import (
 
 // CreateSession implements store.Sessions.
 func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
-	if sess.ID == "" {
-		return fmt.Errorf("redisstore: create session: empty id: %w", store.ErrInvalid)
+	if err := sess.Validate(); err != nil {
+		return fmt.Errorf("redisstore: create session %q: %w", sess.ID, err)
+	}
+	if sess.CreatedAt.IsZero() {
+		sess.CreatedAt = time.Now()
 	}
 	b, err := json.Marshal(sess)
 	if err != nil {

@@ -28,9 +28,9 @@ func (h *harness) testAudit(t *testing.T) {
 	all, err := s.AuditLog(ctx, "", 100)
 	requireNoError(t, err, "AuditLog")
 	want := []store.AuditEntry{
-		{Action: "created", RequestID: r1.ID, SessionID: sid, Kind: r1.Kind, Tool: r1.ToolName},
-		{Action: "settled", RequestID: r1.ID, SessionID: sid, Kind: r1.Kind, Tool: r1.ToolName, Outcome: d.Outcome, By: d.By, ByName: d.ByName, Message: d.Message, At: d.At},
-		{Action: "created", RequestID: r2.ID, SessionID: sid, Kind: r2.Kind, Tool: r2.ToolName},
+		{Action: store.AuditCreated, RequestID: r1.ID, SessionID: sid, Kind: r1.Kind, Tool: r1.ToolName},
+		{Action: store.AuditSettled, RequestID: r1.ID, SessionID: sid, Kind: r1.Kind, Tool: r1.ToolName, Outcome: d.Outcome, By: d.By, ByName: d.ByName, Message: d.Message, At: d.At},
+		{Action: store.AuditCreated, RequestID: r2.ID, SessionID: sid, Kind: r2.Kind, Tool: r2.ToolName},
 	}
 	if len(all) != len(want) {
 		t.Fatalf("AuditLog = %d entries %+v, want %d", len(all), all, len(want))

@@ -74,7 +74,7 @@ func Bench(b *testing.B, newStore NewFunc) {
 		done := make(chan error, 1)
 		go func() {
 			done <- s.Consume(ctx, uniq("bench-group"), "c", func(_ context.Context, e store.Event) error {
-				if e.Type == probeType {
+				if e.SessionID == probeSession {
 					select {
 					case probed <- struct{}{}:
 					default:
@@ -91,7 +91,7 @@ func Bench(b *testing.B, newStore NewFunc) {
 		}()
 		// Wait for the group to exist: probes until one arrives.
 		for ready := false; !ready; {
-			if _, err := s.Publish(ctx, store.Event{Type: probeType, At: time.Now()}); err != nil {
+			if _, err := s.Publish(ctx, store.Event{Type: store.EventSessionStarted, SessionID: probeSession, At: time.Now()}); err != nil {
 				b.Fatal(err)
 			}
 			select {

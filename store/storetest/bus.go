@@ -13,10 +13,10 @@ import (
 	"github.com/slackgate/slackgate/store"
 )
 
-// probeType marks the events the suite publishes to learn that a consumer is
-// running and receiving; every consumer acknowledges them without looking
-// further.
-const probeType store.EventType = "storetest_probe"
+// probeSession marks the events the suite publishes to learn that a consumer
+// is running and receiving (a session no test uses); every consumer
+// acknowledges them without looking further.
+const probeSession = "storetest-probe"
 
 // probeEvery is how often a probe is published while waiting for a group to
 // come to life; it only paces the handshake, correctness does not depend on it.
@@ -43,7 +43,7 @@ func (h *harness) startConsumer(t *testing.T, s store.Store, group, name string,
 	r := &running{group: group, name: name, probes: make(chan struct{}, 1), cancel: cancel, done: make(chan error, 1)}
 	go func() {
 		r.done <- s.Consume(ctx, group, name, func(ctx context.Context, e store.Event) error {
-			if e.Type == probeType {
+			if e.SessionID == probeSession {
 				select {
 				case r.probes <- struct{}{}:
 				default:
@@ -76,7 +76,7 @@ func (h *harness) ready(t *testing.T, s store.Store, r *running) {
 	tick := time.NewTicker(probeEvery)
 	defer tick.Stop()
 	for {
-		if _, err := s.Publish(h.ctx(t), store.Event{Type: probeType, SessionID: "storetest-probe", At: time.Now()}); err != nil {
+		if _, err := s.Publish(h.ctx(t), store.Event{Type: store.EventSessionStarted, SessionID: probeSession, At: time.Now()}); err != nil {
 			t.Fatalf("Publish probe: %v", err)
 		}
 		select {
@@ -146,7 +146,7 @@ func (h *harness) testBus(t *testing.T) {
 			Type: store.EventResult, SessionID: sid, RequestID: "req-1", At: base,
 			Text: "done", Tool: "Bash", Input: json.RawMessage(`{"command":"make"}`), IsError: true,
 			Result: &store.Result{Subtype: "error_max_turns", IsError: true, Turns: 3, DurationMS: 1234, CostUSD: 0.0125, Text: "stopped", Errors: []string{"a", "b"}},
-			Exit:   &store.Exit{Code: 137, Reason: "signal: killed", Stderr: []string{"line 1", "line 2"}},
+			Exit:   &store.Exit{Code: 137, Cause: store.ExitCrashed, Reason: "signal: killed", Stderr: []string{"line 1", "line 2"}},
 		}
 		want := []store.Event{h.publish(t, s, full)}
 		for i := range 9 {
@@ -284,6 +284,7 @@ func (h *harness) testBus(t *testing.T) {
 			t.Errorf("the flaky event was handled %d times, want 3 (two failures, one success)", tries[flaky.ID])
 		}
 	})
+	t.Run("FailedEventWaitsTheRedeliveryDelay", h.testRedeliveryBackoff)
 	t.Run("PoisonedEventStopsAfterMaxDeliveries", func(t *testing.T) {
 		s := h.newStore(t)
 		sid := uniq("sess")

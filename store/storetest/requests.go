@@ -165,6 +165,9 @@ func (h *harness) testSystemOutcomes(t *testing.T) {
 		t.Run(string(o), func(t *testing.T) {
 			r := createRequest(t, ctx, s)
 			first := store.Decision{Outcome: o, At: base.Add(time.Hour), Message: "settled as " + string(o)}
+			if o == store.OutcomeDeny {
+				first.Skipped, first.Interrupt = true, true // the deny-only fields survive the round trip
+			}
 			_, err := s.Decide(ctx, r.ID, first)
 			requireNoError(t, err, "Decide "+string(o))
 			got, err := s.Decide(ctx, r.ID, allow("U9"))

@@ -25,8 +25,9 @@ type NewFunc func(tb testing.TB) store.Store
 type Option func(*config)
 
 type config struct {
-	second  func(testing.TB, store.Store) store.Store
-	timeout time.Duration
+	second          func(testing.TB, store.Store) store.Store
+	timeout         time.Duration
+	redeliveryDelay time.Duration
 }
 
 // WithSecondClient makes the suite run its cross-client tests (a decision made
@@ -48,6 +49,14 @@ func WithTimeout(d time.Duration) Option {
 	return func(c *config) { c.timeout = d }
 }
 
+// WithRedeliveryDelay tells the suite the base of store.RedeliveryDelay the
+// backend was built with (default store.DefaultRedeliveryDelay), so it can
+// check that a failed event is not delivered again too soon. Give a backend
+// a short one (a few milliseconds): the suite waits out every retry.
+func WithRedeliveryDelay(d time.Duration) Option {
+	return func(c *config) { c.redeliveryDelay = d }
+}
+
 // blockFor is how long a call must stay blocked for the suite to accept that
 // it blocks (a negative can only be shown by waiting a bounded time).
 const blockFor = 50 * time.Millisecond
@@ -60,7 +69,7 @@ const blockFor = 50 * time.Millisecond
 //			storetest.WithSecondClient(func(tb testing.TB, s store.Store) store.Store { return dialAgain(tb, s) }))
 //	}
 func Run(t *testing.T, newStore NewFunc, opts ...Option) {
-	cfg := config{timeout: 15 * time.Second}
+	cfg := config{timeout: 15 * time.Second, redeliveryDelay: store.DefaultRedeliveryDelay}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -71,6 +80,8 @@ func Run(t *testing.T, newStore NewFunc, opts ...Option) {
 	t.Run("Bus", h.testBus)
 	t.Run("Dedup", h.testDedup)
 	t.Run("Audit", h.testAudit)
+	t.Run("Validation", h.testValidation)
+	t.Run("ZeroTimesAreTheTimeOfTheCall", h.testZeroTimes)
 	t.Run("Close", h.testClose)
 }
 
