@@ -176,7 +176,7 @@ func (b *Bot) showSessionEvent(ctx context.Context, log zerolog.Logger, e store.
 			b.refreshStatus(ctx, s.ID, blocks.PhaseDone)
 		}
 	case store.EventExit:
-		if e.Exit != nil && e.Exit.Code != 0 && e.Exit.Reason != "stopped" && e.Exit.Reason != "idle" {
+		if e.Exit != nil && e.Exit.Failed() {
 			b.refreshStatus(ctx, s.ID, blocks.PhaseFailed, e.Exit.Reason)
 		}
 	case store.EventError:

@@ -506,7 +506,7 @@ func TestE2EInterruptWhileARequestIsPendingCancelsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.clock.Advance(time.Hour)
-	if exit := h.waitEvent("idle exit", ofType(store.EventExit)).Exit; exit.Reason != "idle" {
+	if exit := h.waitEvent("idle exit", ofType(store.EventExit)).Exit; exit.Reason != "idle" || exit.Cause != store.ExitIdle || exit.Failed() {
 		t.Errorf("exit: %+v", exit)
 	}
 	checkSession(t, h, id, func(s store.Session) bool { return s.State == store.SessionIdle })
@@ -529,7 +529,7 @@ func TestE2EProcessKilledWhileARequestIsPendingEndsIt(t *testing.T) {
 		t.Fatalf("decision %+v, %v; want ended with the reason", d, err)
 	}
 	exit := h.waitEvent("exit", ofType(store.EventExit)).Exit
-	if exit.Code != 128+9 || exit.Reason != "signal: killed" {
+	if exit.Code != 128+9 || exit.Reason != "signal: killed" || exit.Cause != store.ExitCrashed || !exit.Failed() {
 		t.Errorf("exit: %+v", exit)
 	}
 	// The session ends failed and released, so a later message resumes it.
@@ -770,7 +770,7 @@ func TestE2EPlanApprovalThenStop(t *testing.T) {
 		t.Fatal(err)
 	}
 	exit := h.waitEvent("exit", ofType(store.EventExit)).Exit
-	if exit.Reason != "stopped" {
+	if exit.Reason != "stopped" || exit.Cause != store.ExitStopped || exit.Failed() {
 		t.Errorf("exit: %+v", exit)
 	}
 	checkSession(t, h, id, func(s store.Session) bool { return s.State == store.SessionIdle && s.Worker == "" })

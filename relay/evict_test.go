@@ -68,7 +68,7 @@ func TestE2EIdleProcessGivesWayToANewSessionAndResumesLater(t *testing.T) {
 	// served because A's process gives way.
 	b := h.startSession("say hi")
 	exit := h.waitEventOf(a, "A's exit", ofType(store.EventExit)).Exit
-	if exit.Reason != "idle" || exit.Code != 0 {
+	if exit.Reason != "idle" || exit.Code != 0 || exit.Cause != store.ExitEvicted {
 		t.Errorf("A's exit: %+v", exit)
 	}
 	if e := h.waitEventOf(b, "B's start", ofType(store.EventSessionStarted)); !strings.Contains(e.Text, "resume false") {

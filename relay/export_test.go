@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/slackgate/slackgate/store"
 )
 
 // What the external tests reach inside a Worker. Production acts on a
@@ -40,7 +42,7 @@ func (w *Worker) StopSession(ctx context.Context, sessionID string) error {
 	if err != nil {
 		return err
 	}
-	p.Stop(ctx, "stopped")
+	p.Stop(ctx, store.ExitStopped)
 	return nil
 }
 

@@ -77,7 +77,7 @@ type Process struct {
 
 	closeStdin sync.Once
 	mu         sync.Mutex
-	reason     string // why we stopped it, when we did
+	cause      store.ExitCause // why we stopped it, when we did
 	done       chan struct{}
 	exit       store.Exit
 }
@@ -148,7 +148,7 @@ func StartProcess(ctx context.Context, opts ProcessOptions, h ConnHandlers, log 
 		wg.Wait()
 		kill()
 		p.mu.Lock()
-		p.exit = exitInfo(cmd, waitErr, p.reason, tail.Lines())
+		p.exit = exitInfo(cmd, waitErr, p.cause, tail.Lines())
 		p.mu.Unlock()
 		close(p.done)
 	}()
@@ -189,8 +189,20 @@ func childEnv(env []string) []string {
 	return out
 }
 
-func exitInfo(cmd *exec.Cmd, err error, reason string, stderr []string) store.Exit {
-	e := store.Exit{Code: -1, Reason: reason, Stderr: stderr}
+// stopReasons is the human text of each cause we stop a process for; the
+// same words the exit has always carried, so cards read as before.
+var stopReasons = map[store.ExitCause]string{
+	store.ExitIdle:     "idle",
+	store.ExitEvicted:  "idle",
+	store.ExitStopped:  "stopped",
+	store.ExitShutdown: "worker shutting down",
+}
+
+// exitInfo describes how the process ended. cause is why we stopped it
+// ("" when we did not); a process that ended on its own gets its cause
+// from the session, which knows whether its last turn failed.
+func exitInfo(cmd *exec.Cmd, err error, cause store.ExitCause, stderr []string) store.Exit {
+	e := store.Exit{Code: -1, Cause: cause, Reason: stopReasons[cause], Stderr: stderr}
 	if ps := cmd.ProcessState; ps != nil {
 		e.Code = ps.ExitCode()
 		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
@@ -242,12 +254,12 @@ func (p *Process) CloseInput() {
 
 // Stop ends the process: close stdin, wait up to StopGrace, then SIGTERM,
 // and SIGKILL after KillGrace (exec.Cmd.Cancel + WaitDelay). If ctx ends
-// first it skips to SIGTERM. reason is recorded in the exit ("stopped",
-// "idle", ...). It returns how the process ended.
-func (p *Process) Stop(ctx context.Context, reason string) store.Exit {
+// first it skips to SIGTERM. cause is recorded in the exit (the first one
+// given wins). It returns how the process ended.
+func (p *Process) Stop(ctx context.Context, cause store.ExitCause) store.Exit {
 	p.mu.Lock()
-	if p.reason == "" {
-		p.reason = reason
+	if p.cause == "" {
+		p.cause = cause
 	}
 	p.mu.Unlock()
 	p.CloseInput()
@@ -267,7 +279,7 @@ func (p *Process) Stop(ctx context.Context, reason string) store.Exit {
 func (p *Process) stopRequested() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.reason != ""
+	return p.cause != ""
 }
 
 // tailWriter keeps the last n lines written to it (stderr).

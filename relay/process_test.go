@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/slackgate/slackgate/store"
 )
 
 // script writes an executable shell script standing in for the claude
@@ -118,8 +120,8 @@ func TestStopClosesStdinAndAnIdleProcessExitsByItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	exit := p.Stop(context.Background(), "idle")
-	if exit.Code != 0 || exit.Reason != "idle" {
+	exit := p.Stop(context.Background(), store.ExitIdle)
+	if exit.Code != 0 || exit.Reason != "idle" || exit.Cause != store.ExitIdle || exit.Failed() {
 		t.Errorf("exit = %+v", exit)
 	}
 	if time.Since(start) > 30*time.Second {
@@ -157,8 +159,8 @@ while :; do sleep 0.1; done`, 128 + 9},
 			case <-time.After(guard):
 				t.Fatal("script did not start")
 			}
-			exit := p.Stop(context.Background(), "stopped")
-			if exit.Code != tt.wantCode || exit.Reason != "stopped" {
+			exit := p.Stop(context.Background(), store.ExitStopped)
+			if exit.Code != tt.wantCode || exit.Reason != "stopped" || exit.Cause != store.ExitStopped || exit.Failed() {
 				t.Errorf("exit = %+v, want code %d", exit, tt.wantCode)
 			}
 		})

@@ -123,13 +123,13 @@ func (r *processRun) loop(ctx context.Context, first store.Input) {
 			r.onTurnChange()
 		case <-r.sl.evict:
 			r.log.Info().Msg("stopping idle claude to make room for another session")
-			r.stopBetweenTurns()
+			r.stopBetweenTurns(store.ExitEvicted)
 			return
 		case <-r.idleC():
 			r.idle = nil
 			r.log.Info().Dur("idle_timeout", r.w.cfg.IdleTimeout).Msg("stopping idle claude")
 			r.w.cap.markBusy(r.sl) // stopping: no longer a process that can give way
-			r.stopBetweenTurns()
+			r.stopBetweenTurns(store.ExitIdle)
 			return
 		case <-ctx.Done():
 			r.shutdown()
@@ -154,7 +154,7 @@ func (r *processRun) onInput(ctx context.Context, in store.Input) bool {
 		// again within capacity.
 		r.leftovers = append(r.leftovers, in)
 		r.log.Info().Str("input_id", in.ID).Msg("stopping idle claude to make room; follow-up goes back to the queue")
-		r.stopBetweenTurns()
+		r.stopBetweenTurns(store.ExitEvicted)
 		return false
 	}
 	r.stopIdle()
@@ -226,9 +226,9 @@ func (r *processRun) onControl(ctx context.Context, in store.Input) {
 // stopBetweenTurns is the clean stop of a process between turns (idle
 // timeout or eviction): the session is released idle and resumed by its
 // next input.
-func (r *processRun) stopBetweenTurns() {
+func (r *processRun) stopBetweenTurns(cause store.ExitCause) {
 	r.feeder.halt() // an input arriving now stays in the queue
-	r.proc.Stop(r.pctx, "idle")
+	r.proc.Stop(r.pctx, cause)
 }
 
 // shutdown stops the process because the worker stops.
@@ -246,7 +246,7 @@ func (r *processRun) shutdown() {
 		}
 		cancel()
 	}
-	r.proc.Stop(r.pctx, "worker shutting down")
+	r.proc.Stop(r.pctx, store.ExitShutdown)
 }
 
 // finish waits for the process to exit, frees its place and ends its
@@ -259,7 +259,13 @@ func (r *processRun) finish() sessionEnd {
 	r.w.cap.drop(r.sl) // a session waiting for this place starts only now
 	_, lastFailed := r.turn.state()
 	crashed := crashed(exit, r.proc.stopRequested(), lastFailed)
-	r.log.Info().Int("code", exit.Code).Str("reason", exit.Reason).Bool("crashed", crashed).
+	if exit.Cause == "" {
+		exit.Cause = store.ExitFinished
+		if crashed {
+			exit.Cause = store.ExitCrashed
+		}
+	}
+	r.log.Info().Int("code", exit.Code).Str("cause", string(exit.Cause)).Str("reason", exit.Reason).
 		Int64("malformed_lines", r.proc.Stats().Malformed).Msg("claude exited")
 	r.w.endPending(r.pctx, r.sess.ID, "the Claude process ended ("+exit.Reason+") while this request was waiting", r.log)
 
