@@ -1,6 +1,8 @@
 package bot
 
 import (
+	"cmp"
+	"container/list"
 	"context"
 	"sync"
 
@@ -19,7 +21,7 @@ const statusKeep blocks.Phase = ""
 // a convenience, the thread's messages are the record.
 func (b *Bot) refreshStatus(ctx context.Context, sessionID string, phase blocks.Phase, detail ...string) {
 	entry := b.status.lock(sessionID)
-	defer entry.mu.Unlock()
+	defer b.status.unlock(entry)
 	log := b.log.With().Str("session_id", sessionID).Logger()
 	s, err := b.st.GetSession(ctx, sessionID)
 	if err != nil {
@@ -67,32 +69,74 @@ func (b *Bot) refreshStatus(ctx context.Context, sessionID string, phase blocks.
 	}
 }
 
+// defaultStatusSessions is how many sessions' status entries one bot
+// keeps. A forgotten entry costs little: the next refresh of that session
+// shows "working" instead of the phase last shown, as after a restart.
+const defaultStatusSessions = 1024
+
 // statusBook serialises work on one session's status message within this
 // process (so two events cannot both post a first status message) and
-// remembers the phase last shown.
+// remembers the phase last shown. It remembers at most max sessions (the
+// least recently used are forgotten first), and never forgets one whose
+// entry is held or awaited, so serialisation survives the bound.
 type statusBook struct {
+	max int // 0 means defaultStatusSessions
+
 	mu      sync.Mutex
-	entries map[string]*statusEntry
+	entries map[string]*list.Element // of *statusEntry
+	order   list.List                // most recently used first
 }
 
 type statusEntry struct {
 	mu    sync.Mutex
 	shown blocks.Status // what the line showed last, less the pending count
 	known bool
+
+	id   string
+	refs int // goroutines holding or waiting for mu; guarded by statusBook.mu
 }
 
-// lock returns the session's entry, locked; the caller unlocks it.
+// lock returns the session's entry, locked; the caller gives it back with
+// unlock.
 func (s *statusBook) lock(sessionID string) *statusEntry {
 	s.mu.Lock()
 	if s.entries == nil {
-		s.entries = map[string]*statusEntry{}
+		s.entries = map[string]*list.Element{}
 	}
-	e := s.entries[sessionID]
-	if e == nil {
-		e = &statusEntry{}
-		s.entries[sessionID] = e
+	el := s.entries[sessionID]
+	if el == nil {
+		el = s.order.PushFront(&statusEntry{id: sessionID})
+		s.entries[sessionID] = el
+	} else {
+		s.order.MoveToFront(el)
 	}
+	e := el.Value.(*statusEntry)
+	e.refs++
+	s.evictLocked()
 	s.mu.Unlock()
 	e.mu.Lock()
 	return e
+}
+
+// unlock releases an entry lock returned.
+func (s *statusBook) unlock(e *statusEntry) {
+	e.mu.Unlock()
+	s.mu.Lock()
+	e.refs--
+	s.evictLocked()
+	s.mu.Unlock()
+}
+
+// evictLocked forgets the least recently used entries nobody holds until
+// the book is within its bound.
+func (s *statusBook) evictLocked() {
+	limit := cmp.Or(s.max, defaultStatusSessions)
+	for el := s.order.Back(); el != nil && s.order.Len() > limit; {
+		prev := el.Prev()
+		if e := el.Value.(*statusEntry); e.refs == 0 {
+			s.order.Remove(el)
+			delete(s.entries, e.id)
+		}
+		el = prev
+	}
 }
