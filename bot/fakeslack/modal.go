@@ -154,7 +154,6 @@ func submissionState(v *View, values map[string]string) (map[string]any, error) 
 		blockID, _ := b["block_id"].(string)
 		label := textOf(b["label"])
 		el, _ := b["element"].(map[string]any)
-		typ, _ := el["type"].(string)
 		actionID, _ := el["action_id"].(string)
 		entry, given := values[blockID]
 		if given {
@@ -162,57 +161,14 @@ func submissionState(v *View, values map[string]string) (map[string]any, error) 
 		} else if entry, given = values[label]; given {
 			used[label] = true
 		}
-		optional, _ := b["optional"].(bool)
-		var st map[string]any
-		var empty bool
-		switch {
-		case statefulTypes[typ]:
-			st = initialState(typ, el)
-			if given {
-				var labels []string
-				if entry != "" {
-					labels = strings.Split(entry, "\n")
-				}
-				picked, err := pickOptions(el, labels)
-				if err != nil {
-					return nil, fmt.Errorf("input %q: %w", label, err)
-				}
-				if multiType(typ) {
-					st["selected_options"] = picked
-				} else if len(picked) > 1 {
-					return nil, fmt.Errorf("input %q: %s takes one option", label, typ)
-				} else if len(picked) == 1 {
-					st["selected_option"] = picked[0]
-				} else {
-					st["selected_option"] = nil
-				}
-			}
-			if multiType(typ) {
-				sel, _ := st["selected_options"].([]any)
-				empty = len(sel) == 0
-			} else {
-				empty = st["selected_option"] == nil
-			}
-		case typ == "plain_text_input" || typ == "email_text_input" || typ == "url_text_input" || typ == "number_input":
-			val, _ := el["initial_value"].(string)
-			if given {
-				val = entry
-			}
-			if maxLen, ok := el["max_length"].(float64); ok && utf8.RuneCountInString(val) > int(maxLen) {
-				return nil, fmt.Errorf("input %q: %d chars > max_length %d", label, utf8.RuneCountInString(val), int(maxLen))
-			}
-			if minLen, ok := el["min_length"].(float64); ok && val != "" && utf8.RuneCountInString(val) < int(minLen) {
-				return nil, fmt.Errorf("input %q: %d chars < min_length %d", label, utf8.RuneCountInString(val), int(minLen))
-			}
-			st = map[string]any{"type": typ, "value": nilIfEmpty(val)}
-			empty = val == ""
-		default:
-			if given {
-				return nil, fmt.Errorf("input %q: element type %q is not supported by the fake", label, typ)
-			}
-			continue
+		st, empty, err := inputState(el, entry, given)
+		if err != nil {
+			return nil, fmt.Errorf("input %q: %w", label, err)
 		}
-		if empty && !optional {
+		if st == nil {
+			continue // an element the fake does not fill, left alone
+		}
+		if optional, _ := b["optional"].(bool); empty && !optional {
 			return nil, fmt.Errorf("input %q is required", label)
 		}
 		state[blockID] = map[string]any{actionID: st}
@@ -223,4 +179,55 @@ func submissionState(v *View, values map[string]string) (map[string]any, error) 
 		}
 	}
 	return state, nil
+}
+
+// inputState is one input element's state once the person entered entry
+// (when given), and whether it is empty. A nil state means the element is
+// of a type the fake does not fill and nothing was given for it.
+func inputState(el map[string]any, entry string, given bool) (st map[string]any, empty bool, err error) {
+	typ, _ := el["type"].(string)
+	switch {
+	case statefulTypes[typ]:
+		st = initialState(typ, el)
+		if given {
+			var labels []string
+			if entry != "" {
+				labels = strings.Split(entry, "\n")
+			}
+			picked, err := pickOptions(el, labels)
+			if err != nil {
+				return nil, false, err
+			}
+			switch {
+			case multiType(typ):
+				st["selected_options"] = picked
+			case len(picked) > 1:
+				return nil, false, fmt.Errorf("%s takes one option", typ)
+			case len(picked) == 1:
+				st["selected_option"] = picked[0]
+			default:
+				st["selected_option"] = nil
+			}
+		}
+		if multiType(typ) {
+			sel, _ := st["selected_options"].([]any)
+			return st, len(sel) == 0, nil
+		}
+		return st, st["selected_option"] == nil, nil
+	case typ == "plain_text_input" || typ == "email_text_input" || typ == "url_text_input" || typ == "number_input":
+		val, _ := el["initial_value"].(string)
+		if given {
+			val = entry
+		}
+		if maxLen, ok := el["max_length"].(float64); ok && utf8.RuneCountInString(val) > int(maxLen) {
+			return nil, false, fmt.Errorf("%d chars > max_length %d", utf8.RuneCountInString(val), int(maxLen))
+		}
+		if minLen, ok := el["min_length"].(float64); ok && val != "" && utf8.RuneCountInString(val) < int(minLen) {
+			return nil, false, fmt.Errorf("%d chars < min_length %d", utf8.RuneCountInString(val), int(minLen))
+		}
+		return map[string]any{"type": typ, "value": nilIfEmpty(val)}, val == "", nil
+	case given:
+		return nil, false, fmt.Errorf("element type %q is not supported by the fake", typ)
+	}
+	return nil, false, nil
 }
