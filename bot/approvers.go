@@ -8,6 +8,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/slackgate/slackgate/store"
 )
 
 // DefaultGroupCacheTTL is how long user group members are trusted before
@@ -89,6 +93,24 @@ func (a *approvers) members(ctx context.Context, group string) (map[string]bool,
 	return m, nil
 }
 
+// permits reports whether user may act: an approver, or starter when one
+// is given (whoever started a session may stop it). An error means a group
+// could not be resolved; see allowed.
+func (a *approvers) permits(ctx context.Context, user, starter string) (bool, error) {
+	if starter != "" && user == starter {
+		return true, nil
+	}
+	return a.allowed(ctx, user)
+}
+
+// who names the people permits lets through with the same starter.
+func (a *approvers) who(starter string) string {
+	if starter == "" {
+		return a.describe()
+	}
+	return "<@" + starter + "> (who started this session) or " + a.describe()
+}
+
 // describe names the approvers for the ephemeral a non-approver gets.
 func (a *approvers) describe() string {
 	var parts []string
@@ -100,4 +122,38 @@ func (a *approvers) describe() string {
 		parts = append(parts, "<!subteam^"+g+">")
 	}
 	return strings.Join(parts, ", ")
+}
+
+// guarded is something only some people may do, with the words a person
+// who may not do it hears.
+type guarded struct {
+	starter string // the session's starter, who may act as well as the approvers; "" for approvers only
+	verb    string // "stop Claude": "could not check whether you may <verb>"
+	can     string // "stop Claude": "Only … can <can> here"
+	refused string // the log line when someone who may not act tries
+}
+
+// decideRequest guards deciding a request card: approvers only.
+var decideRequest = guarded{verb: "decide this", can: "decide Claude's requests", refused: "click by a non-approver ignored"}
+
+// stopSession guards stopping s: its starter and the approvers.
+func stopSession(s store.Session) guarded {
+	return guarded{starter: s.StartedBy, verb: "stop Claude", can: "stop Claude", refused: "stop by someone who may not stop it ignored"}
+}
+
+// may is the one approver check in front of every decision and every stop.
+// A person who may not act is told who may, and nothing changes.
+func (b *Bot) may(ctx context.Context, log zerolog.Logger, user string, g guarded, tell func(string)) bool {
+	ok, err := b.approvers.permits(ctx, user, g.starter)
+	if ok {
+		return true
+	}
+	if err != nil {
+		log.Error().Err(err).Msg("check approvers")
+		tell("Sorry, I could not check whether you may " + g.verb + " (Slack did not list the approver groups). Please try again.")
+		return false
+	}
+	log.Info().Msg(g.refused)
+	tell("Only " + b.approvers.who(g.starter) + " can " + g.can + " here. Nothing was changed.")
+	return false
 }

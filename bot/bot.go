@@ -13,7 +13,6 @@ import (
 	"github.com/slack-go/slack"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/slackgate/slackgate/blocks"
 	"github.com/slackgate/slackgate/store"
 )
 
@@ -170,34 +169,4 @@ func (t *tasks) stop() {
 	t.closed = true
 	t.mu.Unlock()
 	t.wg.Wait()
-}
-
-// statusBook serialises work on one session's status message within this
-// process (so two events cannot both post a first status message) and
-// remembers the phase last shown.
-type statusBook struct {
-	mu      sync.Mutex
-	entries map[string]*statusEntry
-}
-
-type statusEntry struct {
-	mu    sync.Mutex
-	shown blocks.Status // what the line showed last, less the pending count
-	known bool
-}
-
-// lock returns the session's entry, locked; the caller unlocks it.
-func (s *statusBook) lock(sessionID string) *statusEntry {
-	s.mu.Lock()
-	if s.entries == nil {
-		s.entries = map[string]*statusEntry{}
-	}
-	e := s.entries[sessionID]
-	if e == nil {
-		e = &statusEntry{}
-		s.entries[sessionID] = e
-	}
-	s.mu.Unlock()
-	e.mu.Lock()
-	return e
 }

@@ -1,6 +1,28 @@
 // Package bot is slackgate's Slack side: Socket Mode and HTTP transports around one handler set, sessions started from Slack, the store events shown in threads, the outbox every write goes through, and the approver checks on every decision.
 package bot
 
+// Where things live:
+//
+//	bot.go           Bot, New, Run; tasks (the work done after an ack)
+//	config.go        Config and its checks
+//	socket.go        the Socket Mode transport
+//	http.go          the HTTP transport (signed requests, /healthz)
+//	slack_events.go  Slack → bot: Events API handlers (mentions, DMs,
+//	                 thread replies) and /claude; starting and continuing
+//	                 sessions
+//	dedup.go         Events API redeliveries seen once across replicas
+//	interactions.go  clicks and modal submissions; the one decide pipeline
+//	                 both go through (decision)
+//	approvers.go     who may decide or stop (approvers, guarded, Bot.may)
+//	stop.go          Stop from the status message or a "stop" reply
+//	store_events.go  store → Slack: the bus consumer that posts cards,
+//	                 settles them and shows what Claude said and did
+//	status.go        the one status message per session (statusBook)
+//	outbox.go        every post and edit: paced, coalesced, retried
+//	ephemeral.go     messages only one person sees
+//	render.go        adapters to package blocks, the only look of things
+//	clock.go         the injectable clock
+//
 // How to run it (cmd/slackgate does this; tests do the same against
 // bot/fakeslack):
 //

@@ -58,65 +58,133 @@ func (b *Bot) who(ctx context.Context, cb *slack.InteractionCallback) blocks.Who
 	return blocks.Who{ID: cb.User.ID, Name: name}
 }
 
-// onAction handles one click on a card: checks the request is still open
-// and the person may decide, then decides it or opens the modal the click
-// asks for. Every way it can fail ends in an ephemeral to the person.
-func (b *Bot) onAction(ctx context.Context, cb *slack.InteractionCallback, a blocks.Action) {
-	user := cb.User.ID
-	card := store.MessageRef{Channel: cb.Container.ChannelID, TS: cb.Container.MessageTs}
-	if card.Channel == "" {
-		card.Channel = cb.Channel.ID
-	}
-	log := b.log.With().Str("request_id", a.RequestID).Str("user", user).Str("channel", card.Channel).Str("action", string(a.Kind)).Logger()
-	tell := func(text string) { b.ephemeral(ctx, card.Channel, cb.Container.ThreadTs, user, text) }
+// A click and a modal submission decide a request the same way: load it,
+// check it is still pending and the person may decide, decode the answer
+// with blocks, store.Decide it, and when someone else was first say who
+// and bring the card up to date. decision holds one such attempt; the
+// entry points differ only in how they answer (a click with ephemerals
+// after its ack, a submission partly in its ack) and in what an answer
+// that does not decide leads to (a modal to open, errors to show in one).
+type decision struct {
+	b        *Bot
+	log      zerolog.Logger
+	user     string
+	card     store.MessageRef // where the card is; the request's own record wins once loaded
+	threadTS string
+	// async runs replies after the ack, for a submission whose ack must not
+	// wait for them; a click, already acked, replies inline.
+	async bool
+}
 
-	r, err := b.st.GetRequest(ctx, a.RequestID)
-	if errors.Is(err, store.ErrNotFound) {
-		tell("This request no longer exists.")
+// reply runs f now or, for a submission, after the ack.
+func (p *decision) reply(ctx context.Context, f func(ctx context.Context)) {
+	if p.async {
+		p.b.work.Go(f)
 		return
+	}
+	f(ctx)
+}
+
+// tell shows the person an ephemeral next to the card.
+func (p *decision) tell(ctx context.Context, text string) {
+	p.reply(ctx, func(ctx context.Context) { p.b.ephemeral(ctx, p.card.Channel, p.threadTS, p.user, text) })
+}
+
+// alreadyDecided tells the person who settled r first.
+func (p *decision) alreadyDecided(ctx context.Context, r store.Request) {
+	p.reply(ctx, func(ctx context.Context) { p.b.alreadyDecided(ctx, p.log, r, p.card, p.user, p.threadTS) })
+}
+
+// decode turns the person's answer into a decision for r. ok false means
+// the answer decides nothing now and the entry point has dealt with it; an
+// error from blocks is explained to the person by run.
+type decode func(r store.Request) (d store.Decision, ok bool, err error)
+
+// run takes the request through the pipeline. Every refusal is explained to
+// the person; the error it returns means the store could not be reached,
+// which each entry point reports in its own way.
+func (p *decision) run(ctx context.Context, requestID string, dec decode) error {
+	r, err := p.b.st.GetRequest(ctx, requestID)
+	if errors.Is(err, store.ErrNotFound) {
+		p.tell(ctx, "This request no longer exists.")
+		return nil
 	}
 	if err != nil {
-		log.Error().Err(err).Msg("get request")
-		tell("Sorry, I could not record your answer (the request store is unavailable). Please try again.")
-		return
+		p.log.Error().Err(err).Msg("get request")
+		return err
 	}
 	if !r.Card.IsZero() {
-		card = r.Card
+		p.card = r.Card
 	}
 	if !r.Pending() {
-		b.alreadyDecided(ctx, log, r, card, user, cb.Container.ThreadTs)
-		return
+		p.alreadyDecided(ctx, r)
+		return nil
 	}
-	if !b.mayDecide(ctx, log, user, tell) {
-		return
+	if !p.b.may(ctx, p.log, p.user, decideRequest, func(text string) { p.tell(ctx, text) }) {
+		return nil
 	}
-	d, next, err := blocks.DecideAction(a, r, cb, b.who(ctx, cb), b.clock.Now())
+	d, ok, err := dec(r)
 	switch {
 	case errors.Is(err, store.ErrAlreadyDecided):
-		b.alreadyDecided(ctx, log, r, card, user, cb.Container.ThreadTs)
-		return
+		p.alreadyDecided(ctx, r)
+		return nil
 	case err != nil:
-		log.Info().Err(err).Msg("click does not decide")
-		tell(blocks.Explain(err))
+		p.log.Info().Err(err).Msg("answer does not decide")
+		p.tell(ctx, blocks.Explain(err))
+		return nil
+	case !ok:
+		return nil
+	}
+	settled, err := p.b.st.Decide(ctx, r.ID, d)
+	switch {
+	case errors.Is(err, store.ErrAlreadyDecided):
+		p.alreadyDecided(ctx, settled) // the loser of a race learns who won
+	case err != nil:
+		p.log.Error().Err(err).Msg("decide")
+		return err
+	default:
+		// The card is updated by the EventRequestSettled the store published.
+		p.log.Info().Str("outcome", string(d.Outcome)).Msg("request decided")
+	}
+	return nil
+}
+
+// onAction handles one click on a card: it decides the request or opens
+// the modal the click asks for. Every way it can fail ends in an
+// ephemeral to the person.
+func (b *Bot) onAction(ctx context.Context, cb *slack.InteractionCallback, a blocks.Action) {
+	p := &decision{b: b, user: cb.User.ID, threadTS: cb.Container.ThreadTs,
+		card: store.MessageRef{Channel: cmp.Or(cb.Container.ChannelID, cb.Channel.ID), TS: cb.Container.MessageTs}}
+	p.log = b.log.With().Str("request_id", a.RequestID).Str("user", p.user).Str("channel", p.card.Channel).Str("action", string(a.Kind)).Logger()
+	err := p.run(ctx, a.RequestID, func(r store.Request) (store.Decision, bool, error) {
+		d, next, err := blocks.DecideAction(a, r, cb, b.who(ctx, cb), b.clock.Now())
+		switch {
+		case err != nil:
+			return d, false, err
+		case next == blocks.NextDecide:
+			return d, true, nil
+		case next != blocks.NextNothing:
+			b.openModal(ctx, p, cb.TriggerID, next, r)
+		}
+		return d, false, nil
+	})
+	if err != nil {
+		p.tell(ctx, "Sorry, I could not record your answer (the request store is unavailable). Please try again.")
+	}
+}
+
+// openModal opens the form a click on r asks for.
+func (b *Bot) openModal(ctx context.Context, p *decision, triggerID string, next blocks.Next, r store.Request) {
+	view, ok := blocks.Modal(next.Modal(), r, p.card)
+	if !ok {
+		p.log.Error().Int("next", int(next)).Msg("blocks asked for an unknown modal")
+		p.tell(ctx, "Sorry, something went wrong opening that form.")
 		return
 	}
-	switch next {
-	case blocks.NextNothing:
-		return
-	case blocks.NextDecide:
-		b.decide(ctx, log, r, d, card, user, cb.Container.ThreadTs)
-	default:
-		view, ok := blocks.Modal(next.Modal(), r, card)
-		if !ok {
-			log.Error().Int("next", int(next)).Msg("blocks asked for an unknown modal")
-			tell("Sorry, something went wrong opening that form.")
-			return
-		}
-		// trigger_id lives 3 s: this is the first thing done with it.
-		if _, err := b.api.OpenViewContext(ctx, cb.TriggerID, view); err != nil {
-			log.Error().Err(err).Msg("views.open")
-			tell("Sorry, I could not open the form in time. Please click again.")
-		}
+	// trigger_id lives 3 s: this is the first thing done with it.
+	if _, err := b.api.OpenViewContext(ctx, triggerID, view); err != nil {
+		p.log.Error().Err(err).Msg("views.open")
+		p.tell(ctx, "Sorry, I could not open the form in time. Please click again.")
 	}
 }
 
@@ -128,88 +196,24 @@ func (b *Bot) onViewSubmission(ctx context.Context, cb *slack.InteractionCallbac
 	if err != nil {
 		return nil // not ours
 	}
-	user := cb.User.ID
-	log := b.log.With().Str("request_id", v.RequestID).Str("user", user).Str("channel", v.Card.Channel).Str("modal", string(v.Kind)).Logger()
-	later := func(f func(ctx context.Context)) { b.work.Go(f) }
-	tell := func(text string) {
-		later(func(ctx context.Context) { b.ephemeral(ctx, v.Card.Channel, "", user, text) })
-	}
-
-	r, err := b.st.GetRequest(ctx, v.RequestID)
-	if errors.Is(err, store.ErrNotFound) {
-		tell("This request no longer exists.")
-		return nil
-	}
-	if err != nil {
-		log.Error().Err(err).Msg("get request")
-		return slack.NewErrorsViewSubmissionResponse(map[string]string{firstBlockID(cb): "Could not record your answer right now. Please try again."})
-	}
-	card := v.Card
-	if !r.Card.IsZero() {
-		card = r.Card
-	}
-	if !r.Pending() {
-		later(func(ctx context.Context) { b.alreadyDecided(ctx, log, r, card, user, "") })
-		return nil
-	}
-	if !b.mayDecide(ctx, log, user, tell) {
-		return nil
-	}
-	d, errs, err := blocks.DecideView(v, r, cb, b.who(ctx, cb), b.clock.Now())
+	p := &decision{b: b, user: cb.User.ID, card: v.Card, async: true}
+	p.log = b.log.With().Str("request_id", v.RequestID).Str("user", p.user).Str("channel", v.Card.Channel).Str("modal", string(v.Kind)).Logger()
+	var invalid map[string]string
+	err = p.run(ctx, v.RequestID, func(r store.Request) (store.Decision, bool, error) {
+		d, errs, err := blocks.DecideView(v, r, cb, b.who(ctx, cb), b.clock.Now())
+		if err != nil {
+			return d, false, err
+		}
+		invalid = errs // shown in the ack, keeping the modal open
+		return d, len(errs) == 0, nil
+	})
 	switch {
-	case errors.Is(err, store.ErrAlreadyDecided):
-		later(func(ctx context.Context) { b.alreadyDecided(ctx, log, r, card, user, "") })
-		return nil
 	case err != nil:
-		log.Info().Err(err).Msg("submission does not decide")
-		tell(blocks.Explain(err))
-		return nil
-	case len(errs) > 0:
-		return slack.NewErrorsViewSubmissionResponse(errs)
-	}
-	settled, err := b.st.Decide(ctx, r.ID, d)
-	switch {
-	case errors.Is(err, store.ErrAlreadyDecided):
-		later(func(ctx context.Context) { b.alreadyDecided(ctx, log, settled, card, user, "") })
-	case err != nil:
-		log.Error().Err(err).Msg("decide")
 		return slack.NewErrorsViewSubmissionResponse(map[string]string{firstBlockID(cb): "Could not record your answer right now. Please try again."})
-	default:
-		log.Info().Str("outcome", string(d.Outcome)).Msg("request decided")
+	case len(invalid) > 0:
+		return slack.NewErrorsViewSubmissionResponse(invalid)
 	}
 	return nil
-}
-
-// decide records a decision; the loser of a race learns who won.
-func (b *Bot) decide(ctx context.Context, log zerolog.Logger, r store.Request, d store.Decision, card store.MessageRef, user, threadTS string) {
-	settled, err := b.st.Decide(ctx, r.ID, d)
-	switch {
-	case errors.Is(err, store.ErrAlreadyDecided):
-		b.alreadyDecided(ctx, log, settled, card, user, threadTS)
-	case err != nil:
-		log.Error().Err(err).Msg("decide")
-		b.ephemeral(ctx, card.Channel, threadTS, user, "Sorry, I could not record your answer (the request store is unavailable). Please try again.")
-	default:
-		// The card is updated by the EventRequestSettled the store published.
-		log.Info().Str("outcome", string(d.Outcome)).Msg("request decided")
-	}
-}
-
-// mayDecide checks the approver list; a person who may not decide is told
-// who may, and nothing changes.
-func (b *Bot) mayDecide(ctx context.Context, log zerolog.Logger, user string, tell func(string)) bool {
-	ok, err := b.approvers.allowed(ctx, user)
-	if ok {
-		return true
-	}
-	if err != nil {
-		log.Error().Err(err).Msg("check approvers")
-		tell("Sorry, I could not check whether you may decide this (Slack did not list the approver groups). Please try again.")
-		return false
-	}
-	log.Info().Msg("click by a non-approver ignored")
-	tell("Only " + b.approvers.describe() + " can decide Claude's requests here. Nothing was changed.")
-	return false
 }
 
 // alreadyDecided tells the person who settled the request first and brings

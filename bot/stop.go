@@ -49,7 +49,7 @@ func (b *Bot) onStopClick(ctx context.Context, cb *slack.InteractionCallback, a 
 // hears back ephemerally; the thread says "Stopped by" once the turn ends.
 func (b *Bot) stop(ctx context.Context, log zerolog.Logger, s store.Session, user string) {
 	tell := func(text string) { b.tellUser(ctx, s.Thread, user, text) }
-	if !b.mayStop(ctx, log, s, user, tell) {
+	if !b.may(ctx, log, user, stopSession(s), tell) {
 		return
 	}
 	switch s.State {
@@ -66,28 +66,4 @@ func (b *Bot) stop(ctx context.Context, log zerolog.Logger, s store.Session, use
 	}
 	log.Info().Msg("interrupt queued")
 	tell("Stopping Claude's current turn. Requests still waiting for a decision will be cancelled.")
-}
-
-// mayStop lets the session's starter and the approvers stop it; anyone
-// else is told who may, and nothing changes.
-func (b *Bot) mayStop(ctx context.Context, log zerolog.Logger, s store.Session, user string, tell func(string)) bool {
-	if user != "" && user == s.StartedBy {
-		return true
-	}
-	ok, err := b.approvers.allowed(ctx, user)
-	if ok {
-		return true
-	}
-	if err != nil {
-		log.Error().Err(err).Msg("check approvers")
-		tell("Sorry, I could not check whether you may stop Claude (Slack did not list the approver groups). Please try again.")
-		return false
-	}
-	log.Info().Msg("stop by someone who may not stop it ignored")
-	who := b.approvers.describe()
-	if s.StartedBy != "" {
-		who = "<@" + s.StartedBy + "> (who started this session) or " + who
-	}
-	tell("Only " + who + " can stop Claude here. Nothing was changed.")
-	return false
 }

@@ -28,12 +28,14 @@ const (
 )
 
 // HTTP paths the fake posts to in HTTP mode, relative to the base URL given
-// to UseHTTP. Change them with UseHTTPPaths.
+// to UseHTTP.
 const (
 	DefaultEventsPath      = "/slack/events"
 	DefaultInteractivePath = "/slack/interactive"
 	DefaultCommandsPath    = "/slack/commands"
 )
+
+var httpPaths = map[string]string{TypeEventsAPI: DefaultEventsPath, TypeInteractive: DefaultInteractivePath, TypeSlashCommands: DefaultCommandsPath}
 
 // envelope is one Socket Mode delivery waiting for its ack.
 type envelope struct {
@@ -297,17 +299,7 @@ func (f *Fake) UseHTTP(baseURL, signingSecret string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.httpBase, f.httpSecret = strings.TrimSuffix(baseURL, "/"), signingSecret
-	if f.httpPaths == nil {
-		f.httpPaths = map[string]string{TypeEventsAPI: DefaultEventsPath, TypeInteractive: DefaultInteractivePath, TypeSlashCommands: DefaultCommandsPath}
-	}
 	f.notifyLocked()
-}
-
-// UseHTTPPaths changes the endpoints HTTP deliveries go to.
-func (f *Fake) UseHTTPPaths(events, interactive, commands string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.httpPaths = map[string]string{TypeEventsAPI: events, TypeInteractive: interactive, TypeSlashCommands: commands}
 }
 
 // Sign computes Slack's v0 request signature for body sent at ts.
@@ -322,7 +314,7 @@ func Sign(secret string, ts time.Time, body []byte) string {
 // the ack payload (Socket Mode) or the response body (HTTP).
 func (f *Fake) deliver(ctx context.Context, d delivery) (json.RawMessage, error) {
 	f.mu.Lock()
-	base, secret, path := f.httpBase, f.httpSecret, f.httpPaths[d.typ]
+	base, secret, path := f.httpBase, f.httpSecret, httpPaths[d.typ]
 	f.mu.Unlock()
 	if base != "" {
 		return f.deliverHTTP(ctx, base+path, secret, d)
@@ -464,7 +456,7 @@ func (f *Fake) RetryLastEvent(ctx context.Context, reason string) error {
 // (as plain text or as {"challenge": ...}). HTTP mode only.
 func (f *Fake) VerifyURL(ctx context.Context) error {
 	f.mu.Lock()
-	base, secret, path := f.httpBase, f.httpSecret, f.httpPaths[TypeEventsAPI]
+	base, secret, path := f.httpBase, f.httpSecret, httpPaths[TypeEventsAPI]
 	challenge := fmt.Sprintf("fakeslack-challenge-%d", f.nextLocked())
 	f.mu.Unlock()
 	if base == "" {

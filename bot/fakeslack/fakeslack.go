@@ -1,5 +1,13 @@
-// Package fakeslack is an in-process Slack for tests: the Web API, Socket Mode and HTTP delivery, Slack's limits enforced on every message and view, and helpers that act as a person (mention, click, select, submit a modal).
+// Package fakeslack is an in-process Slack for tests: the Web API methods the bot calls, Socket Mode and HTTP delivery, Slack's limits enforced on every message and view, and helpers that act as a person (mention, click, select, submit a modal).
 package fakeslack
+
+// It fakes only what slackgate uses, so that what it fakes is faked well:
+// auth.test, users.info, usergroups.users.list, chat.postMessage,
+// chat.update, chat.postEphemeral, views.open (one modal per person; a
+// submission is answered with errors or closes it), the two-step file
+// upload (files.getUploadURLExternal, files.completeUploadExternal) and
+// apps.connections.open. Any other method answers unknown_method, which
+// fails the test: a new call in the bot needs its fake here first.
 
 import (
 	"context"
@@ -43,9 +51,6 @@ type Option func(*Fake)
 // for the times it records. Signatures on HTTP deliveries always use the
 // real time, because the app checks them against its own clock.
 func WithClock(now func() time.Time) Option { return func(f *Fake) { f.now = now } }
-
-// WithTriggerTTL changes how long a trigger_id may be exchanged for a view.
-func WithTriggerTTL(d time.Duration) Option { return func(f *Fake) { f.triggerTTL = d } }
 
 // WithAckTimeout changes how long the fake waits for an ack (Socket Mode) or
 // an HTTP response (HTTP delivery) before it counts the delivery as failed.
@@ -132,12 +137,10 @@ type Fake struct {
 	channels    map[string]*channel
 	ephemerals  map[string][]*Message // by recipient
 	views       map[string]*View      // by view id
-	stacks      map[string][]string   // user → modal stack (view ids, bottom first)
-	homes       map[string]*View      // user → published home tab
+	open        map[string]string     // user → id of the modal open for them
 	triggers    map[string]*trigger
 	uploads     map[string]*File // by file id, until completed
 	files       []*File
-	responses   map[string]*responseURL
 	state       map[stateKey]json.RawMessage // a person's select/checkbox choices on a message
 	conns       []*socketConn                // live Socket Mode connections
 	connCount   int                          // every connection ever accepted
@@ -146,7 +149,6 @@ type Fake struct {
 	abandoned   map[string]bool              // envelopes delivery gave up on; their late acks are ignored
 	httpBase    string                       // set by UseHTTP
 	httpSecret  string
-	httpPaths   map[string]string
 	lastTrigger map[string]string // user → trigger_id of their latest interaction
 	lastEvent   *sentEvent
 }
@@ -174,12 +176,6 @@ type stateKey struct {
 	user, container, blockID, actionID string
 }
 
-type responseURL struct {
-	user, channel, messageTS, threadTS string
-	ephemeral                          bool
-	uses                               int
-}
-
 // New starts a fake Slack for t. Close runs automatically at the end of the
 // test; every rejected call and failed delivery fails the test unless the
 // matching Allow option is given.
@@ -198,11 +194,9 @@ func New(t testing.TB, opts ...Option) *Fake {
 		channels:     map[string]*channel{},
 		ephemerals:   map[string][]*Message{},
 		views:        map[string]*View{},
-		stacks:       map[string][]string{},
-		homes:        map[string]*View{},
+		open:         map[string]string{},
 		triggers:     map[string]*trigger{},
 		uploads:      map[string]*File{},
-		responses:    map[string]*responseURL{},
 		state:        map[stateKey]json.RawMessage{},
 		pending:      map[string]*envelope{},
 		abandoned:    map[string]bool{},

@@ -27,13 +27,12 @@ type Message struct {
 	Text      string
 	Blocks    []slack.Block   // decoded with slack-go
 	RawBlocks json.RawMessage // blocks exactly as last sent; nil when none
-	Updated   int             // how many times chat.update (or a response_url) replaced it
+	Updated   int             // how many times chat.update replaced it
 	Posted    time.Time
 	Edited    time.Time
 	Ephemeral bool
 	Recipient string // who sees an ephemeral message
 	Files     []File
-	Reactions []string
 }
 
 // Ref returns the message's channel and ts.
@@ -61,7 +60,6 @@ func (m *Message) clone() Message {
 	c := *m
 	c.Blocks = slices.Clone(m.Blocks)
 	c.Files = slices.Clone(m.Files)
-	c.Reactions = slices.Clone(m.Reactions)
 	return c
 }
 
@@ -78,22 +76,17 @@ type File struct {
 	complete bool
 }
 
-// View is a modal (or home tab) the app opened, updated or pushed.
+// View is a modal the app opened.
 type View struct {
 	ID              string
 	User            string
-	Type            string // "modal" or "home"
+	Type            string // "modal"
 	CallbackID      string
 	PrivateMetadata string
-	ExternalID      string
 	Hash            string
 	Title           string
-	Request         slack.ModalViewRequest // decoded; for home tabs only Type, Blocks, CallbackID, PrivateMetadata, ExternalID
+	Request         slack.ModalViewRequest // decoded
 	Raw             json.RawMessage        // the view as the app sent it, with block ids filled in
-	RootID          string
-	PreviousID      string
-	Updated         int
-	Closed          bool
 }
 
 // HasText reports whether substr occurs anywhere in the view's texts.
@@ -250,27 +243,27 @@ func (f *Fake) WaitFile(ctx context.Context, match func(File) bool) (File, error
 	return found, err
 }
 
-// OpenedViews returns the modal stack currently open for user, bottom first.
-func (f *Fake) OpenedViews(user string) []View {
+// OpenView returns the modal open for user, if any.
+func (f *Fake) OpenView(user string) (View, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	var out []View
-	for _, id := range f.stacks[user] {
-		out = append(out, *f.views[id])
+	id, ok := f.open[user]
+	if !ok {
+		return View{}, false
 	}
-	return out
+	return *f.views[id], true
 }
 
-// WaitView blocks until the top modal open for user satisfies every match
+// WaitView blocks until the modal open for user satisfies every match
 // (any open modal when there is none) and returns it.
 func (f *Fake) WaitView(ctx context.Context, user string, match ...func(View) bool) (View, error) {
 	var found View
 	err := f.waitFor(ctx, "a modal for "+user, func() bool {
-		st := f.stacks[user]
-		if len(st) == 0 {
+		id, ok := f.open[user]
+		if !ok {
 			return false
 		}
-		v := *f.views[st[len(st)-1]]
+		v := *f.views[id]
 		for _, m := range match {
 			if !m(v) {
 				return false
@@ -282,25 +275,9 @@ func (f *Fake) WaitView(ctx context.Context, user string, match ...func(View) bo
 	return found, err
 }
 
-// HomeView returns the home tab published for user.
-func (f *Fake) HomeView(user string) (View, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	v, ok := f.homes[user]
-	if !ok {
-		return View{}, false
-	}
-	return *v, true
-}
-
 // Text matches messages or views whose texts contain substr; for WaitMessage.
 func Text(substr string) func(Message) bool {
 	return func(m Message) bool { return m.HasText(substr) }
-}
-
-// InThread matches the replies in the thread (channel, ts).
-func InThread(channel, ts string) func(Message) bool {
-	return func(m Message) bool { return m.Channel == channel && m.ThreadTS == ts }
 }
 
 // All matches when every predicate matches.

@@ -143,12 +143,6 @@ func (f *Fake) DMReply(ctx context.Context, user, threadTS, text string) (string
 	return ts, f.sendEvents(ctx, "DM from "+user, payloads...)
 }
 
-func (f *Fake) newResponseURLLocked(r *responseURL) string {
-	id := f.idLocked("R")
-	f.responses[id] = r
-	return f.srv.URL + "/response/" + id
-}
-
 // SlashCommand runs command (for example "/claude") with text as user in
 // channel. An immediate answer in the ack (a message with text or blocks)
 // is shown the way Slack shows it: ephemeral unless response_type is
@@ -173,7 +167,6 @@ func (f *Fake) SlashCommand(ctx context.Context, user, channel, command, text st
 		"text":                  {text},
 		"api_app_id":            {AppID},
 		"is_enterprise_install": {"false"},
-		"response_url":          {f.newResponseURLLocked(&responseURL{user: u.ID, channel: c.id, ephemeral: true})},
 		"trigger_id":            {f.newTriggerLocked(u.ID)},
 	}
 	f.mu.Unlock()
@@ -208,10 +201,37 @@ func (f *Fake) showImmediateAnswer(user, channel string, ack json.RawMessage) er
 	if _, hasText := msg["text"]; !hasText && msg["blocks"] == nil {
 		return nil // e.g. {"response_type":"ephemeral"} alone: nothing to show
 	}
+	var text, responseType string
+	_ = json.Unmarshal(msg["text"], &text)
+	_ = json.Unmarshal(msg["response_type"], &responseType)
+	p := params{"text": {text}}
+	if b, ok := msg["blocks"]; ok && string(b) != "null" {
+		p["blocks"] = []string{string(b)}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	_, err := f.respondLocked("immediate answer", &responseURL{user: user, channel: channel, ephemeral: true}, msg)
-	return err
+	defer f.notifyLocked()
+	reject := func(err error) error {
+		var ae *apiError
+		errors.As(err, &ae)
+		return f.rejectLocked("immediate answer", ae.code, channel, strings.Join(ae.details, "; "))
+	}
+	m, err := f.buildMessage(p, maxPostText)
+	if err != nil {
+		return reject(err)
+	}
+	m.Channel, m.TS, m.User, m.BotID = channel, f.tsLocked(), BotUserID, BotID
+	if responseType == "in_channel" {
+		c, err := f.resolveChannelLocked(channel)
+		if err != nil {
+			return reject(err)
+		}
+		c.messages = append(c.messages, m)
+		return nil
+	}
+	m.Ephemeral, m.Recipient = true, user
+	f.ephemerals[user] = append(f.ephemerals[user], m)
+	return nil
 }
 
 // target is the message a person acts on.
@@ -304,9 +324,7 @@ func (f *Fake) blockActionsLocked(u *User, t target, action map[string]any) []by
 		"is_enterprise_install": false,
 		"channel":               map[string]any{"id": t.m.Channel, "name": chName},
 		"state":                 map[string]any{"values": f.stateLocked(u.ID, t)},
-		"response_url": f.newResponseURLLocked(&responseURL{user: u.ID, channel: t.m.Channel, messageTS: t.m.TS,
-			threadTS: t.m.ThreadTS, ephemeral: t.ephemeral}),
-		"actions": []any{action},
+		"actions":               []any{action},
 	}
 	// Slack leaves the message out for ephemeral messages.
 	if !t.ephemeral {

@@ -43,7 +43,7 @@ func (f *Fake) useTriggerLocked(id string) (*trigger, error) {
 
 // parseViewLocked decodes a view argument, gives blocks and input elements
 // the ids Slack would assign, and checks it against Slack's limits.
-func (f *Fake) parseViewLocked(raw string, home bool) (json.RawMessage, slack.ModalViewRequest, error) {
+func (f *Fake) parseViewLocked(raw string) (json.RawMessage, slack.ModalViewRequest, error) {
 	var mv slack.ModalViewRequest
 	if len(raw) > maxViewBytes {
 		return nil, mv, fail("view_too_large", fmt.Sprintf("view: %d > %d bytes", len(raw), maxViewBytes))
@@ -74,37 +74,10 @@ func (f *Fake) parseViewLocked(raw string, home bool) (json.RawMessage, slack.Mo
 	if err := json.Unmarshal(filled, &mv); err != nil {
 		return nil, mv, fail("invalid_arguments", "view: "+err.Error())
 	}
-	if home {
-		if mv.Type != slack.VTHomeTab {
-			return nil, mv, fail("invalid_arguments", fmt.Sprintf("view.type: %q is not \"home\"", mv.Type))
-		}
-		// The blocks package validates modals only; a home tab is checked
-		// for decoding and size.
-		return filled, mv, nil
-	}
 	if err := blocks.ValidateView(mv); err != nil {
 		return nil, mv, fail("invalid_arguments", problems(err)...)
 	}
 	return filled, mv, nil
-}
-
-func (f *Fake) newViewLocked(user string, raw json.RawMessage, mv slack.ModalViewRequest) *View {
-	v := &View{ID: f.idLocked("V"), User: user}
-	f.setViewLocked(v, raw, mv)
-	v.Updated = 0
-	f.views[v.ID] = v
-	return v
-}
-
-func (f *Fake) setViewLocked(v *View, raw json.RawMessage, mv slack.ModalViewRequest) {
-	v.Raw, v.Request = raw, mv
-	v.Type, v.CallbackID, v.PrivateMetadata, v.ExternalID = string(mv.Type), mv.CallbackID, mv.PrivateMetadata, mv.ExternalID
-	v.Title = ""
-	if mv.Title != nil {
-		v.Title = mv.Title.Text
-	}
-	v.Hash = fmt.Sprintf("%d.%08x", 1700000000+f.nextLocked(), f.seq*40503)
-	v.Updated++
 }
 
 // wire is the view object Slack returns and puts in view payloads.
@@ -122,16 +95,12 @@ func (v *View) wire(state map[string]any) map[string]any {
 			out[k] = ""
 		}
 	}
-	root := v.RootID
-	if root == "" {
-		root = v.ID
-	}
 	out["id"] = v.ID
 	out["team_id"] = TeamID
 	out["state"] = map[string]any{"values": state}
 	out["hash"] = v.Hash
-	out["root_view_id"] = root
-	out["previous_view_id"] = nilIfEmpty(v.PreviousID)
+	out["root_view_id"] = v.ID
+	out["previous_view_id"] = nil
 	out["app_id"] = AppID
 	out["app_installed_team_id"] = TeamID
 	out["bot_id"] = BotID
@@ -145,89 +114,24 @@ func nilIfEmpty(s string) any {
 	return s
 }
 
-func (f *Fake) openViewLocked(method string, p params) (map[string]any, error) {
+// openViewLocked is views.open: the modal replaces whatever the person had
+// open (the app only ever opens one modal at a time).
+func (f *Fake) openViewLocked(p params) (map[string]any, error) {
 	tr, err := f.useTriggerLocked(p.get("trigger_id"))
 	if err != nil {
 		return nil, err
 	}
-	raw, mv, err := f.parseViewLocked(p.get("view"), false)
+	raw, mv, err := f.parseViewLocked(p.get("view"))
 	if err != nil {
 		return nil, err
 	}
-	stack := f.stacks[tr.user]
-	if method == "views.push" {
-		if len(stack) == 0 {
-			return nil, fail("not_found", "views.push needs an open modal")
-		}
-		if len(stack) >= maxViewStack {
-			return nil, fail("push_limit_reached")
-		}
-	} else {
-		f.closeStackLocked(tr.user)
-		stack = nil
+	v := &View{ID: f.idLocked("V"), User: tr.user, Raw: raw, Request: mv,
+		Type: string(mv.Type), CallbackID: mv.CallbackID, PrivateMetadata: mv.PrivateMetadata}
+	if mv.Title != nil {
+		v.Title = mv.Title.Text
 	}
-	v := f.newViewLocked(tr.user, raw, mv)
-	if len(stack) > 0 {
-		v.RootID = stack[0]
-		v.PreviousID = stack[len(stack)-1]
-	}
-	f.stacks[tr.user] = append(stack, v.ID)
-	return map[string]any{"view": v.wire(nil)}, nil
-}
-
-func (f *Fake) closeStackLocked(user string) {
-	for _, id := range f.stacks[user] {
-		f.views[id].Closed = true
-	}
-	delete(f.stacks, user)
-}
-
-func (f *Fake) findViewLocked(viewID, externalID string) *View {
-	if viewID != "" {
-		return f.views[viewID]
-	}
-	for _, v := range f.views {
-		if externalID != "" && v.ExternalID == externalID && !v.Closed {
-			return v
-		}
-	}
-	return nil
-}
-
-func (f *Fake) updateViewLocked(p params) (map[string]any, error) {
-	v := f.findViewLocked(p.get("view_id"), p.get("external_id"))
-	if v == nil {
-		return nil, fail("not_found")
-	}
-	if h := p.get("hash"); h != "" && h != v.Hash {
-		return nil, fail("hash_conflict")
-	}
-	raw, mv, err := f.parseViewLocked(p.get("view"), v.Type == string(slack.VTHomeTab))
-	if err != nil {
-		return nil, err
-	}
-	f.setViewLocked(v, raw, mv)
-	return map[string]any{"view": v.wire(nil)}, nil
-}
-
-func (f *Fake) publishViewLocked(p params) (map[string]any, error) {
-	user := p.get("user_id")
-	if _, ok := f.users[user]; !ok {
-		return nil, fail("user_not_found")
-	}
-	raw, mv, err := f.parseViewLocked(p.get("view"), true)
-	if err != nil {
-		return nil, err
-	}
-	v, ok := f.homes[user]
-	if ok {
-		if h := p.get("hash"); h != "" && h != v.Hash {
-			return nil, fail("hash_conflict")
-		}
-		f.setViewLocked(v, raw, mv)
-	} else {
-		v = f.newViewLocked(user, raw, mv)
-		f.homes[user] = v
-	}
+	v.Hash = fmt.Sprintf("%d.%08x", 1700000000+f.nextLocked(), f.seq*40503)
+	f.views[v.ID] = v
+	f.open[tr.user] = v.ID
 	return map[string]any{"view": v.wire(nil)}, nil
 }

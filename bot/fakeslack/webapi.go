@@ -13,7 +13,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -28,7 +27,6 @@ const (
 	maxPostText   = 40000 // chat.postMessage truncates above this
 	maxUpdateText = 4000  // chat.update answers msg_too_long above this
 	maxViewBytes  = 250000
-	maxViewStack  = 3
 )
 
 // apiError is a Web API failure: Slack's error code plus the details Slack
@@ -52,7 +50,6 @@ func (f *Fake) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", f.serveAPI)
 	mux.HandleFunc("/upload/", f.serveUpload)
-	mux.HandleFunc("/response/", f.serveResponseURL)
 	mux.HandleFunc("/socket", f.serveSocket)
 	return mux
 }
@@ -198,71 +195,14 @@ func (f *Fake) dispatchLocked(method, token string, p params) (map[string]any, e
 			return nil, fail("no_such_subteam")
 		}
 		return map[string]any{"users": append([]string{}, members...)}, nil
-	case "conversations.info":
-		c, ok := f.channels[p.get("channel")]
-		if !ok {
-			return nil, fail("channel_not_found")
-		}
-		return map[string]any{"channel": channelJSON(c)}, nil
-	case "conversations.open":
-		users := strings.Split(p.get("users"), ",")
-		if len(users) != 1 || f.users[users[0]] == nil {
-			return nil, fail("user_not_found")
-		}
-		return map[string]any{"channel": channelJSON(f.dmLocked(users[0]))}, nil
-	case "conversations.replies":
-		msgs := f.threadLocked(p.get("channel"), p.get("ts"))
-		if len(msgs) == 0 {
-			return nil, fail("thread_not_found")
-		}
-		out := make([]map[string]any, len(msgs))
-		for i := range msgs {
-			out[i] = msgs[i].wire()
-		}
-		return map[string]any{"messages": out, "has_more": false}, nil
 	case "chat.postMessage":
 		return f.postMessageLocked(p)
 	case "chat.update":
 		return f.updateMessageLocked(p)
-	case "chat.delete":
-		return f.deleteMessageLocked(p)
 	case "chat.postEphemeral":
 		return f.postEphemeralLocked(p)
-	case "reactions.add":
-		m := f.messageLocked(p.get("channel"), p.get("timestamp"))
-		if m == nil {
-			return nil, fail("message_not_found")
-		}
-		for _, r := range m.Reactions {
-			if r == p.get("name") {
-				return nil, fail("already_reacted")
-			}
-		}
-		m.Reactions = append(m.Reactions, p.get("name"))
-		return nil, nil
-	case "reactions.remove":
-		m := f.messageLocked(p.get("channel"), p.get("timestamp"))
-		if m == nil {
-			return nil, fail("message_not_found")
-		}
-		i := slices.Index(m.Reactions, p.get("name"))
-		if i < 0 {
-			return nil, fail("no_reaction")
-		}
-		m.Reactions = slices.Delete(m.Reactions, i, i+1)
-		return nil, nil
-	case "chat.getPermalink":
-		m := f.messageLocked(p.get("channel"), p.get("message_ts"))
-		if m == nil {
-			return nil, fail("message_not_found")
-		}
-		return map[string]any{"channel": m.Channel, "permalink": Permalink(m.Channel, m.TS)}, nil
-	case "views.open", "views.push":
-		return f.openViewLocked(method, p)
-	case "views.update":
-		return f.updateViewLocked(p)
-	case "views.publish":
-		return f.publishViewLocked(p)
+	case "views.open":
+		return f.openViewLocked(p)
 	case "files.getUploadURLExternal":
 		n, err := strconv.Atoi(p.get("length"))
 		if p.get("filename") == "" || err != nil || n <= 0 {
@@ -281,14 +221,6 @@ func userJSON(u *User) map[string]any {
 	return map[string]any{"id": u.ID, "team_id": TeamID, "name": u.Name, "real_name": u.Name,
 		"is_bot": u.ID == BotUserID, "deleted": false, "tz": "UTC",
 		"profile": map[string]any{"display_name": u.Name, "real_name": u.Name}}
-}
-
-func channelJSON(c *channel) map[string]any {
-	out := map[string]any{"id": c.id, "name": c.name, "is_channel": !c.im, "is_im": c.im, "is_member": true, "is_private": false}
-	if c.im {
-		out["user"] = c.user
-	}
-	return out
 }
 
 func (m *Message) wire() map[string]any {
@@ -448,24 +380,6 @@ func (f *Fake) applyEditLocked(m *Message, text, rawBlocks string, hasBlocks boo
 	return nil
 }
 
-func (f *Fake) deleteMessageLocked(p params) (map[string]any, error) {
-	c, ok := f.channels[p.get("channel")]
-	if !ok {
-		return nil, fail("channel_not_found")
-	}
-	for i, m := range c.messages {
-		if m.TS != p.get("ts") {
-			continue
-		}
-		if m.BotID == "" {
-			return nil, fail("cant_delete_message")
-		}
-		c.messages = append(c.messages[:i], c.messages[i+1:]...)
-		return map[string]any{"channel": c.id, "ts": m.TS}, nil
-	}
-	return nil, fail("message_not_found")
-}
-
 func (f *Fake) postEphemeralLocked(p params) (map[string]any, error) {
 	c, err := f.resolveChannelLocked(p.get("channel"))
 	if err != nil {
@@ -571,9 +485,4 @@ func readMultipartFile(mr *multipart.Reader) ([]byte, error) {
 			return io.ReadAll(part)
 		}
 	}
-}
-
-// Permalink is the link chat.getPermalink returns for a message.
-func Permalink(channel, ts string) string {
-	return "https://" + TeamDomain + ".slack.com/archives/" + channel + "/p" + strings.ReplaceAll(ts, ".", "")
 }
