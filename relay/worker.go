@@ -42,10 +42,14 @@ type Config struct {
 	MaxSessions    int           // processes at once; idle ones give way to new sessions (0 = DefaultMaxSessions)
 	IdleTimeout    time.Duration // a process idle this long after a result stops, if it did not give way first (0 = DefaultIdleTimeout)
 	WorkerID       string        // owner name in the store; a restart under the same name recovers ("" = hostname)
-	Env            []string      // claude's environment (nil = os.Environ())
+	Env            []string      // claude's environment is drawn from it by ClaudeEnv (nil = os.Environ())
 	Clock          Clock         // nil = RealClock
 	StopGrace      time.Duration // see ProcessOptions
 	KillGrace      time.Duration
+
+	PassEnv []string               // more names ClaudeEnv lets through (CLAUDE_ENV)
+	DenyEnv func(name string) bool // names that never pass, whatever list they are on; nil = none
+	User    *RunAs                 // run claude as this OS user (nil = the worker's own)
 }
 
 func (c *Config) normalize() error {
@@ -84,6 +88,7 @@ func (c *Config) normalize() error {
 // session, bridging its control requests to the store and decisions back.
 type Worker struct {
 	cfg   Config
+	env   []string // claude's environment, through the allowlist
 	st    store.Store
 	log   zerolog.Logger
 	clock Clock
@@ -102,7 +107,11 @@ func NewWorker(cfg Config, st store.Store, log zerolog.Logger) (*Worker, error) 
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
-	return &Worker{cfg: cfg, st: st, log: log.With().Str("worker", cfg.WorkerID).Logger(), clock: cfg.Clock,
+	environ := cfg.Env
+	if environ == nil {
+		environ = os.Environ()
+	}
+	return &Worker{cfg: cfg, env: ClaudeEnv(environ, cfg.PassEnv, cfg.DenyEnv), st: st, log: log.With().Str("worker", cfg.WorkerID).Logger(), clock: cfg.Clock,
 		live: make(map[string]*Process), slots: make(map[*slot]struct{}), changed: make(chan struct{})}, nil
 }
 
@@ -581,7 +590,7 @@ func (w *Worker) runProcess(ctx context.Context, sl *slot, sess store.Session, f
 		Bin: w.cfg.ClaudeBin, SessionID: sess.ID, Resume: sess.Started, WorkDir: sess.WorkDir,
 		PermissionMode: orDefault(sess.PermissionMode, w.cfg.PermissionMode),
 		Model:          orDefault(sess.Model, w.cfg.Model),
-		ExtraArgs:      w.cfg.ExtraArgs, Env: w.cfg.Env, StopGrace: w.cfg.StopGrace, KillGrace: w.cfg.KillGrace,
+		ExtraArgs:      w.cfg.ExtraArgs, Env: w.env, User: w.cfg.User, StopGrace: w.cfg.StopGrace, KillGrace: w.cfg.KillGrace,
 	}
 	proc, err := StartProcess(pctx, opts, ConnHandlers{OnMessage: b.onMessage, OnCanUseTool: b.onCanUseTool}, log)
 	if err != nil {
