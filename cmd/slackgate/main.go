@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -107,7 +108,11 @@ func (p program) run(ctx context.Context, args []string) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	if cmd == "run" || cmd == "worker" {
-		w, err := relay.NewWorker(p.relayConfig(cfg), st, log.With().Str("component", "worker").Logger())
+		runAs, err := p.claudeUser(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		w, err := relay.NewWorker(p.relayConfig(cfg, runAs), st, log.With().Str("component", "worker").Logger())
 		if err != nil {
 			return err
 		}
@@ -160,8 +165,9 @@ func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
 }
 
 // relayConfig is the worker's share of the configuration.
-func (p program) relayConfig(cfg Config) relay.Config {
+func (p program) relayConfig(cfg Config, runAs *relay.RunAs) relay.Config {
 	args, _ := splitArgs(cfg.Args) // validated by loadConfig
+	pass, _ := cfg.passEnv()       // validated by loadConfig
 	return relay.Config{
 		ClaudeBin:      cfg.ClaudeBin,
 		PermissionMode: cfg.PermissionMode,
@@ -171,8 +177,43 @@ func (p program) relayConfig(cfg Config) relay.Config {
 		MaxSessions:    cfg.MaxSessions,
 		IdleTimeout:    cfg.IdleTimeout,
 		WorkerID:       cfg.WorkerID,
-		Env:            p.environ, // claude inherits slackgate's environment
+		Env:            p.environ, // the worker lets only ClaudeEnv's allowlist through
+		PassEnv:        pass,
+		DenyEnv:        slackgateSetting,
+		User:           runAs,
 	}
+}
+
+// claudeUser resolves CLAUDE_USER and proves, before any session, that the
+// CLI starts as that user in every working directory slackgate knows of.
+func (p program) claudeUser(ctx context.Context, cfg Config) (*relay.RunAs, error) {
+	if cfg.ClaudeUser == "" {
+		return nil, nil
+	}
+	u, err := relay.LookupRunAs(cfg.ClaudeUser)
+	if err == nil {
+		pass, _ := cfg.passEnv() // validated by loadConfig
+		err = u.Check(ctx, cfg.ClaudeBin, relay.ClaudeEnv(p.environ, pass, slackgateSetting), workDirs(cfg))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("config: CLAUDE_USER=%s: %w", cfg.ClaudeUser, err)
+	}
+	return u, nil
+}
+
+// workDirs are the directories sessions may run in: CLAUDE_WORKDIR and
+// CHANNEL_WORKDIRS (a worker started without the bot's settings knows only
+// the first; a session elsewhere fails when it starts, saying why).
+func workDirs(cfg Config) []string {
+	dirs := []string{cfg.WorkDir}
+	byChannel, _ := bot.ParseChannelWorkDirs(cfg.ChannelWorkDirs) // validated by botConfig
+	for _, d := range byChannel {
+		if !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	slices.Sort(dirs[1:])
+	return dirs
 }
 
 // botConfig is the Slack side's share of the configuration.
