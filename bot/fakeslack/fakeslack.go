@@ -1,4 +1,3 @@
-// Package fakeslack is an in-process Slack for tests: the Web API, Socket Mode and HTTP delivery, Slack's limits enforced on every message and view, and helpers that act as a person (mention, click, select, submit a modal).
 package fakeslack
 
 import (
