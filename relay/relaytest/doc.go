@@ -102,7 +102,6 @@
 //     asking) and calls ExitPlanMode with {}; the CLI then sends the host
 //     input {"plan": <file content>, "planFilePath": <path>}. Without a plan
 //     file 2.1.330 sends {} and 2.1.197 passes the model's input through.
-//     The exact lines are in /work/briefs/observed-wire.md.
 //
 // # Hermetic runs
 //
