@@ -7,8 +7,13 @@ SHELL := bash
 CLAUDE_CODE_VERSION ?= 2.1.330
 GO ?= go
 FUZZTIME ?= 10s
+# staticcheck, pinned (v0.8.2 is release 2026.2.2, which knows Go 1.26);
+# installed from the Go module proxy into the git-ignored .cache/ when missing.
+STATICCHECK_VERSION ?= v0.8.2
+TOOLS ?= $(CURDIR)/.cache/tools
+STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
-.PHONY: all build run test test-go test-cli-197 fuzz bench lint claude-code
+.PHONY: all build run test test-go test-cli-197 fuzz bench lint gofmt vet tidy staticcheck claude-code
 
 all: build
 
@@ -28,7 +33,8 @@ run: build
 claude-code:
 	@.ci/claude-code.sh $(CLAUDE_CODE_VERSION)
 
-## test: vet, race tests against the real CLI and a private redis, fuzz briefly.
+## test: the lint gates, race tests (the architecture and function-length
+## tests among them) against the real CLI and a private redis, fuzz briefly.
 test: lint
 	CLAUDE_BIN="$$(.ci/claude-code.sh $(CLAUDE_CODE_VERSION))" \
 	CLAUDE_BIN_197="$$(.ci/claude-code.sh 2.1.197)" \
@@ -46,10 +52,25 @@ test-cli-197:
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeLine$$' -fuzztime $(FUZZTIME) ./relay
 
-lint:
+## lint: gofmt, go vet, go.mod/go.sum tidy, staticcheck.
+lint: gofmt vet tidy staticcheck
+
+gofmt:
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted" >&2; exit 1; fi
+
+vet:
 	$(GO) vet ./...
+
+# Fails, printing the diff, when `go mod tidy` would change go.mod or go.sum.
+tidy:
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy" >&2; exit 1; }
+
+staticcheck: $(STATICCHECK)
+	$(STATICCHECK) ./...
+
+$(STATICCHECK):
+	GOBIN="$(dir $@)" $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 ## bench: the store round trip on both backends (figures go in README.md).
 bench:

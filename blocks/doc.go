@@ -1,5 +1,11 @@
 // Package blocks renders slackgate's requests and session events as Slack Block Kit, decodes people's clicks and modal submissions back into store decisions, and validates every message and view against Slack's limits; it is pure: no I/O, no logging, no clock.
 //
+// It owns how slackgate looks and what a click means: every card, modal,
+// thread message and status line, every action_id, and the check of
+// Slack's limits that both the renderers' golden tests and bot/fakeslack
+// apply. It does not post, read or decide anything: bot calls Slack and
+// store.Decide with what blocks returns.
+//
 // # Validator (the law for fakeslack and for every renderer here)
 //
 //	ValidateMessage(text string, bs []slack.Block) error

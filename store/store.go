@@ -1,7 +1,3 @@
-// Package store is slackgate's domain vocabulary and the one place where the
-// Slack side (bot) and the Claude Code side (relay) meet: the durable record of
-// sessions and pending control requests, and the bus that carries inputs,
-// decisions and session events between processes.
 package store
 
 import (

@@ -1,9 +1,3 @@
-// Command slackgate runs Claude Code headless and puts every permission
-// prompt and question it asks into Slack, where people answer with a tap.
-//
-//	slackgate run      Slack bot and Claude Code worker in one process (embedded store, or Redis)
-//	slackgate bot      only the Slack side (needs REDIS_URL)
-//	slackgate worker   only the Claude Code side (needs REDIS_URL)
 package main
 
 import (

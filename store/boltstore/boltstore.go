@@ -1,6 +1,3 @@
-// Package boltstore is slackgate's embedded single-machine store: one bbolt
-// file, bbolt transactions for atomicity and in-process wake-ups for every
-// blocking call.
 package boltstore
 
 import (
