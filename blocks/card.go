@@ -464,7 +464,7 @@ func (c *card) about() []string {
 		out = append(out, "Title: "+codeSafe(cut(oneLine(t), 300)))
 	}
 	if n := c.r.DisplayName; n != "" && n != c.r.ToolName {
-		out = append(out, "Shown to Claude as "+inlineCode(n, 200)+", tool "+inlineCode(c.r.ToolName, 200))
+		out = append(out, "Display name "+inlineCode(n, 200)+" (tool "+inlineCode(c.r.ToolName, 200)+")")
 	}
 	if d := strings.TrimSpace(c.r.Description); d != "" && c.r.ToolName != "Bash" && !c.inInput(d) {
 		out = append(out, "Description: "+codeSafe(cut(oneLine(d), 500)))

@@ -90,6 +90,9 @@ func TestHugeInputsStayWithinLimitsAndAttachTheFullText(t *testing.T) {
 
 func TestSmallInputsAreNotTruncated(t *testing.T) {
 	for name, r := range cards() {
+		if strings.HasSuffix(name, "_long") {
+			continue
+		}
 		t.Run(name, func(t *testing.T) {
 			m := Card(r, session)
 			if m.FullInput != "" {

@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/slack-go/slack"
 	"github.com/slackgate/slackgate/store"
@@ -51,7 +52,7 @@ func (c *card) hiddenNote() string {
 // part of the input.
 func (c *card) guard(b *slack.ButtonBlockElement, verb string) *slack.ButtonBlockElement {
 	if note := c.hiddenNote(); note != "" {
-		b = b.WithConfirm(confirm(verb+" without seeing all of it?", note, verb+" anyway", "Go back"))
+		b = b.WithConfirm(confirm(verb+" without seeing all of it?", strings.TrimSpace(note), verb+" anyway", "Go back"))
 	}
 	return b
 }

@@ -81,12 +81,15 @@ var secretRules = []struct {
 	{regexp.MustCompile(`\b(xox[abposre]-|xapp-)[A-Za-z0-9-]{8,}`), "${1}" + mask},
 	{regexp.MustCompile(`\b(sk-ant-)[A-Za-z0-9_-]{8,}`), "${1}" + mask},
 	{regexp.MustCompile(`\b(sk-(?:proj-|svcacct-)?)[A-Za-z0-9_-]{20,}`), "${1}" + mask},
-	{regexp.MustCompile(`(?i)\b(authorization"?\s*[:=]\s*"?(?:[a-z]+ )?)[A-Za-z0-9._~+/=-]{4,}`), "${1}" + mask},
+	// Authorization: <scheme> <credentials>, or a bare credential long
+	// enough not to be a scheme word (so masking twice changes nothing).
+	{regexp.MustCompile(`(?i)\b(authorization"?\s*[:=]\s*"?[a-z]+ )[A-Za-z0-9._~+/=-]{4,}`), "${1}" + mask},
+	{regexp.MustCompile(`(?i)\b(authorization"?\s*[:=]\s*"?)[A-Za-z0-9._~+/=-]{12,}`), "${1}" + mask},
 	{regexp.MustCompile(`(?i)\b((?:bearer|basic) )[A-Za-z0-9._~+/=-]{8,}`), "${1}" + mask},
 	// scheme://user:password@host
 	{regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]{0,20}://[^` + shellMeta + `/:@]{1,200}:)[^` + shellMeta + `/@]{1,200}(@)`), "${1}" + mask + "${2}"},
 	// NAME_TOKEN=…, *_SECRET=…, *_KEY=…, PASSWORD=… (also "NAME_TOKEN": "…")
-	{regexp.MustCompile(`(?i)\b((?:(?:[a-z0-9]+_)+(?:token|secret|key|password|passwd|pwd|credentials?)|token|secret|password|passwd|apikey)"?\s*[=:]\s*["']?)[^` + shellMeta + `:•]{1,500}`), "${1}" + mask},
+	{regexp.MustCompile(`(?i)\b((?:(?:[a-z0-9]+_)+(?:token|secret|key|password|passwd|pwd|credentials?)|token|secret|password|passwd|apikey)"?\s*[=:]\s*["']?)[^` + shellMeta + `:]{1,500}`), "${1}" + mask},
 }
 
 // maskSecrets masks every secret of a known shape in s; the result is for
