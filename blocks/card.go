@@ -113,11 +113,13 @@ func (c *card) flag(long, short string) {
 // invisible character the escaping path made visible, masked secrets.
 func (c *card) warnings() {
 	raw, _ := json.Marshal(c.msg.Blocks)
-	if strings.Contains(string(raw), invisibleMark) || hasInvisible(c.real.ToolName) {
+	shown := string(raw)
+	if strings.Contains(shown, invisibleMark) || hasInvisible(c.real.ToolName) {
 		c.flag("⚠️ *Contains invisible or bidirectional characters*: shown as "+invisibleMark+"…⟧ escapes; "+
 			"they can make text read differently from what runs", "contains invisible or bidirectional characters")
 	}
-	if maskSecrets(string(c.real.Input)) != string(c.real.Input) {
+	if string(c.r.Input) != string(c.real.Input) ||
+		(strings.Contains(shown, mask) && !strings.Contains(string(c.real.Input), mask)) {
 		c.flags = append(c.flags, "🔒 Secrets in the input are masked on this card; Claude gets the input unchanged")
 	}
 }

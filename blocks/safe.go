@@ -69,34 +69,37 @@ const shellMeta = "\\s\"'<>;|&$()`\\\\{}\\[\\],*?!#"
 // before the secret (a recognisable prefix) and replaces the secret group
 // with the mask; the order matters (sk-ant- before sk-).
 var secretRules = []struct {
+	hint string // a substring every match contains ("" when none): skips the regexp cheaply
 	re   *regexp.Regexp
 	keep string // replacement: the kept groups around the mask
 }{
 	// A PEM private key: only lines of base64 (or the two PEM header
 	// lines) between the markers, so a command line cannot hide inside.
-	{regexp.MustCompile(`(-----BEGIN [A-Z0-9 ]{0,30}PRIVATE KEY-----)(?:(?:\\r|\r)?(?:\\n|\n)(?:[A-Za-z0-9+/=]{1,80}|Proc-Type: [0-9A-Z,]+|DEK-Info: [A-Z0-9,-]+)?){2,}?((?:\\r|\r)?(?:\\n|\n)-----END [A-Z0-9 ]{0,30}PRIVATE KEY-----)`), "${1}" + mask + "${2}"},
-	{regexp.MustCompile(`\b((?:AKIA|ASIA|AIDA|AROA|AIPA|ANPA|ANVA|AGPA))[A-Z0-9]{16}\b`), "${1}" + mask},
-	{regexp.MustCompile(`\b(gh[pousr]_)[A-Za-z0-9]{20,}`), "${1}" + mask},
-	{regexp.MustCompile(`\b(github_pat_)[A-Za-z0-9_]{20,}`), "${1}" + mask},
-	{regexp.MustCompile(`\b(xox[abposre]-|xapp-)[A-Za-z0-9-]{8,}`), "${1}" + mask},
-	{regexp.MustCompile(`\b(sk-ant-)[A-Za-z0-9_-]{8,}`), "${1}" + mask},
-	{regexp.MustCompile(`\b(sk-(?:proj-|svcacct-)?)[A-Za-z0-9_-]{20,}`), "${1}" + mask},
+	{"PRIVATE KEY-----", regexp.MustCompile(`(-----BEGIN [A-Z0-9 ]{0,30}PRIVATE KEY-----)(?:(?:\\r|\r)?(?:\\n|\n)(?:[A-Za-z0-9+/=]{1,80}|Proc-Type: [0-9A-Z,]+|DEK-Info: [A-Z0-9,-]+)?){2,}?((?:\\r|\r)?(?:\\n|\n)-----END [A-Z0-9 ]{0,30}PRIVATE KEY-----)`), "${1}" + mask + "${2}"},
+	{"", regexp.MustCompile(`\b((?:AKIA|ASIA|AIDA|AROA|AIPA|ANPA|ANVA|AGPA))[A-Z0-9]{16}\b`), "${1}" + mask},
+	{"_", regexp.MustCompile(`\b(gh[pousr]_)[A-Za-z0-9]{20,}`), "${1}" + mask},
+	{"github_pat_", regexp.MustCompile(`\b(github_pat_)[A-Za-z0-9_]{20,}`), "${1}" + mask},
+	{"-", regexp.MustCompile(`\b(xox[abposre]-|xapp-)[A-Za-z0-9-]{8,}`), "${1}" + mask},
+	{"sk-ant-", regexp.MustCompile(`\b(sk-ant-)[A-Za-z0-9_-]{8,}`), "${1}" + mask},
+	{"sk-", regexp.MustCompile(`\b(sk-(?:proj-|svcacct-)?)[A-Za-z0-9_-]{20,}`), "${1}" + mask},
 	// Authorization: <scheme> <credentials>, or a bare credential long
 	// enough not to be a scheme word (so masking twice changes nothing).
-	{regexp.MustCompile(`(?i)\b(authorization"?\s*[:=]\s*"?[a-z]+ )[A-Za-z0-9._~+/=-]{4,}`), "${1}" + mask},
-	{regexp.MustCompile(`(?i)\b(authorization"?\s*[:=]\s*"?)[A-Za-z0-9._~+/=-]{12,}`), "${1}" + mask},
-	{regexp.MustCompile(`(?i)\b((?:bearer|basic) )[A-Za-z0-9._~+/=-]{8,}`), "${1}" + mask},
+	{"", regexp.MustCompile(`(?i)\b(authorization"?\s*[:=]\s*"?[a-z]+ )[A-Za-z0-9._~+/=-]{4,}`), "${1}" + mask},
+	{"", regexp.MustCompile(`(?i)\b(authorization"?\s*[:=]\s*"?)[A-Za-z0-9._~+/=-]{12,}`), "${1}" + mask},
+	{" ", regexp.MustCompile(`(?i)\b((?:bearer|basic) )[A-Za-z0-9._~+/=-]{8,}`), "${1}" + mask},
 	// scheme://user:password@host
-	{regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]{0,20}://[^` + shellMeta + `/:@]{1,200}:)[^` + shellMeta + `/@]{1,200}(@)`), "${1}" + mask + "${2}"},
+	{"://", regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]{0,20}://[^` + shellMeta + `/:@]{1,200}:)[^` + shellMeta + `/@]{1,200}(@)`), "${1}" + mask + "${2}"},
 	// NAME_TOKEN=…, *_SECRET=…, *_KEY=…, PASSWORD=… (also "NAME_TOKEN": "…")
-	{regexp.MustCompile(`(?i)\b((?:(?:[a-z0-9]+_)+(?:token|secret|key|password|passwd|pwd|credentials?)|token|secret|password|passwd|apikey)"?\s*[=:]\s*["']?)[^` + shellMeta + `:]{1,500}`), "${1}" + mask},
+	{"", regexp.MustCompile(`(?i)\b((?:(?:[a-z0-9]+_)+(?:token|secret|key|password|passwd|pwd|credentials?)|token|secret|password|passwd|apikey)"?\s*[=:]\s*["']?)[^` + shellMeta + `:]{1,500}`), "${1}" + mask},
 }
 
 // maskSecrets masks every secret of a known shape in s; the result is for
 // display only.
 func maskSecrets(s string) string {
 	for _, rule := range secretRules {
-		s = rule.re.ReplaceAllString(s, rule.keep)
+		if strings.Contains(s, rule.hint) {
+			s = rule.re.ReplaceAllString(s, rule.keep)
+		}
 	}
 	return s
 }
@@ -111,6 +114,9 @@ func maskJSON(raw json.RawMessage) json.RawMessage {
 	}
 	s := string(raw)
 	for _, rule := range secretRules {
+		if !strings.Contains(s, rule.hint) {
+			continue
+		}
 		if m := rule.re.ReplaceAllString(s, rule.keep); m != s && json.Valid([]byte(m)) {
 			s = m
 		}
