@@ -56,12 +56,12 @@ func DecideAction(a Action, r store.Request, cb *slack.InteractionCallback, by W
 		}
 		return store.Decision{}, NextEditModal, nil
 	case ActionAlways:
-		if r.Kind != store.KindTool || a.Index >= len(r.Suggestions) {
+		if !alwaysOffered(r, newerOf(r)) || a.Index >= len(r.Suggestions) {
 			return mismatch()
 		}
 		s := r.Suggestions[a.Index]
-		if _, ok := suggestionLabel(s); !ok {
-			return mismatch()
+		if label, ok := suggestionLabel(s); !ok || runes(codeSafe(label)) > maxRuleText {
+			return mismatch() // the card offers no button for it
 		}
 		// localSettings rules are ignored in an untrusted workspace, so the
 		// rule is applied to the session, where it always takes effect.
