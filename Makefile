@@ -6,7 +6,7 @@ SHELL := bash
 #   make test CLAUDE_CODE_VERSION=2.1.197
 CLAUDE_CODE_VERSION ?= 2.1.330
 GO ?= go
-FUZZTIME ?= 10s
+FUZZTIME ?= 8s
 # staticcheck, pinned (v0.8.2 is release 2026.2.2, which knows Go 1.26);
 # installed from the Go module proxy into the git-ignored .cache/ when missing.
 STATICCHECK_VERSION ?= v0.8.2
@@ -49,8 +49,14 @@ test-go:
 test-cli-197:
 	CLAUDE_BIN="$$CLAUDE_BIN_197" $(GO) test -race -count=1 -timeout 10m ./relay ./cmd/...
 
+# Each fuzz target runs briefly: the wire decoder, the card and thread-line
+# renderers (never over Slack's limits, never an unescaped mention or an
+# invisible character) and the Slack payload decoders.
+FUZZ_TARGETS := relay:FuzzDecodeLine blocks:FuzzCard blocks:FuzzEventLine blocks:FuzzDecodeBlockActions blocks:FuzzDecodeViewSubmission
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeLine$$' -fuzztime $(FUZZTIME) ./relay
+	for t in $(FUZZ_TARGETS); do \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; \
+	done
 
 ## lint: gofmt, go vet, go.mod/go.sum tidy, staticcheck.
 lint: gofmt vet tidy staticcheck

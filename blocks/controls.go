@@ -9,18 +9,19 @@ import (
 )
 
 // newer holds the can_use_tool fields newer CLIs send (title, mcp_server,
-// suppress_always_allow_rule) that store.Request does not carry yet.
+// suppress_always_allow_rule).
 type newer struct {
 	Title               string
 	MCPServer           string
 	SuppressAlwaysAllow bool // the CLI asks hosts not to offer "Always allow"
 }
 
-// newerOf reads those fields from a request. store.Request has none of
-// them today, so this is the zero value; once the store carries them, this
-// is the one place that reads them, and every card and decoder honours
-// them (see renderCard and DecideAction).
-func newerOf(store.Request) newer { return newer{} }
+// newerOf reads those fields from a request: the one place that does, so
+// every card and decoder honours them alike (see renderCard and
+// DecideAction).
+func newerOf(r store.Request) newer {
+	return newer{Title: r.Title, MCPServer: r.MCPServer, SuppressAlwaysAllow: r.SuppressAlwaysAllow}
+}
 
 func button(id, label, val string) *slack.ButtonBlockElement {
 	return slack.NewButtonBlockElement(id, val, plainInput(label, MaxButtonText))

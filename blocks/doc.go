@@ -41,7 +41,7 @@
 // confirmations say so. An "Always allow" label cut to fit a button gets a
 // confirmation naming every rule it adds. Only Claude Code's AskUserQuestion,
 // or an MCP mcp__<server>__AskUserQuestion whose input is exactly the
-// question schema (IsQuestionForm), becomes a form; anything else is a tool
+// question schema (store.IsQuestionForm), becomes a form; anything else is a tool
 // card.
 //
 // # Clicks

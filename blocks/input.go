@@ -127,7 +127,7 @@ func questions(r store.Request) []question {
 // named like AskUserQuestion with other arguments) is a tool call: its card
 // shows every argument, and Approve/Deny decide it.
 func normalize(r store.Request) store.Request {
-	if r.Kind == store.KindQuestion && !IsQuestionForm(r.ToolName, r.Input) {
+	if r.Kind == store.KindQuestion && !store.IsQuestionForm(r.ToolName, r.Input) {
 		r.Kind = store.KindTool
 	}
 	if r.Kind != "" {

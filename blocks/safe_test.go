@@ -129,7 +129,7 @@ func TestQuestionFormsNeedExactlyTheQuestionSchema(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := IsQuestionForm(tt.tool, json.RawMessage(tt.input)); got != tt.form {
+			if got := store.IsQuestionForm(tt.tool, json.RawMessage(tt.input)); got != tt.form {
 				t.Fatalf("IsQuestionForm = %v, want %v", got, tt.form)
 			}
 			r := request("q", store.KindQuestion, tt.tool, tt.input)

@@ -1,4 +1,4 @@
-package blocks
+package store
 
 import (
 	"encoding/json"
@@ -10,9 +10,8 @@ import (
 // validates its input), or an MCP tool named mcp__<server>__AskUserQuestion
 // whose input is exactly the built-in's question schema, so a form shows
 // everything the tool receives. Anything else is an ordinary tool call.
-//
-// It uses the standard library only, so it can move to package store and
-// serve relay.KindOf too.
+// relay uses it to give a request its Kind, blocks to decide what a card
+// shows: one rule for both.
 func IsQuestionForm(toolName string, input json.RawMessage) bool {
 	if toolName == "AskUserQuestion" {
 		return true
