@@ -10,10 +10,6 @@ import (
 	"github.com/slackgate/slackgate/store"
 )
 
-// SkipMessage is the deny message Claude gets when a person skips a question.
-// The card tells a skip from a deny by Decision.Skipped, not by this text.
-const SkipMessage = "User skipped this question"
-
 // Who is the person who clicked or submitted.
 type Who struct {
 	ID   string // Slack user id

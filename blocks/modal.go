@@ -192,7 +192,7 @@ func DecideView(v ViewAction, r store.Request, cb *slack.InteractionCallback, by
 		}
 		d.Message = reason
 		if d.Message == "" {
-			d.Message = "Denied in Slack by " + orName(by) + "."
+			d.Message = deniedMessage(by)
 		}
 		for _, o := range get(blockInterrupt).SelectedOptions {
 			if o.Value == interruptValue {
