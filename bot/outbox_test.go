@@ -220,7 +220,7 @@ func TestOutboxWaitsOutRateLimitsWithoutDroppingTheMessage(t *testing.T) {
 }
 
 func TestOutboxKeepsOrderWithinAThread(t *testing.T) {
-	fake := fakeslack.New(t)
+	fake := fakeslack.New(t, fakeslack.WithoutRateModel()) // 20 posts at once: the subject is order, not pacing
 	fake.AddChannel("C1", "general")
 	o := startOutbox(t, fake, Budgets{Unlimited: true}, newFakeClock()) // the subject is order, not pacing
 	log := zerolog.Nop()
