@@ -80,6 +80,45 @@ func EventMessages(e store.Event) []Message {
 	return nil
 }
 
+// ToolStep is one tool use in a turn's progress: an auto-allowed call, or
+// one that failed.
+type ToolStep struct {
+	Tool   string
+	Input  json.RawMessage
+	Failed string // the error's first line when the call failed
+}
+
+// progressShown is how many steps the progress message lists; earlier ones
+// are counted.
+const progressShown = 8
+
+// ProgressMessage folds a turn's tool uses into the one message the bot
+// keeps editing while Claude works: the latest steps, one line each, and
+// how many came before. Questions and plans have cards of their own and
+// never appear here, so their raw input is never shown.
+func ProgressMessage(steps []ToolStep) Message {
+	if len(steps) == 0 {
+		return Message{}
+	}
+	var lines []string
+	if n := len(steps) - progressShown; n > 0 {
+		lines = append(lines, fmt.Sprintf("… %s before", plural(n, "tool use")))
+		steps = steps[n:]
+	}
+	for _, st := range steps {
+		line := "🔧 *" + codeSafe(cut(oneLine(st.Tool), 100)) + "*"
+		if arg := toolArg(st.Tool, st.Input); arg != "" {
+			line += ": " + inlineCode(arg, toolLine)
+		}
+		if st.Failed != "" {
+			line = "⚠️ *" + codeSafe(cut(oneLine(st.Tool), 100)) + "* failed: " + codeSafe(cut(oneLine(st.Failed), 300))
+		}
+		lines = append(lines, line)
+	}
+	text := cut(strings.Join(lines, "\n"), MaxText)
+	return Message{Text: cut(lines[len(lines)-1], 300), Blocks: []slack.Block{slack.NewContextBlock("", mrkdwn(text))}}
+}
+
 // userID is what a Slack user id looks like; anything else is not put
 // inside a mention.
 var userID = regexp.MustCompile(`^[UW][A-Z0-9]{1,20}$`)

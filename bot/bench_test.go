@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -68,4 +69,31 @@ func BenchmarkClickToDecision(b *testing.B) {
 			reportPercentiles(b, lat)
 		})
 	}
+}
+
+// BenchmarkRequestToCard: a request stored (what the worker does when
+// Claude's control_request arrives) until the fake Slack holds its card,
+// in a quiet thread, with Slack's budgets modelled on both sides (the
+// bot's defaults, fakeslack's rate model). Each iteration starts once the
+// channel's post budget has refilled, so it measures a quiet thread and
+// not a backlog: that pause is outside the timer.
+func BenchmarkRequestToCard(b *testing.B) {
+	h := newHarness(b, transportSocket, harnessOpts{})
+	ctx := testCtx(b)
+	s := h.newSession(b, "sess-bench-card")
+	var lat []time.Duration
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		time.Sleep(time.Duration(DefaultPostBurst) * time.Second)
+		b.StartTimer()
+		start := time.Now()
+		r := store.Request{ID: fmt.Sprint("req-card-", i), Kind: store.KindTool, ToolName: "Bash",
+			Input: json.RawMessage(`{"command":"make deploy"}`)}
+		h.createRequest(b, s, r, "Approve")
+		lat = append(lat, time.Since(start))
+		if _, err := h.st.Decide(ctx, r.ID, store.Decision{Outcome: store.OutcomeAllow, By: "U1", At: time.Now()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	reportPercentiles(b, lat)
 }

@@ -58,10 +58,6 @@ func New(cfg Config, st store.Store, log zerolog.Logger) (*Bot, error) {
 		host, _ := os.Hostname()
 		cfg.ConsumerName = "bot-" + cmp.Or(host, "local")
 	}
-	interval := cfg.PostInterval
-	if interval == 0 {
-		interval = DefaultPostInterval
-	}
 	ttl := cmp.Or(cfg.GroupCacheTTL, DefaultGroupCacheTTL)
 
 	opts := []slack.Option{}
@@ -85,7 +81,7 @@ func New(cfg Config, st store.Store, log zerolog.Logger) (*Bot, error) {
 		log:   log,
 		api:   api,
 		clock: cfg.Clock,
-		out:   newOutbox(api, interval, cfg.Clock, log),
+		out:   newOutbox(api, cfg.Budgets, cfg.Clock, log),
 	}
 	b.approvers = newApprovers(cfg.Approvers, func(ctx context.Context, g string) ([]string, error) {
 		return api.GetUserGroupMembersContext(ctx, g)

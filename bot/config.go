@@ -12,10 +12,6 @@ import (
 // DefaultHTTPAddr is where HTTP mode listens when Config.HTTPAddr is empty.
 const DefaultHTTPAddr = ":3000"
 
-// DefaultPostInterval is Slack's documented pace for chat.postMessage: about
-// one message per second per channel.
-const DefaultPostInterval = time.Second
-
 // Config is everything the bot needs; cmd/slackgate fills it from the
 // environment.
 type Config struct {
@@ -51,9 +47,9 @@ type Config struct {
 	// replicas (default: "bot-" + host name).
 	ConsumerName string
 
-	// PostInterval is the minimum gap between two Web API writes to one
-	// channel (0: DefaultPostInterval; negative: no pacing, for tests).
-	PostInterval time.Duration
+	// Budgets are Slack's rate limits as the outbox spends them; zero
+	// fields take Slack's documented figures (see Budgets).
+	Budgets Budgets
 	// GroupCacheTTL is how long user group members are trusted (0: 5 minutes).
 	GroupCacheTTL time.Duration
 	// Clock replaces the wall clock (tests). Nil: the real one.

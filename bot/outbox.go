@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,15 @@ type outMsg struct {
 	Blocks []slack.Block
 }
 
+func (m outMsg) empty() bool { return m.Text == "" && len(m.Blocks) == 0 }
+
+// digest identifies a message's content, to drop an edit that would show
+// what Slack shows already.
+func (m outMsg) digest() [32]byte {
+	b, _ := json.Marshal(m)
+	return sha256.Sum256(b)
+}
+
 // errOutboxClosed is returned for writes still queued when the outbox stops.
 var errOutboxClosed = errors.New("bot: outbox closed")
 
@@ -38,6 +48,9 @@ const (
 	maxAttempts = 8
 	backoffBase = 500 * time.Millisecond
 	backoffMax  = 30 * time.Second
+	// maxShown bounds the memory of what each message shows; forgetting
+	// costs at most one edit that changes nothing.
+	maxShown = 4096
 )
 
 type opKind int
@@ -63,6 +76,7 @@ func (k opKind) String() string {
 // update carries the waiters of every update it replaced.
 type op struct {
 	kind     opKind
+	lane     lane
 	channel  string
 	threadTS string // post, upload
 	ts       string // update
@@ -70,6 +84,10 @@ type op struct {
 	file     fileUpload
 	log      zerolog.Logger
 	waiters  []chan opResult
+
+	notBefore time.Time     // a live message's first post waits until then
+	minGap    time.Duration // an edit waits this long after the message last changed
+	live      *liveMsg      // the live message this op shows, if any
 }
 
 type fileUpload struct {
@@ -81,110 +99,161 @@ type opResult struct {
 	err error
 }
 
-// channelQueue is the ordered backlog of one channel. Only its worker sends,
-// so order within a channel (and so within every thread) is kept.
-type channelQueue struct {
-	ops     []*op
-	running bool
-	last    time.Time // when the last call to this channel finished
+// msgKey names one message.
+type msgKey struct{ channel, ts string }
+
+func (p *op) key() msgKey { return msgKey{p.channel, p.ts} }
+
+// channelState is one channel's posts: a FIFO per lane, the channel's post
+// budget, and a Retry-After that holds every post to it.
+type channelState struct {
+	lanes   [numLanes][]*op
+	busy    [numLanes]bool // a post of the lane is in flight: one at a time keeps its order
+	budget  bucket
+	blocked time.Time
 }
 
-// outbox sends every post, edit and upload of the bot. Per channel it keeps
-// order, paces calls (Slack allows about one post per second per channel),
-// coalesces edits of one message so only the newest is sent, waits out 429s
-// for as long as Retry-After says, and retries transient failures with
-// backoff. It never drops a write silently: each caller learns the outcome.
+// shown is what the outbox last sent for a message, and when.
+type shown struct {
+	digest [32]byte
+	at     time.Time
+}
+
+// outbox sends every post, edit and upload of the bot, spending Slack's
+// budgets (see Budgets) on what people wait for first: each write has a
+// lane, and a lower lane never takes the budget a higher one needs.
+// Within a lane, messages of one thread go out in the order given. Edits of
+// one message coalesce so only the newest is sent, an edit that shows what
+// Slack shows already is not sent, 429s are waited out for as long as
+// Retry-After says, transient failures are retried with backoff. It never
+// drops a write silently: each caller learns the outcome.
 type outbox struct {
-	api      slackWriter
-	interval time.Duration
-	clock    Clock
-	log      zerolog.Logger
+	api    slackWriter
+	budget Budgets
+	clock  Clock
+	log    zerolog.Logger
 
-	mu     sync.Mutex
-	queues map[string]*channelQueue
-	idle   []string // channels with work and no worker yet
-	closed bool
-	wake   chan struct{}
+	mu         sync.Mutex
+	chans      map[string]*channelState
+	edits      [numLanes][]*op  // chat.update, workspace-wide
+	editBudget bucket           // the workspace's chat.update budget
+	editsUntil time.Time        // Retry-After of a chat.update 429
+	queued     map[msgKey]*op   // the queued edit of each message
+	editing    map[msgKey]bool  // an edit of the message is in flight
+	shown      map[msgKey]shown // what each message shows
+	live       map[string]*liveMsg
+	closed     bool
+	wg         sync.WaitGroup
+	wake       chan struct{}
 }
 
-// newOutbox returns an outbox writing through api. interval is the minimum
-// gap between two calls to one channel (<= 0: none).
-func newOutbox(api slackWriter, interval time.Duration, clock Clock, log zerolog.Logger) *outbox {
+// newOutbox returns an outbox writing through api within budgets.
+func newOutbox(api slackWriter, budgets Budgets, clock Clock, log zerolog.Logger) *outbox {
 	if clock == nil {
 		clock = wallClock{}
 	}
+	b := budgets.withDefaults()
 	return &outbox{
-		api:      api,
-		interval: interval,
-		clock:    clock,
-		log:      log,
-		queues:   map[string]*channelQueue{},
-		wake:     make(chan struct{}, 1),
+		api:        api,
+		budget:     b,
+		clock:      clock,
+		log:        log,
+		chans:      map[string]*channelState{},
+		editBudget: newBucket(b.UpdatesPerMinute/60, b.UpdateBurst),
+		queued:     map[msgKey]*op{},
+		editing:    map[msgKey]bool{},
+		shown:      map[msgKey]shown{},
+		live:       map[string]*liveMsg{},
+		wake:       make(chan struct{}, 1),
 	}
 }
 
-// Run starts a worker per channel with work and waits for them. When ctx
-// ends, writes not yet sent fail with errOutboxClosed; Run returns nil.
+// Run sends queued writes as their budgets allow until ctx ends. Writes in
+// flight then finish (each call is bounded by callTimeout); writes not yet
+// sent fail with errOutboxClosed. Run returns nil.
 func (o *outbox) Run(ctx context.Context) error {
-	var wg sync.WaitGroup
-	defer func() {
-		wg.Wait()
-		o.mu.Lock()
-		o.closed = true
-		var left []*op
-		for _, q := range o.queues {
-			left = append(left, q.ops...)
-			q.ops = nil
-		}
-		o.mu.Unlock()
-		for _, p := range left {
-			p.finish(opResult{err: errOutboxClosed})
-		}
-	}()
+	defer o.close()
 	for {
 		o.mu.Lock()
-		start := o.idle
-		o.idle = nil
+		next := o.dispatchLocked(ctx)
 		o.mu.Unlock()
-		for _, ch := range start {
-			wg.Go(func() { o.drain(ctx, ch) })
+		var timer <-chan time.Time
+		if !next.IsZero() {
+			timer = o.clock.After(max(next.Sub(o.clock.Now()), time.Millisecond))
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-o.wake:
+		case <-timer:
 		}
 	}
 }
 
-// Post sends a message (in a thread when threadTS is set) and returns its ts
-// once Slack has it. It waits for the outcome even after ctx ends: a post
-// that reached Slack while the bot was stopping must still be reported, or
-// its caller could not record where it went and would post it again after
-// a restart. The wait is bounded: a stopping outbox finishes the call in
-// flight (callTimeout) and fails everything still queued.
+// close waits for the sends in flight and fails everything still queued.
+func (o *outbox) close() {
+	o.wg.Wait()
+	o.mu.Lock()
+	o.closed = true
+	var left []*op
+	for _, cs := range o.chans {
+		for l := range cs.lanes {
+			left = append(left, cs.lanes[l]...)
+			cs.lanes[l] = nil
+		}
+	}
+	for l := range o.edits {
+		left = append(left, o.edits[l]...)
+		o.edits[l] = nil
+	}
+	o.mu.Unlock()
+	for _, p := range left {
+		p.finish(opResult{err: errOutboxClosed})
+	}
+}
+
+func (o *outbox) poke() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Post sends a message in the results lane (in a thread when threadTS is
+// set) and returns its ts once Slack has it. It waits for the outcome even
+// after ctx ends: a post that reached Slack while the bot was stopping must
+// still be reported, or its caller could not record where it went and
+// would post it again after a restart. The wait is bounded: a stopping
+// outbox finishes the call in flight (callTimeout) and fails everything
+// still queued.
 func (o *outbox) Post(_ context.Context, log zerolog.Logger, channel, threadTS string, m outMsg) (string, error) {
-	r := <-o.enqueue(&op{kind: opPost, channel: channel, threadTS: threadTS, msg: m, log: log}, true)
+	r := <-o.post(log, laneResult, channel, threadTS, m)
 	return r.ts, r.err
 }
 
-// Update edits a message and waits until the edit (or a newer one that
-// replaced it) is sent.
+// post queues a message in lane l; the channel gets its outcome.
+func (o *outbox) post(log zerolog.Logger, l lane, channel, threadTS string, m outMsg) <-chan opResult {
+	return o.enqueue(&op{kind: opPost, lane: l, channel: channel, threadTS: threadTS, msg: m, log: log}, true)
+}
+
+// Update edits a message in the cards lane (a card's outcome) and waits
+// until the edit (or a newer one that replaced it) is sent.
 func (o *outbox) Update(ctx context.Context, log zerolog.Logger, ref store.MessageRef, m outMsg) error {
-	res := o.enqueue(&op{kind: opUpdate, channel: ref.Channel, ts: ref.TS, msg: m, log: log}, true)
+	res := o.enqueue(&op{kind: opUpdate, lane: laneCard, channel: ref.Channel, ts: ref.TS, msg: m, log: log}, true)
 	_, err := wait(ctx, res)
 	return err
 }
 
-// UpdateLater queues an edit without waiting: for state that a newer edit
-// supersedes anyway (status lines). Failures are logged.
+// UpdateLater queues an edit in the progress lane without waiting, at most
+// one per LiveEditInterval: for state that a newer edit supersedes anyway.
+// Failures are logged.
 func (o *outbox) UpdateLater(log zerolog.Logger, ref store.MessageRef, m outMsg) {
-	o.enqueue(&op{kind: opUpdate, channel: ref.Channel, ts: ref.TS, msg: m, log: log}, false)
+	o.enqueue(&op{kind: opUpdate, lane: laneProgress, channel: ref.Channel, ts: ref.TS, msg: m, log: log, minGap: o.budget.LiveEditInterval}, false)
 }
 
-// Upload shares a text file in a thread, after everything queued before it.
+// Upload shares a text file in a thread, after the cards queued before it.
 func (o *outbox) Upload(ctx context.Context, log zerolog.Logger, channel, threadTS, name, title, content string) error {
-	res := o.enqueue(&op{kind: opUpload, channel: channel, threadTS: threadTS, file: fileUpload{name: name, title: title, content: content}, log: log}, true)
+	res := o.enqueue(&op{kind: opUpload, lane: laneCard, channel: channel, threadTS: threadTS, file: fileUpload{name: name, title: title, content: content}, log: log}, true)
 	_, err := wait(ctx, res)
 	return err
 }
@@ -210,79 +279,215 @@ func (o *outbox) enqueue(p *op, waits bool) <-chan opResult {
 		p.finish(opResult{err: errOutboxClosed})
 		return res
 	}
-	q := o.queues[p.channel]
-	if q == nil {
-		q = &channelQueue{}
-		o.queues[p.channel] = q
-	}
-	if p.kind == opUpdate {
-		// Coalesce: a queued edit of the same message takes the newest
-		// content and keeps its place; its caller learns the outcome too.
-		for _, old := range q.ops {
-			if old.kind == opUpdate && old.ts == p.ts {
-				old.msg = p.msg
-				old.log = p.log
-				old.waiters = append(old.waiters, p.waiters...)
-				o.mu.Unlock()
-				return res
-			}
-		}
-	}
-	q.ops = append(q.ops, p)
-	if !q.running {
-		q.running = true
-		o.idle = append(o.idle, p.channel)
-		select {
-		case o.wake <- struct{}{}:
-		default:
-		}
-	}
+	done := o.enqueueLocked(p)
 	o.mu.Unlock()
+	if done {
+		p.finish(opResult{ts: p.ts})
+	}
+	o.poke()
 	return res
 }
 
-// drain sends a channel's backlog in order and returns when it is empty.
-func (o *outbox) drain(ctx context.Context, channel string) {
-	for {
-		o.mu.Lock()
-		q := o.queues[channel]
-		if len(q.ops) == 0 {
-			q.running = false
-			o.mu.Unlock()
-			return
-		}
-		next := q.last.Add(o.interval)
-		o.mu.Unlock()
+// enqueueLocked queues p, or merges it into a queued edit of the same
+// message. It reports true when p has nothing to send: an edit to what the
+// message shows already.
+func (o *outbox) enqueueLocked(p *op) bool {
+	if p.kind != opUpdate {
+		cs := o.channelLocked(p.channel)
+		cs.lanes[p.lane] = append(cs.lanes[p.lane], p)
+		return false
+	}
+	k := p.key()
+	if old := o.queued[k]; old != nil {
+		// Coalesce: the queued edit takes the newest content and keeps its
+		// place; its caller learns the outcome too.
+		old.msg, old.log = p.msg, p.log
+		old.waiters = append(old.waiters, p.waiters...)
+		old.minGap = min(old.minGap, p.minGap)
+		return false
+	}
+	if s, ok := o.shown[k]; ok && !o.editing[k] && s.digest == p.msg.digest() {
+		return true
+	}
+	o.queued[k] = p
+	o.edits[p.lane] = append(o.edits[p.lane], p)
+	return false
+}
 
-		// Pace before taking the op off the queue, so edits arriving
-		// meanwhile still coalesce with it.
-		if o.interval > 0 && !q.last.IsZero() {
-			if err := sleep(ctx, o.clock, next.Sub(o.clock.Now())); err != nil {
-				o.mu.Lock()
-				q.running = false
-				o.mu.Unlock()
-				return
+func (o *outbox) channelLocked(ch string) *channelState {
+	cs := o.chans[ch]
+	if cs == nil {
+		cs = &channelState{budget: newBucket(o.budget.PostsPerSecond, o.budget.PostBurst)}
+		o.chans[ch] = cs
+	}
+	return cs
+}
+
+// dispatchLocked starts every write its budget allows now and returns when
+// the next one may become sendable (zero: nothing waits on time).
+func (o *outbox) dispatchLocked(ctx context.Context) time.Time {
+	now := o.clock.Now()
+	var next time.Time
+	later := func(t time.Time) {
+		if next.IsZero() || t.Before(next) {
+			next = t
+		}
+	}
+	for _, cs := range o.chans {
+		o.dispatchPostsLocked(ctx, cs, now, later)
+	}
+	o.dispatchEditsLocked(ctx, now, later)
+	return next
+}
+
+// dispatchPostsLocked starts the next post of each lane of one channel,
+// highest lane first, while the channel's budget allows.
+func (o *outbox) dispatchPostsLocked(ctx context.Context, cs *channelState, now time.Time, later func(time.Time)) {
+	if now.Before(cs.blocked) {
+		later(cs.blocked)
+		return
+	}
+	for l := range numLanes {
+		if cs.busy[l] {
+			continue
+		}
+		i, due := nextPost(cs.lanes[l], now)
+		if i < 0 {
+			if !due.IsZero() {
+				later(due)
+			}
+			continue
+		}
+		p := cs.lanes[l][i]
+		if p.kind == opPost && !cs.budget.take(now, l) {
+			later(cs.budget.readyAt(now, l))
+			continue
+		}
+		cs.lanes[l] = append(cs.lanes[l][:i:i], cs.lanes[l][i+1:]...)
+		cs.busy[l] = true
+		o.startLocked(ctx, p)
+	}
+}
+
+// nextPost picks the first post of a lane that is due and has no earlier
+// post of its thread still queued before it, so a delayed progress message
+// holds back only its own thread. due is the earliest time a post not yet
+// due becomes due.
+func nextPost(q []*op, now time.Time) (i int, due time.Time) {
+	held := map[string]bool{}
+	for i, p := range q {
+		if held[p.threadTS] {
+			continue
+		}
+		if now.Before(p.notBefore) {
+			held[p.threadTS] = true
+			if due.IsZero() || p.notBefore.Before(due) {
+				due = p.notBefore
+			}
+			continue
+		}
+		return i, time.Time{}
+	}
+	return -1, due
+}
+
+// dispatchEditsLocked starts queued edits, highest lane first, while the
+// workspace's update budget allows. A lane whose next edit finds the budget
+// short stops the lanes below it.
+func (o *outbox) dispatchEditsLocked(ctx context.Context, now time.Time, later func(time.Time)) {
+	if now.Before(o.editsUntil) {
+		later(o.editsUntil)
+		return
+	}
+	for l := range numLanes {
+		keep := o.edits[l][:0]
+		short := false
+		for _, p := range o.edits[l] {
+			k := p.key()
+			s, seen := o.shown[k]
+			switch {
+			case short || o.editing[k]:
+				keep = append(keep, p)
+			case seen && s.digest == p.msg.digest():
+				delete(o.queued, k)
+				p.finish(opResult{ts: p.ts}) // buffered: never blocks
+			case seen && now.Before(s.at.Add(p.minGap)):
+				later(s.at.Add(p.minGap))
+				keep = append(keep, p)
+			case !o.editBudget.take(now, l):
+				later(o.editBudget.readyAt(now, l))
+				short = true
+				keep = append(keep, p)
+			default:
+				delete(o.queued, k)
+				o.editing[k] = true
+				o.startLocked(ctx, p)
 			}
 		}
-
-		o.mu.Lock()
-		p := q.ops[0]
-		q.ops = q.ops[1:]
-		o.mu.Unlock()
-
-		res := o.send(ctx, p)
-
-		o.mu.Lock()
-		q.last = o.clock.Now()
-		o.mu.Unlock()
-		p.finish(res)
-		if ctx.Err() != nil {
-			o.mu.Lock()
-			q.running = false
-			o.mu.Unlock()
+		clear(o.edits[l][len(keep):])
+		o.edits[l] = keep
+		if short {
 			return
 		}
 	}
+}
+
+// startLocked sends p on its own goroutine.
+func (o *outbox) startLocked(ctx context.Context, p *op) {
+	if p.live != nil {
+		p.live.sending = true
+	}
+	o.wg.Go(func() { o.done(p, o.send(ctx, p)) })
+}
+
+// done records what a send did and hands the outcome to its waiters.
+func (o *outbox) done(p *op, r opResult) {
+	o.mu.Lock()
+	now := o.clock.Now()
+	switch p.kind {
+	case opUpdate:
+		delete(o.editing, p.key())
+	default:
+		o.chans[p.channel].busy[p.lane] = false
+	}
+	if r.err == nil && p.kind != opUpload {
+		if len(o.shown) >= maxShown {
+			clear(o.shown)
+		}
+		o.shown[msgKey{p.channel, r.ts}] = shown{digest: p.msg.digest(), at: now}
+	}
+	var after func()
+	if p.live != nil {
+		after = o.livePostedLocked(p, r)
+	}
+	o.mu.Unlock()
+	p.finish(r)
+	if after != nil {
+		after()
+	}
+	o.poke()
+}
+
+// blocked records a 429's Retry-After: no call of p's budget goes out
+// before it has passed.
+func (o *outbox) blocked(p *op, d time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	until := o.clock.Now().Add(d)
+	switch p.kind {
+	case opUpdate:
+		o.editsUntil = latest(o.editsUntil, until)
+	case opPost:
+		cs := o.chans[p.channel]
+		cs.blocked = latest(cs.blocked, until)
+	}
+}
+
+func latest(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 // send performs one op, waiting out rate limits and retrying transient
@@ -299,7 +504,10 @@ func (o *outbox) send(ctx context.Context, p *op) opResult {
 		}
 		var limited *slack.RateLimitedError
 		if errors.As(err, &limited) {
+			// Slack's word beats our model: hold the whole budget, not
+			// only this write.
 			log.Warn().Dur("retry_after", limited.RetryAfter).Msg("slack rate limit, waiting")
+			o.blocked(p, limited.RetryAfter)
 			if sleep(ctx, o.clock, limited.RetryAfter) != nil {
 				return opResult{err: fmt.Errorf("bot: %s in %s: %w", p.kind, p.channel, errOutboxClosed)}
 			}

@@ -20,10 +20,10 @@ import (
 )
 
 // startOutbox runs an outbox against fake until the test ends.
-func startOutbox(t *testing.T, fake *fakeslack.Fake, interval time.Duration, clock Clock) *outbox {
+func startOutbox(t *testing.T, fake *fakeslack.Fake, budgets Budgets, clock Clock) *outbox {
 	t.Helper()
 	api := slack.New(fakeslack.BotToken, slack.OptionAPIURL(fake.APIURL()))
-	o := newOutbox(api, interval, clock, zerolog.Nop())
+	o := newOutbox(api, budgets, clock, zerolog.Nop())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -51,11 +51,15 @@ func recv(t *testing.T, res <-chan opResult) opResult {
 	}
 }
 
+// oneAtATime is a budget of one post per channel and one edit for the
+// workspace a second, without bursts: every second write waits.
+var oneAtATime = Budgets{PostsPerSecond: 1, PostBurst: 1, UpdatesPerMinute: 60, UpdateBurst: 1}
+
 func TestOutboxCoalescesQueuedEditsOfOneMessage(t *testing.T) {
 	fake := fakeslack.New(t)
 	fake.AddChannel("C1", "general")
 	clock := newFakeClock()
-	o := startOutbox(t, fake, time.Second, clock)
+	o := startOutbox(t, fake, oneAtATime, clock)
 	log := zerolog.Nop()
 
 	ts, err := o.Post(t.Context(), log, "C1", "", textMsg("v0"))
@@ -63,59 +67,127 @@ func TestOutboxCoalescesQueuedEditsOfOneMessage(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := store.MessageRef{Channel: "C1", TS: ts}
-	// Three edits queue up while the channel waits out its pacing.
+	if err := o.Update(t.Context(), log, ref, textMsg("v1")); err != nil {
+		t.Fatal(err)
+	}
+	// Three edits queue up while the workspace's edit budget refills.
 	var results []<-chan opResult
-	for _, v := range []string{"v1", "v2", "v3"} {
+	for _, v := range []string{"v2", "v3", "v4"} {
 		results = append(results, o.enqueue(&op{kind: opUpdate, channel: ref.Channel, ts: ref.TS, msg: textMsg(v), log: log}, true))
 	}
 	clock.WaitTimers(t, 1)
 	clock.Advance(time.Second)
 	for i, res := range results {
 		if r := recv(t, res); r.err != nil {
-			t.Errorf("edit %d: %v", i+1, r.err)
+			t.Errorf("edit %d: %v", i+2, r.err)
 		}
 	}
-	if n := len(fake.CallsTo("chat.update")); n != 1 {
-		t.Errorf("chat.update calls = %d, want 1 (three queued edits coalesced)", n)
+	if n := len(fake.CallsTo("chat.update")); n != 2 {
+		t.Errorf("chat.update calls = %d, want 2 (v1, then three queued edits coalesced)", n)
 	}
 	m, ok := fake.Message(fakeslack.MessageRef{Channel: "C1", TS: ts})
-	if !ok || m.Text != "v3" {
-		t.Errorf("message text = %q, want the newest edit v3", m.Text)
+	if !ok || m.Text != "v4" {
+		t.Errorf("message text = %q, want the newest edit v4", m.Text)
+	}
+	// An edit to what the message shows already costs no call.
+	if err := o.Update(t.Context(), log, ref, textMsg("v4")); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(fake.CallsTo("chat.update")); n != 2 {
+		t.Errorf("chat.update calls = %d after an edit that changes nothing, want still 2", n)
 	}
 }
 
-func TestOutboxPacesCallsPerChannelNotAcrossChannels(t *testing.T) {
+func TestOutboxPacesPostsPerChannelNotAcrossChannels(t *testing.T) {
 	fake := fakeslack.New(t)
 	fake.AddChannel("C1", "one")
 	fake.AddChannel("C2", "two")
 	clock := newFakeClock()
-	o := startOutbox(t, fake, time.Second, clock)
+	o := startOutbox(t, fake, oneAtATime, clock)
 	log := zerolog.Nop()
 
 	if _, err := o.Post(t.Context(), log, "C1", "", textMsg("first")); err != nil {
 		t.Fatal(err)
 	}
-	second := o.enqueue(&op{kind: opPost, channel: "C1", msg: textMsg("second"), log: log}, true)
-	asked := clock.WaitTimers(t, 1)
-	if got := asked[len(asked)-1]; got != time.Second {
-		t.Errorf("second post waits %v, want 1s", got)
-	}
-	// Another channel is not held up by C1's pacing.
+	second := o.post(log, laneResult, "C1", "", textMsg("second"))
+	clock.WaitTimers(t, 1)
+	// Another channel is not held up by C1's budget.
 	if _, err := o.Post(t.Context(), log, "C2", "", textMsg("elsewhere")); err != nil {
 		t.Fatal(err)
 	}
-	clock.Advance(999 * time.Millisecond)
+	clock.Advance(900 * time.Millisecond)
 	select {
 	case r := <-second:
 		t.Fatalf("second post to C1 went out before its second was up: %+v", r)
 	default:
 	}
-	clock.Advance(time.Millisecond)
+	clock.Advance(100 * time.Millisecond)
 	if r := recv(t, second); r.err != nil || r.ts == "" {
 		t.Fatalf("second post: ts %q, err %v", r.ts, r.err)
 	}
-	if n := len(fake.CallsTo("chat.postMessage")); n != 3 {
-		t.Errorf("chat.postMessage calls = %d, want 3", n)
+}
+
+func TestOutboxLowerLanesLeaveTheBudgetToCards(t *testing.T) {
+	fake := fakeslack.New(t)
+	fake.AddChannel("C1", "general")
+	clock := newFakeClock()
+	o := startOutbox(t, fake, Budgets{}, clock) // Slack's defaults: a burst of 4
+	log := zerolog.Nop()
+
+	// Progress posts spend the burst only down to what the lanes above
+	// may need; the rest wait.
+	var progress []<-chan opResult
+	for i := range 4 {
+		progress = append(progress, o.post(log, laneProgress, "C1", "", textMsg(fmt.Sprint("progress ", i))))
+	}
+	clock.WaitTimers(t, 1)
+	if n := len(fake.CallsTo("chat.postMessage")); n != 2 {
+		t.Fatalf("progress posts sent at once = %d, want 2 of 4", n)
+	}
+	// A result, and then a card, still go out at once.
+	if r := recv(t, o.post(log, laneResult, "C1", "", textMsg("result"))); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r := recv(t, o.post(log, laneCard, "C1", "", textMsg("card"))); r.err != nil {
+		t.Fatal(r.err)
+	}
+	// Nothing is dropped: the progress posts go out as the budget refills.
+	for i, res := range progress {
+		for n := 0; ; n++ {
+			select {
+			case r := <-res:
+				if r.err != nil {
+					t.Errorf("progress %d: %v", i, r.err)
+				}
+			case <-time.After(10 * time.Millisecond):
+				// Not out yet: let the budget refill by a second.
+				if n > 100 {
+					t.Fatalf("progress %d never went out", i)
+				}
+				clock.Advance(time.Second)
+				continue
+			}
+			break
+		}
+	}
+}
+
+func TestOutboxLiveMessageWithdrawnBeforeItsFirstPostCostsNothing(t *testing.T) {
+	fake := fakeslack.New(t)
+	fake.AddChannel("C1", "general")
+	clock := newFakeClock()
+	o := startOutbox(t, fake, Budgets{ProgressDelay: time.Second}, clock)
+	spec := liveSpec{key: "progress:s1:0", channel: "C1", delay: time.Second}
+	o.Live(zerolog.Nop(), spec, textMsg("🔧 Bash"))
+	clock.WaitTimers(t, 1)
+	// The call got a card: the fold has nothing left to show.
+	o.Live(zerolog.Nop(), spec, outMsg{})
+	clock.Advance(2 * time.Second)
+	if r := recv(t, o.post(zerolog.Nop(), laneCard, "C1", "", textMsg("card"))); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if msgs := fake.Messages("C1"); len(msgs) != 1 || msgs[0].Text != "card" {
+		t.Errorf("channel holds %+v, want only the card", msgs)
 	}
 }
 
@@ -123,7 +195,7 @@ func TestOutboxWaitsOutRateLimitsWithoutDroppingTheMessage(t *testing.T) {
 	fake := fakeslack.New(t)
 	fake.AddChannel("C1", "general")
 	clock := newFakeClock()
-	o := startOutbox(t, fake, -1, clock)
+	o := startOutbox(t, fake, Budgets{}, clock)
 	fake.RateLimit("chat.postMessage", 2, 3*time.Second)
 
 	res := o.enqueue(&op{kind: opPost, channel: "C1", msg: textMsg("through the storm"), log: zerolog.Nop()}, true)
@@ -148,9 +220,9 @@ func TestOutboxWaitsOutRateLimitsWithoutDroppingTheMessage(t *testing.T) {
 }
 
 func TestOutboxKeepsOrderWithinAThread(t *testing.T) {
-	fake := fakeslack.New(t)
+	fake := fakeslack.New(t, fakeslack.WithoutRateModel()) // 20 posts at once: the subject is order, not pacing
 	fake.AddChannel("C1", "general")
-	o := startOutbox(t, fake, -1, newFakeClock())
+	o := startOutbox(t, fake, Budgets{Unlimited: true}, newFakeClock()) // the subject is order, not pacing
 	log := zerolog.Nop()
 	root, err := o.Post(t.Context(), log, "C1", "", textMsg("root"))
 	if err != nil {
@@ -184,7 +256,7 @@ func TestOutboxKeepsOrderWithinAThread(t *testing.T) {
 func TestOutboxReportsPermanentErrorsWithoutRetrying(t *testing.T) {
 	fake := fakeslack.New(t, fakeslack.AllowRejections())
 	fake.AddChannel("C1", "general")
-	o := startOutbox(t, fake, -1, newFakeClock())
+	o := startOutbox(t, fake, Budgets{}, newFakeClock())
 	tooLong := slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, strings.Repeat("x", 3001), false, false), nil, nil)
 
 	_, err := o.Post(t.Context(), zerolog.Nop(), "C1", "", outMsg{Text: "fallback", Blocks: []slack.Block{tooLong}})
@@ -202,7 +274,7 @@ func TestOutboxFailsQueuedWritesWhenStopped(t *testing.T) {
 	fake.AddChannel("C1", "general")
 	clock := newFakeClock()
 	api := slack.New(fakeslack.BotToken, slack.OptionAPIURL(fake.APIURL()))
-	o := newOutbox(api, time.Second, clock, zerolog.Nop())
+	o := newOutbox(api, oneAtATime, clock, zerolog.Nop())
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = o.Run(ctx) })
@@ -263,7 +335,7 @@ func TestOutboxRetriesServerErrorsWithBackoff(t *testing.T) {
 	}))
 	defer srv.Close()
 	clock := newFakeClock()
-	o := newOutbox(slack.New("xoxb-test", slack.OptionAPIURL(srv.URL+"/")), -1, clock, zerolog.Nop())
+	o := newOutbox(slack.New("xoxb-test", slack.OptionAPIURL(srv.URL+"/")), Budgets{}, clock, zerolog.Nop())
 	ctx, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
 	wg.Go(func() { _ = o.Run(ctx) })

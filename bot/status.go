@@ -1,10 +1,16 @@
 package bot
 
 import (
+	"bytes"
 	"cmp"
 	"container/list"
 	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
 	"sync"
+
+	"github.com/rs/zerolog"
 
 	"github.com/slackgate/slackgate/blocks"
 	"github.com/slackgate/slackgate/store"
@@ -15,9 +21,10 @@ import (
 // from the pending requests, never passed in.
 const statusKeep blocks.Phase = ""
 
-// refreshStatus keeps the session's one status message current: posted
-// the first time (its ref stored in Session.Status), edited in place after,
-// edits coalesced by the outbox. Failures are logged: the status line is
+// refreshStatus keeps the session's one status message current: a live
+// message of the outbox, posted the first time (its ref stored in
+// Session.Status), edited in place after at a bounded rate, an edit equal
+// to what Slack shows never sent. Failures are logged: the status line is
 // a convenience, the thread's messages are the record.
 func (b *Bot) refreshStatus(ctx context.Context, sessionID string, phase blocks.Phase, detail ...string) {
 	entry := b.status.lock(sessionID)
@@ -49,24 +56,118 @@ func (b *Bot) refreshStatus(ctx context.Context, sessionID string, phase blocks.
 		log.Warn().Err(err).Msg("status: list pending")
 	}
 	st.Pending = len(pending)
-	m := renderStatus(s, st)
 	log = log.With().Str("channel", s.Thread.Channel).Logger()
-	if !s.Status.IsZero() {
-		b.out.UpdateLater(log, s.Status, m)
-		return
-	}
-	ts, err := b.out.Post(ctx, log, s.Thread.Channel, s.Thread.TS, m)
-	if err != nil {
-		log.Warn().Err(err).Msg("status: post")
-		return
-	}
-	ref := store.MessageRef{Channel: s.Thread.Channel, TS: ts}
+	b.out.Live(log, liveSpec{
+		key:      "status:" + sessionID,
+		channel:  s.Thread.Channel,
+		threadTS: s.Thread.TS,
+		ref:      s.Status,
+		posted:   func(ref store.MessageRef) { b.recordStatus(ctx, log, sessionID, ref) },
+	}, renderStatus(s, st))
+}
+
+// recordStatus stores where the status message went, so other replicas
+// and later runs edit it rather than post another.
+func (b *Bot) recordStatus(ctx context.Context, log zerolog.Logger, sessionID string, ref store.MessageRef) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+	defer cancel()
 	if _, err := b.st.UpdateSession(ctx, sessionID, func(s *store.Session) error {
 		s.Status = ref
 		return nil
 	}); err != nil {
 		log.Warn().Err(err).Msg("status: record message")
 	}
+}
+
+// progress folds the tool uses of a session's turn into one live message.
+type progress struct {
+	turn  int
+	steps []progressStep
+}
+
+type progressStep struct {
+	blocks.ToolStep
+	carded bool // the call got a card: the card shows it, the fold does not
+}
+
+// cardTools always get a card, so their use is never folded: the card
+// says everything, and their input (questions, plans) is not one line.
+var cardTools = map[string]bool{"AskUserQuestion": true, "ExitPlanMode": true}
+
+// showProgress updates the fold of the session's turn with what e changed:
+// a tool use adds a step, a failed result marks its step, a request takes
+// its call out (the card shows it), the end of a turn sends the last state
+// and starts a new fold. flush puts a first post still waiting ahead of
+// the results lane, so the thread reads in order.
+func (b *Bot) showProgress(log zerolog.Logger, s store.Session, e store.Event, r *store.Request) {
+	entry := b.status.lock(s.ID)
+	defer b.status.unlock(entry)
+	p := &entry.progress
+	changed, end := p.apply(e, r)
+	if !changed && !end && e.Type != store.EventAssistantText {
+		return
+	}
+	var steps []blocks.ToolStep
+	for _, st := range p.steps {
+		if !st.carded {
+			steps = append(steps, st.ToolStep)
+		}
+	}
+	b.out.Live(log, liveSpec{
+		key:      fmt.Sprintf("progress:%s:%d", s.ID, p.turn),
+		channel:  s.Thread.Channel,
+		threadTS: s.Thread.TS,
+		delay:    b.out.budget.ProgressDelay,
+		final:    end,
+		flush:    e.Type != store.EventToolUse && e.Type != store.EventToolResult,
+	}, toMsg(blocks.ProgressMessage(steps)))
+	if end {
+		*p = progress{turn: p.turn + 1}
+	}
+}
+
+// apply records e in the fold; it reports whether the fold changed and
+// whether the turn ended.
+func (p *progress) apply(e store.Event, r *store.Request) (changed, end bool) {
+	switch e.Type {
+	case store.EventToolUse:
+		if cardTools[e.Tool] {
+			return false, false
+		}
+		p.steps = append(p.steps, progressStep{ToolStep: blocks.ToolStep{Tool: e.Tool, Input: e.Input}})
+		return true, false
+	case store.EventToolResult:
+		for i := len(p.steps) - 1; i >= 0; i-- {
+			if st := &p.steps[i]; st.Tool == e.Tool && st.Failed == "" {
+				if !e.IsError || st.carded {
+					return false, false
+				}
+				st.Failed = cmp.Or(strings.TrimSpace(e.Text), "error")
+				return true, false
+			}
+		}
+		return false, false
+	case store.EventRequestCreated:
+		for i := len(p.steps) - 1; i >= 0 && r != nil; i-- {
+			if st := &p.steps[i]; !st.carded && st.Tool == r.ToolName && sameJSON(st.Input, r.Input) {
+				st.carded = true
+				return true, false
+			}
+		}
+		return false, false
+	case store.EventResult, store.EventExit, store.EventInterrupted, store.EventError:
+		return false, true
+	}
+	return false, false
+}
+
+// sameJSON reports whether two JSON documents are equal once compacted.
+func sameJSON(a, b json.RawMessage) bool {
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return bytes.Equal(a, b)
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
 }
 
 // defaultStatusSessions is how many sessions' status entries one bot
@@ -88,9 +189,10 @@ type statusBook struct {
 }
 
 type statusEntry struct {
-	mu    sync.Mutex
-	shown blocks.Status // what the line showed last, less the pending count
-	known bool
+	mu       sync.Mutex
+	shown    blocks.Status // what the line showed last, less the pending count
+	known    bool
+	progress progress // the fold of the current turn
 
 	id   string
 	refs int // goroutines holding or waiting for mu; guarded by statusBook.mu

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
@@ -40,6 +41,8 @@ func (b *Bot) handleEvent(ctx context.Context, e store.Event) error {
 		err = b.showSettled(ctx, log, e.RequestID)
 	case store.EventSessionStarted:
 		b.refreshStatus(ctx, e.SessionID, blocks.PhaseWorking)
+	case store.EventToolUse, store.EventToolResult:
+		err = b.foldEvent(ctx, log, e)
 	default:
 		err = b.showSessionEvent(ctx, log, e)
 	}
@@ -65,9 +68,40 @@ func retryable(ctx context.Context, err error) bool {
 	return !permanent(err)
 }
 
+// handOff is how long the event consumer waits for Slack to take a write
+// before it goes on to the next event and leaves the rest to a task. Events
+// are consumed one at a time for every channel, so a write waiting for its
+// channel's budget must not hold up a card in another channel. The event
+// is then acknowledged before Slack has the write: the outbox still never
+// drops it while the bot runs, but a crash in that window loses it.
+const handOff = 200 * time.Millisecond
+
+// awaitWrite waits up to handOff for res and runs then with the outcome;
+// past that, then runs in a task and awaitWrite returns nil.
+func (b *Bot) awaitWrite(log zerolog.Logger, res <-chan opResult, then func(opResult) error) error {
+	// Wall time on purpose: this bounds how the consumer shares its time,
+	// it is no deadline a test would move by hand.
+	timer := time.NewTimer(handOff)
+	defer timer.Stop()
+	select {
+	case r := <-res:
+		return then(r)
+	case <-timer.C:
+	}
+	started := b.work.Go(func(context.Context) {
+		if err := then(<-res); err != nil {
+			log.Error().Err(err).Msg("event shown late in slack failed")
+		}
+	})
+	if !started {
+		return then(<-res)
+	}
+	return nil
+}
+
 // showRequest posts a request's card in its session's thread, records
 // where (SetCard), and attaches the full input when the card had to
-// truncate it.
+// truncate it. Cards take the outbox's first lane.
 func (b *Bot) showRequest(ctx context.Context, log zerolog.Logger, id string) error {
 	r, err := b.st.GetRequest(ctx, id)
 	if err != nil {
@@ -84,25 +118,35 @@ func (b *Bot) showRequest(ctx context.Context, log zerolog.Logger, id string) er
 		// rather than posting a second one.
 		return b.out.Update(ctx, log, r.Card, card.msg)
 	}
-	ts, err := b.out.Post(ctx, log, s.Thread.Channel, s.Thread.TS, card.msg)
-	if err != nil {
+	res := b.out.post(log, laneCard, s.Thread.Channel, s.Thread.TS, card.msg)
+	// The card shows the call: take it out of the turn's fold.
+	b.showProgress(log, s, store.Event{Type: store.EventRequestCreated}, &r)
+	return b.awaitWrite(log, res, func(pr opResult) error {
+		return b.cardPosted(ctx, log, r, s, card, pr)
+	})
+}
+
+// cardPosted records where a card went, or says in the thread that it
+// could not be shown.
+func (b *Bot) cardPosted(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, card renderedCard, pr opResult) error {
+	if err := pr.err; err != nil {
 		if !retryable(ctx, err) {
 			// Slack refused the card itself: say so in the thread rather
 			// than leave people unaware that Claude is waiting.
 			notice := fmt.Sprintf("⚠️ Claude is waiting for a decision on %s, but its card could not be shown in Slack (%s). "+
 				"The request will expire unless it is decided another way; the bot's log has the details.",
 				"`"+blocks.Escape(r.ToolName)+"`", blocks.Escape(slackErrCode(err)))
-			if _, perr := b.out.Post(ctx, log, s.Thread.Channel, s.Thread.TS, outMsg{Text: notice}); perr != nil {
+			if perr := (<-b.out.post(log, laneCard, s.Thread.Channel, s.Thread.TS, outMsg{Text: notice})).err; perr != nil {
 				log.Error().Err(perr).Msg("post card failure notice")
 			}
 		}
 		return err
 	}
-	ref := store.MessageRef{Channel: s.Thread.Channel, TS: ts}
+	ref := store.MessageRef{Channel: s.Thread.Channel, TS: pr.ts}
 	// Record the card even when the bot is stopping: an unrecorded card
 	// would be posted a second time after a restart.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
-	err = b.st.SetCard(sctx, r.ID, ref)
+	err := b.st.SetCard(sctx, r.ID, ref)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("bot: set card %s: %w", r.ID, err)
@@ -155,19 +199,31 @@ func (b *Bot) showSettled(ctx context.Context, log zerolog.Logger, id string) er
 	return nil
 }
 
-// showSessionEvent posts what Claude said and did in the thread and moves
-// the status line.
+// foldEvent shows a tool use or a tool's result in the turn's fold.
+func (b *Bot) foldEvent(ctx context.Context, log zerolog.Logger, e store.Event) error {
+	s, err := b.st.GetSession(ctx, e.SessionID)
+	if err != nil {
+		return fmt.Errorf("bot: get session %s: %w", e.SessionID, err)
+	}
+	b.showProgress(log.With().Str("channel", s.Thread.Channel).Logger(), s, e, nil)
+	return nil
+}
+
+// showSessionEvent posts what Claude said and how the turn ended in the
+// results lane, and moves the status line.
 func (b *Bot) showSessionEvent(ctx context.Context, log zerolog.Logger, e store.Event) error {
 	s, err := b.st.GetSession(ctx, e.SessionID)
 	if err != nil {
 		return fmt.Errorf("bot: get session %s: %w", e.SessionID, err)
 	}
 	log = log.With().Str("channel", s.Thread.Channel).Logger()
+	// The fold goes first, so the thread reads in the order things happened.
+	b.showProgress(log, s, e, nil)
+	var results []<-chan opResult
 	for _, m := range renderEvent(e) {
-		if _, err := b.out.Post(ctx, log, s.Thread.Channel, s.Thread.TS, m); err != nil {
-			return err
-		}
+		results = append(results, b.out.post(log, laneResult, s.Thread.Channel, s.Thread.TS, m))
 	}
+	err = b.awaitResults(log, results)
 	switch e.Type {
 	case store.EventResult:
 		if e.Result != nil && e.Result.IsError {
@@ -183,8 +239,24 @@ func (b *Bot) showSessionEvent(ctx context.Context, log zerolog.Logger, e store.
 		b.refreshStatus(ctx, s.ID, blocks.PhaseFailed, e.Text)
 	case store.EventInterrupted:
 		b.refreshStatus(ctx, s.ID, blocks.PhaseStopped)
-	case store.EventAssistantText, store.EventToolUse:
+	case store.EventAssistantText:
 		b.refreshStatus(ctx, s.ID, blocks.PhaseWorking)
 	}
-	return nil
+	return err
+}
+
+// awaitResults waits (see awaitWrite) for posts queued in one lane of one
+// thread. They go out in order, so once the last is done all are.
+func (b *Bot) awaitResults(log zerolog.Logger, results []<-chan opResult) error {
+	if len(results) == 0 {
+		return nil
+	}
+	return b.awaitWrite(log, results[len(results)-1], func(last opResult) error {
+		for _, res := range results[:len(results)-1] {
+			if r := <-res; r.err != nil {
+				return r.err
+			}
+		}
+		return last.err
+	})
 }

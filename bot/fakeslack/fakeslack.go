@@ -108,6 +108,7 @@ type Fake struct {
 	pingInterval          time.Duration
 	allowRejections       bool
 	allowDeliveryFailures bool
+	noRateModel           bool
 	httpClient            *http.Client
 
 	// wg owns every goroutine the fake starts (Socket Mode readers and pingers).
@@ -123,6 +124,7 @@ type Fake struct {
 	rejections  []Rejection
 	failures    []DeliveryFailure
 	rateLimits  map[string]*rateLimit
+	buckets     map[string]*tokenBucket // the rate model's, by "post:"+channel and "update"
 	users       map[string]*User
 	groups      map[string][]string
 	channels    map[string]*channel
@@ -180,6 +182,7 @@ func New(t testing.TB, opts ...Option) *Fake {
 		closing:      make(chan struct{}),
 		changed:      make(chan struct{}),
 		rateLimits:   map[string]*rateLimit{},
+		buckets:      map[string]*tokenBucket{},
 		users:        map[string]*User{BotUserID: {ID: BotUserID, Name: BotName}},
 		groups:       map[string][]string{},
 		channels:     map[string]*channel{},

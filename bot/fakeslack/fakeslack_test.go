@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -1019,5 +1020,31 @@ func TestLateAckCountsAsOneFailureOnly(t *testing.T) {
 	}
 	if d := f.DeliveryFailures(); len(d) != 1 {
 		t.Errorf("failures = %+v, want only the timeout", d)
+	}
+}
+
+func TestRateModelAnswers429PastTheChannelsPostBurst(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	f := fakeslack.New(t, fakeslack.WithClock(func() time.Time { return now }))
+	f.AddChannel("C1", "one")
+	f.AddChannel("C2", "two")
+	api := slack.New(fakeslack.BotToken, slack.OptionAPIURL(f.APIURL()))
+	for i := range 4 {
+		if _, _, err := api.PostMessage("C1", slack.MsgOptionText(fmt.Sprint(i), false)); err != nil {
+			t.Fatalf("post %d within the burst: %v", i, err)
+		}
+	}
+	_, _, err := api.PostMessage("C1", slack.MsgOptionText("one too many", false))
+	var limited *slack.RateLimitedError
+	if !errors.As(err, &limited) || limited.RetryAfter != time.Second {
+		t.Fatalf("post past the burst: %v, want 429 with Retry-After 1s", err)
+	}
+	// The budget is per channel.
+	if _, _, err := api.PostMessage("C2", slack.MsgOptionText("elsewhere", false)); err != nil {
+		t.Fatalf("post to another channel: %v", err)
+	}
+	now = now.Add(time.Second)
+	if _, _, err := api.PostMessage("C1", slack.MsgOptionText("a second later", false)); err != nil {
+		t.Fatalf("post a second later: %v", err)
 	}
 }

@@ -130,6 +130,13 @@ func (f *Fake) handleCall(method string, r *http.Request, p params, perr error, 
 		f.calls = append(f.calls, call)
 		return nil, int(math.Ceil(rl.retryAfter.Seconds()))
 	}
+	if perr == nil {
+		if after := f.overBudgetLocked(method, p); after >= 0 {
+			call.Status = http.StatusTooManyRequests
+			f.calls = append(f.calls, call)
+			return nil, after
+		}
+	}
 	var err error
 	var res map[string]any
 	if perr != nil {

@@ -46,6 +46,13 @@ type Config struct {
 	Approvers          string `env:"APPROVERS"`
 	ChannelWorkDirs    string `env:"CHANNEL_WORKDIRS"`
 
+	// Slack's rate limits as the outbox spends them (see bot.Budgets).
+	SlackPostsPerSecond   float64       `env:"SLACK_POSTS_PER_SECOND" envDefault:"1"`
+	SlackPostBurst        int           `env:"SLACK_POST_BURST" envDefault:"4"`
+	SlackUpdatesPerMinute float64       `env:"SLACK_UPDATES_PER_MINUTE" envDefault:"50"`
+	SlackUpdateBurst      int           `env:"SLACK_UPDATE_BURST" envDefault:"20"`
+	SlackLiveEditInterval time.Duration `env:"SLACK_LIVE_EDIT_INTERVAL" envDefault:"3s"`
+
 	// Logs.
 	LogLevel  string `env:"LOG_LEVEL" envDefault:"info"`
 	LogFormat string `env:"LOG_FORMAT" envDefault:"json"`
@@ -88,6 +95,9 @@ func (c Config) validate() error {
 	}
 	if c.IdleTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("SESSION_IDLE_TIMEOUT=%s: must be positive", c.IdleTimeout))
+	}
+	if c.SlackPostsPerSecond <= 0 || c.SlackPostBurst < 1 || c.SlackUpdatesPerMinute <= 0 || c.SlackUpdateBurst < 1 || c.SlackLiveEditInterval <= 0 {
+		errs = append(errs, errors.New("SLACK_POSTS_PER_SECOND, SLACK_POST_BURST, SLACK_UPDATES_PER_MINUTE, SLACK_UPDATE_BURST and SLACK_LIVE_EDIT_INTERVAL must be positive"))
 	}
 	if _, err := zerolog.ParseLevel(strings.ToLower(c.LogLevel)); err != nil || c.LogLevel == "" {
 		errs = append(errs, fmt.Errorf("LOG_LEVEL=%q: want trace, debug, info, warn or error", c.LogLevel))

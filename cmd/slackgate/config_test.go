@@ -15,6 +15,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		ClaudeBin: "claude", PermissionMode: "default", RequestTimeout: 30 * time.Minute,
 		MaxSessions: 8, IdleTimeout: 10 * time.Minute, DataDir: "./data", RedisKeyPrefix: "slackgate", HTTPAddr: ":3000",
 		LogLevel: "info", LogFormat: "json",
+		SlackPostsPerSecond: 1, SlackPostBurst: 4, SlackUpdatesPerMinute: 50, SlackUpdateBurst: 20, SlackLiveEditInterval: 3 * time.Second,
 	}
 	want.WorkDir = cfg.WorkDir // the current directory
 	if cfg.WorkDir == "" {
@@ -33,6 +34,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"LOG_FORMAT=console", "SLACK_BOT_TOKEN=xoxb-1", "SLACK_APP_TOKEN=xapp-1", "SLACK_SIGNING_SECRET=s",
 		"SLACK_API_URL=http://127.0.0.1:1/api/", "HTTP_ADDR=:8080", "APPROVERS=U1,S2",
 		"CHANNEL_WORKDIRS=C1=/a", "UNRELATED=x",
+		"SLACK_POSTS_PER_SECOND=2", "SLACK_POST_BURST=3", "SLACK_UPDATES_PER_MINUTE=100", "SLACK_UPDATE_BURST=5", "SLACK_LIVE_EDIT_INTERVAL=1s",
 	})
 	if err != nil {
 		t.Fatalf("loadConfig: %v", err)
@@ -43,6 +45,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		RedisURL: "redis://r:6379/1", RedisKeyPrefix: "team-a", DataDir: "/var/lib/sg", SlackBotToken: "xoxb-1", SlackAppToken: "xapp-1",
 		SlackSigningSecret: "s", SlackAPIURL: "http://127.0.0.1:1/api/", HTTPAddr: ":8080", Approvers: "U1,S2",
 		ChannelWorkDirs: "C1=/a", LogLevel: "debug", LogFormat: "console",
+		SlackPostsPerSecond: 2, SlackPostBurst: 3, SlackUpdatesPerMinute: 100, SlackUpdateBurst: 5, SlackLiveEditInterval: time.Second,
 	}
 	if cfg != want {
 		t.Errorf("\n got %+v\nwant %+v", cfg, want)

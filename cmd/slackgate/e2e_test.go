@@ -130,7 +130,7 @@ func startApp(t testing.TB, o options, steps ...relaytest.Step) *app {
 		}
 		env = append(env, "REDIS_URL="+url, "REDIS_KEY_PREFIX=e2e-"+fmt.Sprint(time.Now().UnixNano()))
 	}
-	p := program{environ: append(env, o.extraEnv...), stdout: a.logs, stderr: a.logs, postInterval: 50 * time.Millisecond}
+	p := program{environ: append(env, o.extraEnv...), stdout: a.logs, stderr: a.logs}
 	switch o.transport {
 	case socketMode:
 		p.environ = append(p.environ, "SLACK_APP_TOKEN="+fakeslack.AppToken)

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"syscall"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
@@ -55,8 +54,6 @@ type program struct {
 	stdout, stderr io.Writer
 	// listener, when set, serves HTTP mode instead of listening on HTTP_ADDR.
 	listener net.Listener
-	// postInterval overrides Slack's one-post-per-second pacing (tests).
-	postInterval time.Duration
 }
 
 func (p program) run(ctx context.Context, args []string) error {
@@ -232,6 +229,12 @@ func (p program) botConfig(cfg Config) (bot.Config, error) {
 		ChannelWorkDirs: dirs,
 		PermissionMode:  cfg.PermissionMode,
 		Model:           cfg.Model,
-		PostInterval:    p.postInterval,
+		Budgets: bot.Budgets{
+			PostsPerSecond:   cfg.SlackPostsPerSecond,
+			PostBurst:        cfg.SlackPostBurst,
+			UpdatesPerMinute: cfg.SlackUpdatesPerMinute,
+			UpdateBurst:      cfg.SlackUpdateBurst,
+			LiveEditInterval: cfg.SlackLiveEditInterval,
+		},
 	}, nil
 }
