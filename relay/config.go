@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"crypto/ed25519"
 	"fmt"
 	"os"
 	"time"
@@ -36,9 +37,18 @@ type Config struct {
 	Clock          Clock         // nil = RealClock
 	StopGrace      time.Duration // see ProcessOptions
 	KillGrace      time.Duration
+	// VerifyKey is the public half of the bots' decision signing key
+	// (required): the worker acts on a person's decision only when its
+	// signature verifies with it, so write access to the store is not
+	// approval power.
+	VerifyKey ed25519.PublicKey
 }
 
 func (c *Config) normalize() error {
+	if len(c.VerifyKey) != ed25519.PublicKeySize {
+		return fmt.Errorf("relay: VerifyKey must be an Ed25519 public key (%d bytes), got %d bytes: %w",
+			ed25519.PublicKeySize, len(c.VerifyKey), store.ErrInvalid)
+	}
 	if c.ClaudeBin == "" {
 		c.ClaudeBin = "claude"
 	}
