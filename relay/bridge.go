@@ -215,7 +215,7 @@ func (b *bridge) checked(ctx context.Context, req store.Request, d store.Decisio
 	log.Error().Err(err).Str("claimed_outcome", string(d.Outcome)).Str("claimed_by", d.By).
 		Msg("refusing a decision that does not verify")
 	refusal := store.Decision{Outcome: store.OutcomeRefused, At: b.w.clock.Now(),
-		Message: fmt.Sprintf("A %s decision claiming to be from %q did not verify: %v", d.Outcome, cmp.Or(d.By, "nobody"), err)}
+		Message: fmt.Sprintf("The %s decision claiming to be from %s did not verify: %v", d.Outcome, cmp.Or(d.By, "nobody"), err)}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	if _, err := b.w.st.Refuse(rctx, req.ID, refusal); err != nil {
