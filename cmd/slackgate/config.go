@@ -42,6 +42,11 @@ type Config struct {
 	Approvers          string `env:"APPROVERS"`
 	ChannelWorkDirs    string `env:"CHANNEL_WORKDIRS"`
 
+	// Decision signing (see keys.go): the bots hold the private half, the
+	// workers the public one.
+	DecisionSigningKey string `env:"DECISION_SIGNING_KEY"`
+	DecisionVerifyKey  string `env:"DECISION_VERIFY_KEY"`
+
 	// Logs.
 	LogLevel  string `env:"LOG_LEVEL" envDefault:"info"`
 	LogFormat string `env:"LOG_FORMAT" envDefault:"json"`

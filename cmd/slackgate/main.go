@@ -4,10 +4,12 @@
 //	slackgate run      Slack bot and Claude Code worker in one process (embedded store, or Redis)
 //	slackgate bot      only the Slack side (needs REDIS_URL)
 //	slackgate worker   only the Claude Code side (needs REDIS_URL)
+//	slackgate keygen   print a decision signing key pair for bots and workers
 package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -36,6 +38,8 @@ commands:
            (embedded store in DATA_DIR, or Redis when REDIS_URL is set)
   bot      only the Slack side; several may run against one REDIS_URL
   worker   only the Claude Code side; several may run against one REDIS_URL
+  keygen   print a new decision signing key pair as two lines,
+           DECISION_SIGNING_KEY (for bots) and DECISION_VERIFY_KEY (for workers)
   audit    print the audit log (requests and who decided them) as JSON lines:
            slackgate audit [-after ID] [-limit N]
   help     this text
@@ -73,6 +77,9 @@ func (p program) run(ctx context.Context, args []string) error {
 		return err
 	}
 	cmd := args[0]
+	if cmd == "keygen" {
+		return keygen(p.stdout)
+	}
 	if cmd != "run" && cmd != "bot" && cmd != "worker" && cmd != "audit" {
 		fmt.Fprint(p.stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
@@ -84,17 +91,12 @@ func (p program) run(ctx context.Context, args []string) error {
 	if cmd == "audit" {
 		return p.audit(ctx, args[1:], cfg)
 	}
-	var botCfg bot.Config
-	if cmd != "worker" {
-		if err := cfg.validateSlack(); err != nil {
-			return err
-		}
-		if botCfg, err = p.botConfig(cfg); err != nil {
-			return fmt.Errorf("config: %w", err)
-		}
-	}
 	if cmd != "run" && cfg.RedisURL == "" {
 		return fmt.Errorf("slackgate %s runs beside other processes and needs REDIS_URL; use `slackgate run` for one machine", cmd)
+	}
+	botCfg, keys, err := p.sides(cmd, cfg)
+	if err != nil {
+		return err
 	}
 	log := newLogger(cfg, p.stderr).With().Str("cmd", cmd).Logger()
 	redis.SetLogger(redisLogger{log.With().Str("component", "go-redis").Logger()})
@@ -107,7 +109,7 @@ func (p program) run(ctx context.Context, args []string) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	if cmd == "run" || cmd == "worker" {
-		w, err := relay.NewWorker(p.relayConfig(cfg), st, log.With().Str("component", "worker").Logger())
+		w, err := relay.NewWorker(p.relayConfig(cfg, keys.verify), st, log.With().Str("component", "worker").Logger())
 		if err != nil {
 			return err
 		}
@@ -120,10 +122,33 @@ func (p program) run(ctx context.Context, args []string) error {
 		}
 		g.Go(func() error { return b.Run(gctx) })
 	}
+	if keys.generated && cfg.RedisURL != "" {
+		log.Warn().Msg("decision keys made in memory: only this process can verify its decisions; give every slackgate on this Redis one pair from `slackgate keygen`")
+	}
 	log.Info().Str("store", storeName(cfg)).Str("workdir", cfg.WorkDir).Msg("slackgate started")
 	err = g.Wait()
 	log.Info().Err(err).Msg("slackgate stopped")
 	return err
+}
+
+// sides checks the configuration of the halves cmd runs: the Slack side's
+// (not for a worker) and the decision keys each half holds.
+func (p program) sides(cmd string, cfg Config) (bot.Config, decisionKeys, error) {
+	keys, err := resolveKeys(cmd, cfg)
+	if err != nil {
+		return bot.Config{}, keys, fmt.Errorf("config: %w", err)
+	}
+	if cmd == "worker" {
+		return bot.Config{}, keys, nil
+	}
+	if err := cfg.validateSlack(); err != nil {
+		return bot.Config{}, keys, err
+	}
+	botCfg, err := p.botConfig(cfg, keys.sign)
+	if err != nil {
+		return bot.Config{}, keys, fmt.Errorf("config: %w", err)
+	}
+	return botCfg, keys, nil
 }
 
 // openStore picks the backend: Redis when REDIS_URL is set, else the
@@ -160,7 +185,7 @@ func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
 }
 
 // relayConfig is the worker's share of the configuration.
-func (p program) relayConfig(cfg Config) relay.Config {
+func (p program) relayConfig(cfg Config, verify ed25519.PublicKey) relay.Config {
 	args, _ := splitArgs(cfg.Args) // validated by loadConfig
 	return relay.Config{
 		ClaudeBin:      cfg.ClaudeBin,
@@ -172,11 +197,12 @@ func (p program) relayConfig(cfg Config) relay.Config {
 		IdleTimeout:    cfg.IdleTimeout,
 		WorkerID:       cfg.WorkerID,
 		Env:            p.environ, // claude inherits slackgate's environment
+		VerifyKey:      verify,
 	}
 }
 
 // botConfig is the Slack side's share of the configuration.
-func (p program) botConfig(cfg Config) (bot.Config, error) {
+func (p program) botConfig(cfg Config, sign ed25519.PrivateKey) (bot.Config, error) {
 	approvers, err := bot.ParseApprovers(cfg.Approvers)
 	if err != nil {
 		return bot.Config{}, fmt.Errorf("APPROVERS: %w", err)
@@ -198,5 +224,6 @@ func (p program) botConfig(cfg Config) (bot.Config, error) {
 		PermissionMode:  cfg.PermissionMode,
 		Model:           cfg.Model,
 		PostInterval:    p.postInterval,
+		SigningKey:      sign,
 	}, nil
 }
