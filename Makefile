@@ -6,9 +6,14 @@ SHELL := bash
 #   make test CLAUDE_CODE_VERSION=2.1.197
 CLAUDE_CODE_VERSION ?= 2.1.330
 GO ?= go
-FUZZTIME ?= 10s
+FUZZTIME ?= 8s
+# staticcheck, pinned (v0.8.2 is release 2026.2.2, which knows Go 1.26);
+# installed from the Go module proxy into the git-ignored .cache/ when missing.
+STATICCHECK_VERSION ?= v0.8.2
+TOOLS ?= $(CURDIR)/.cache/tools
+STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
-.PHONY: all build run test test-go test-cli-197 fuzz bench lint claude-code
+.PHONY: all build run test test-go test-cli-197 fuzz bench lint gofmt vet tidy staticcheck claude-code
 
 all: build
 
@@ -28,7 +33,8 @@ run: build
 claude-code:
 	@.ci/claude-code.sh $(CLAUDE_CODE_VERSION)
 
-## test: vet, race tests against the real CLI and a private redis, fuzz briefly.
+## test: the lint gates, race tests (the architecture and function-length
+## tests among them) against the real CLI and a private redis, fuzz briefly.
 test: lint
 	CLAUDE_BIN="$$(.ci/claude-code.sh $(CLAUDE_CODE_VERSION))" \
 	CLAUDE_BIN_197="$$(.ci/claude-code.sh 2.1.197)" \
@@ -43,13 +49,34 @@ test-go:
 test-cli-197:
 	CLAUDE_BIN="$$CLAUDE_BIN_197" $(GO) test -race -count=1 -timeout 10m ./relay ./cmd/...
 
+# Each fuzz target runs briefly: the wire decoder, the card and thread-line
+# renderers (never over Slack's limits, never an unescaped mention or an
+# invisible character) and the Slack payload decoders.
+FUZZ_TARGETS := relay:FuzzDecodeLine blocks:FuzzCard blocks:FuzzEventLine blocks:FuzzDecodeBlockActions blocks:FuzzDecodeViewSubmission
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeLine$$' -fuzztime $(FUZZTIME) ./relay
+	for t in $(FUZZ_TARGETS); do \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; \
+	done
 
-lint:
+## lint: gofmt, go vet, go.mod/go.sum tidy, staticcheck.
+lint: gofmt vet tidy staticcheck
+
+gofmt:
 	@unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.cache/*'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted" >&2; exit 1; fi
+
+vet:
 	$(GO) vet ./...
+
+# Fails, printing the diff, when `go mod tidy` would change go.mod or go.sum.
+tidy:
+	@$(GO) mod tidy -diff || { echo "go.mod/go.sum are not tidy: run go mod tidy" >&2; exit 1; }
+
+staticcheck: $(STATICCHECK)
+	$(STATICCHECK) ./...
+
+$(STATICCHECK):
+	GOBIN="$(dir $@)" $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 ## bench: the store round trip on both backends (figures go in README.md).
 bench:

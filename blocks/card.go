@@ -35,47 +35,110 @@ const (
 	maxButtons   = 10   // "Always allow" buttons shown
 )
 
+// CardOptions are what the bot knows about a card beyond the request.
+type CardOptions struct {
+	// AttachmentFailed: the bot could not upload Message.FullInput to the
+	// thread. The card then says the full input is not there, and the
+	// Approve confirmation says so too.
+	AttachmentFailed bool
+}
+
 // Card renders a request as its Slack card: pending (with buttons) while
 // r.Decision is nil, final (outcome, who, when; no buttons) once it is set.
 // s is the request's session, for the context line and the mention.
-func Card(r store.Request, s store.Session) Message {
-	c := &card{r: normalize(r), s: s}
+func Card(r store.Request, s store.Session) Message { return CardWith(r, s, CardOptions{}) }
+
+// CardWith is Card with options (the bot re-renders with
+// AttachmentFailed when the full input could not be uploaded).
+func CardWith(r store.Request, s store.Session, o CardOptions) Message {
+	return renderCard(r, s, o, newerOf(r))
+}
+
+func renderCard(r store.Request, s store.Session, o CardOptions, x newer) Message {
+	r = normalize(r)
+	shown := r
+	shown.Input = maskJSON(r.Input) // a private key spans lines: mask before clipping
+	c := &card{r: shown, real: r, s: s, o: o, x: x}
 	c.render()
 	return c.msg
 }
 
 type card struct {
-	r         store.Request
-	s         store.Session
-	msg       Message
-	truncated bool
-	full      string // what FullInput holds when truncated
-	fullName  string
+	r        store.Request // what the card shows: secrets masked
+	real     store.Request // as stored: what decisions are made from
+	s        store.Session
+	o        CardOptions
+	x        newer
+	msg      Message
+	hidden   []string // what the card left out, for the Approve confirmation
+	full     string   // what FullInput holds when something is hidden
+	fullName string
+	flags    []string // warnings under the headline
+	short    []string // the same warnings for the notification text
 }
 
 func (c *card) render() {
 	head := headline(c.r)
 	c.add(section(head))
+	top := len(c.msg.Blocks)
 	c.body()
+	if len(c.hidden) > 0 {
+		c.add(slack.NewContextBlock("", mrkdwn(c.attachNote())))
+	}
 	c.add(c.context())
 	if c.r.Decision == nil {
 		c.controls()
 	} else {
 		c.add(section(cutSafe(outcome(c.r), MaxText)))
 	}
-	if c.truncated {
+	if len(c.hidden) > 0 {
 		c.msg.FullInput = c.full
 		c.msg.FullInputName = c.fullName
+	}
+	c.warnings()
+	if len(c.flags) > 0 {
+		c.msg.Blocks = slices.Insert(c.msg.Blocks, top, slack.Block(section(strings.Join(c.flags, "\n"))))
 	}
 	c.msg.Text = c.fallback(head)
 }
 
 func (c *card) add(bs ...slack.Block) { c.msg.Blocks = append(c.msg.Blocks, bs...) }
 
+func (c *card) flag(long, short string) {
+	c.flags = append(c.flags, long)
+	c.short = append(c.short, "⚠️ "+short)
+}
+
+// warnings adds the flags that depend on the whole rendered card: any
+// invisible character the escaping path made visible, masked secrets.
+func (c *card) warnings() {
+	raw, _ := json.Marshal(c.msg.Blocks)
+	shown := string(raw)
+	if strings.Contains(shown, invisibleMark) || hasInvisible(c.real.ToolName) {
+		c.flag("⚠️ *Contains invisible or bidirectional characters*: shown as "+invisibleMark+"…⟧ escapes; "+
+			"they can make text read differently from what runs", "contains invisible or bidirectional characters")
+	}
+	if string(c.r.Input) != string(c.real.Input) ||
+		(strings.Contains(shown, mask) && !strings.Contains(string(c.real.Input), mask)) {
+		c.flags = append(c.flags, "🔒 Secrets in the input are masked on this card; Claude gets the input unchanged")
+	}
+}
+
+// attachNote says where the full input is.
+func (c *card) attachNote() string {
+	if c.o.AttachmentFailed {
+		return "⚠️ *Part of the input is not shown, and the full input could not be attached to the thread.*"
+	}
+	return "Part of the input is not shown here: the full input is attached in the thread."
+}
+
 func (c *card) fallback(head string) string {
 	t := head
 	if c.r.Decision != nil {
 		t = outcomeWord(c.r) + ": " + head
+	}
+	if len(c.short) > 0 {
+		t += " (" + strings.Join(c.short, ", ") + ")"
 	}
 	if c.s.StartedBy != "" {
 		t = "<@" + c.s.StartedBy + "> " + t
@@ -137,124 +200,50 @@ func mrkdwn(s string) *slack.TextBlockObject {
 	return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
 }
 
+// plain is a plain_text object for slackgate's own words.
 func plain(s string) *slack.TextBlockObject {
 	return slack.NewTextBlockObject(slack.PlainTextType, s, true, false)
+}
+
+// plainInput is the one path input text takes into plain_text (button
+// labels, menu options, confirmations): secrets masked, invisible
+// characters made visible, then cut to max.
+func plainInput(s string, max int) *slack.TextBlockObject {
+	return plain(cut(visible(maskSecrets(s)), max))
 }
 
 func section(s string) *slack.SectionBlock {
 	return slack.NewSectionBlock(mrkdwn(s), nil, nil)
 }
 
-// truncate records that the card cut something; full is the whole text for
-// the attachment.
-func (c *card) truncate(full, name string) {
-	if !c.truncated {
-		c.truncated, c.full, c.fullName = true, full, name
+// hide records that the card left something out; full is the text to
+// attach. When two different parts are cut, the whole input is attached.
+func (c *card) hide(what, full, name string) {
+	c.hidden = append(c.hidden, what)
+	switch {
+	case c.full == "":
+		c.full, c.fullName = full, name
+	case c.full != full:
+		c.full, c.fullName = pretty(c.r.Input), "input.json"
 	}
 }
 
-// codeSection renders raw text as a code block within the budgets, with a
-// visible marker when it had to cut. label (mrkdwn) goes above the fence.
-func (c *card) codeSection(label, raw string, lines, runesMax int, full, name string) *slack.SectionBlock {
-	kept, marker := clip(raw, lines, runesMax)
-	text := codeBlock(kept)
+// codeSection renders raw text as a code block within the budgets. When it
+// does not fit, it shows the head and the tail with what is hidden between
+// them. label (mrkdwn) goes above the fence; what names the part for the
+// Approve confirmation.
+func (c *card) codeSection(label, raw string, lines, runesMax int, full, name, what string) *slack.SectionBlock {
+	budget := min(runesMax, MaxText-120-runes(label))
+	cl := clip(raw, lines, budget)
+	text := codeBlock(cl.head)
+	if cl.hidden != "" {
+		text += "\n_… " + cl.hidden + " …_\n" + codeBlock(cl.tail)
+		c.hide(what+": "+cl.hidden, full, name)
+	}
 	if label != "" {
 		text = label + "\n" + text
 	}
-	if marker != "" {
-		text += "\n_" + marker + attachedNote + "_"
-		c.truncate(full, name)
-	}
-	return section(text)
-}
-
-func (c *card) body() {
-	r := c.r
-	f := decodeInput(r.Input)
-	fullJSON := pretty(r.Input)
-	switch r.Kind {
-	case store.KindPlan:
-		c.plan(f.str("plan"))
-		if p := f.str("planFilePath"); p != "" {
-			c.add(slack.NewContextBlock("", mrkdwn("Plan file on the worker: "+inlineCode(p, 500))))
-		}
-		return
-	case store.KindQuestion:
-		c.questions()
-		return
-	}
-	switch r.ToolName {
-	case "Bash":
-		c.add(c.codeSection("", f.str("command"), codeLines, codeRunes, f.str("command"), "command.sh"))
-		desc := f.str("description")
-		if desc == "" && r.Description != f.str("command") {
-			desc = r.Description
-		}
-		if strings.TrimSpace(desc) != "" {
-			c.add(section("_" + codeSafe(cut(oneLine(desc), 500)) + "_"))
-		}
-	case "Write":
-		content := f.str("content")
-		lines := strings.Count(content, "\n")
-		if content != "" && !strings.HasSuffix(content, "\n") {
-			lines++
-		}
-		label := fmt.Sprintf("*File:* %s · %s · %s", inlineCode(f.str("file_path"), 500),
-			plural(lines, "line"), size(len(content)))
-		c.add(c.codeSection(label, strings.TrimSuffix(content, "\n"), 30, codeRunes, content, baseName(f.str("file_path"))))
-	case "Edit":
-		label := "*File:* " + inlineCode(f.str("file_path"), 500)
-		var all bool
-		_ = json.Unmarshal(f["replace_all"], &all)
-		if all {
-			label += " · replace all"
-		}
-		c.add(c.codeSection(label, diff(f.str("old_string"), f.str("new_string")), codeLines, codeRunes, fullJSON, "input.json"))
-	case "MultiEdit":
-		c.add(section("*File:* " + inlineCode(f.str("file_path"), 500)))
-		var edits []struct {
-			Old string `json:"old_string"`
-			New string `json:"new_string"`
-		}
-		_ = json.Unmarshal(f["edits"], &edits)
-		for i, e := range edits {
-			if i == maxEdits {
-				c.add(section(fmt.Sprintf("_… %s more edits%s_", thousands(len(edits)-i), attachedNote)))
-				c.truncate(fullJSON, "input.json")
-				break
-			}
-			c.add(c.codeSection(fmt.Sprintf("Edit %d of %d", i+1, len(edits)), diff(e.Old, e.New), 25, 1200, fullJSON, "input.json"))
-		}
-	case "Read":
-		text := "*File:* " + inlineCode(f.str("file_path"), 500)
-		if f.has("offset") || f.has("limit") {
-			text += fmt.Sprintf(" · offset %s, limit %s", numOr(f["offset"], "0"), numOr(f["limit"], "all"))
-		}
-		c.add(section(text))
-	case "Glob", "Grep":
-		text := "*Pattern:* " + inlineCode(f.str("pattern"), 500)
-		if p := f.str("path"); p != "" {
-			text += "\n*In:* " + inlineCode(p, 500)
-		}
-		if g := f.str("glob"); g != "" {
-			text += "\n*Files:* " + inlineCode(g, 500)
-		}
-		c.add(section(text))
-	case "WebFetch":
-		text := "*URL:* " + inlineCode(f.str("url"), 1000)
-		if p := f.str("prompt"); p != "" {
-			text += "\n*Prompt:* " + codeSafe(cut(oneLine(p), 1500))
-		}
-		c.add(section(text))
-	case "WebSearch":
-		c.add(section("*Query:* " + inlineCode(f.str("query"), 1000)))
-	default:
-		label := ""
-		if server, tool, ok := mcpName(r.ToolName); ok {
-			label = "*Server:* " + inlineCode(server, 200) + " · *Tool:* " + inlineCode(tool, 200) + "\n*Arguments:*"
-		}
-		c.add(c.codeSection(label, fullJSON, codeLines, codeRunes, fullJSON, "input.json"))
-	}
+	return section(cutSafe(text, MaxText))
 }
 
 func numOr(raw json.RawMessage, dflt string) string {
@@ -320,23 +309,6 @@ func diff(old, new string) string {
 	return strings.Join(out, "\n")
 }
 
-func (c *card) plan(plan string) {
-	if strings.TrimSpace(plan) == "" {
-		c.add(section("_Claude wants to leave plan mode and start working; it sent no plan text._"))
-		return
-	}
-	chunks := splitText(Markdown(plan), bodyChunk)
-	if len(chunks) > planSections {
-		chunks = chunks[:planSections]
-		left := strings.Count(plan, "\n") + 1 - approxLines(chunks)
-		chunks[planSections-1] += fmt.Sprintf("\n_… %s more lines%s_", thousands(max(left, 1)), attachedNote)
-		c.truncate(plan, "plan.md")
-	}
-	for _, ch := range chunks {
-		c.add(section(ch))
-	}
-}
-
 func approxLines(chunks []string) int {
 	n := 0
 	for _, ch := range chunks {
@@ -384,21 +356,6 @@ func oneTap(qs []question) bool {
 	return len(qs) == 1 && !qs[0].MultiSelect && len(qs[0].Options) > 0 && len(qs[0].Options) <= maxAnswerButtons
 }
 
-func (c *card) questions() {
-	qs := questions(c.r)
-	if len(qs) == 0 {
-		c.add(c.codeSection("", pretty(c.r.Input), codeLines, codeRunes, pretty(c.r.Input), "input.json"))
-		return
-	}
-	pending := c.r.Decision == nil
-	for i, q := range qs {
-		c.add(section(questionText(q)))
-		if pending && !oneTap(qs) && len(q.Options) > 0 {
-			c.add(slack.NewActionBlock(questionBlockID(i, c.r.ID), picker(q)))
-		}
-	}
-}
-
 // picker is the menu for one question in a card (or modal): a select for
 // single choice, checkboxes or a multi-select for several.
 func picker(q question) slack.BlockElement {
@@ -406,13 +363,13 @@ func picker(q question) slack.BlockElement {
 	for i, o := range q.Options {
 		var desc *slack.TextBlockObject
 		if d := strings.TrimSpace(o.Description); d != "" {
-			desc = plain(cut(oneLine(d), MaxOptionText))
+			desc = plainInput(oneLine(d), MaxOptionText)
 		}
-		label := cut(oneLine(o.Label), MaxOptionText)
+		label := oneLine(o.Label)
 		if strings.TrimSpace(label) == "" {
 			label = "Option " + strconv.Itoa(i+1)
 		}
-		opts[i] = slack.NewOptionBlockObject(strconv.Itoa(i), plain(label), desc)
+		opts[i] = slack.NewOptionBlockObject(strconv.Itoa(i), plainInput(label, MaxOptionText), desc)
 	}
 	const pickAction = string(ActionPick)
 	switch {
@@ -423,58 +380,6 @@ func picker(q question) slack.BlockElement {
 	default:
 		return slack.NewOptionsMultiSelectBlockElement(slack.MultiOptTypeStatic, plain("Choose answers"), pickAction, opts...)
 	}
-}
-
-func button(id, label, val string) *slack.ButtonBlockElement {
-	return slack.NewButtonBlockElement(id, val, plain(cut(label, MaxButtonText)))
-}
-
-func (c *card) controls() {
-	r := c.r
-	v := func(q, o int) string { return value(q, o, r.ID) }
-	var els []slack.BlockElement
-	switch r.Kind {
-	case store.KindPlan:
-		els = append(els,
-			button(string(ActionApprove), "Approve plan", v(0, 0)).WithStyle(slack.StylePrimary),
-			button(string(ActionDeny), "Keep planning", v(0, 0)))
-	case store.KindQuestion:
-		qs := questions(r)
-		if oneTap(qs) {
-			for o, opt := range qs[0].Options {
-				label := oneLine(opt.Label)
-				if label == "" {
-					label = "Option " + strconv.Itoa(o+1)
-				}
-				els = append(els, button(actionID(ActionAnswer, o), label, v(0, o)))
-			}
-		} else if len(qs) > 0 && allHaveOptions(qs) {
-			els = append(els, button(string(ActionSubmit), "Submit answers", v(0, 0)).WithStyle(slack.StylePrimary))
-		}
-		other := "Other…"
-		if !allHaveOptions(qs) {
-			other = "Answer…" // free-text questions are answered in the modal
-		}
-		els = append(els,
-			button(string(ActionOther), other, v(0, 0)),
-			button(string(ActionSkip), "Skip", v(0, 0)))
-	default:
-		els = append(els, button(string(ActionApprove), "Approve", v(0, 0)).WithStyle(slack.StylePrimary))
-		shown := 0
-		for i, s := range r.Suggestions {
-			label, ok := suggestionLabel(s)
-			if !ok || shown == maxButtons {
-				continue
-			}
-			els = append(els, button(actionID(ActionAlways, i), label, v(0, i)))
-			shown++
-		}
-		if Editable(r) {
-			els = append(els, button(string(ActionEdit), "Edit & approve", v(0, 0)))
-		}
-		els = append(els, button(string(ActionDeny), "Deny", v(0, 0)).WithStyle(slack.StyleDanger))
-	}
-	c.add(slack.NewActionBlock(blockActions, els...))
 }
 
 // suggestionLabel words a permission suggestion as an "Always allow" button;
@@ -546,7 +451,43 @@ func (c *card) context() slack.Block {
 	if len(why) > 0 {
 		els = append(els, mrkdwn(strings.Join(why, " · ")))
 	}
+	if about := c.about(); len(about) > 0 {
+		els = append(els, mrkdwn(strings.Join(about, " · ")))
+	}
 	return slack.NewContextBlock("", els...)
+}
+
+// about is what the CLI says about the request beyond its input: the
+// title and display name newer CLIs send, and a description the card does
+// not already show.
+func (c *card) about() []string {
+	var out []string
+	if t := strings.TrimSpace(c.x.Title); t != "" {
+		out = append(out, "Title: "+codeSafe(cut(oneLine(t), 300)))
+	}
+	if n := c.r.DisplayName; n != "" && n != c.r.ToolName {
+		out = append(out, "Display name "+inlineCode(n, 200)+" (tool "+inlineCode(c.r.ToolName, 200)+")")
+	}
+	if d := strings.TrimSpace(c.r.Description); d != "" && c.r.ToolName != "Bash" && !c.inInput(d) {
+		out = append(out, "Description: "+codeSafe(cut(oneLine(d), 500)))
+	}
+	if m := c.x.MCPServer; m != "" {
+		out = append(out, "MCP server "+inlineCode(m, 200))
+	}
+	return out
+}
+
+// inInput reports whether the card already shows s: it is one of the
+// input's string fields or the base name of one.
+func (c *card) inInput(s string) bool {
+	f := decodeInput(c.r.Input)
+	for key := range f {
+		v := f.str(key)
+		if v != "" && (v == s || baseName(v) == s) {
+			return true
+		}
+	}
+	return false
 }
 
 // reasonTypes words the CLI's decision_reason_type for when it sends no

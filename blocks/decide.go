@@ -56,16 +56,10 @@ func DecideAction(a Action, r store.Request, cb *slack.InteractionCallback, by W
 		}
 		return store.Decision{}, NextEditModal, nil
 	case ActionAlways:
-		if r.Kind != store.KindTool || a.Index >= len(r.Suggestions) {
+		s, ok := offeredRule(r, a.Index)
+		if !ok {
 			return mismatch()
 		}
-		s := r.Suggestions[a.Index]
-		if _, ok := suggestionLabel(s); !ok {
-			return mismatch()
-		}
-		// localSettings rules are ignored in an untrusted workspace, so the
-		// rule is applied to the session, where it always takes effect.
-		s.Destination = "session"
 		d.Outcome = store.OutcomeAllow
 		d.Permissions = []store.Suggestion{s}
 	case ActionAnswer:
@@ -106,6 +100,22 @@ func DecideAction(a Action, r store.Request, cb *slack.InteractionCallback, by W
 		return mismatch()
 	}
 	return d, NextDecide, nil
+}
+
+// offeredRule is the suggestion an "Always allow" button at index adds,
+// when the card offers that button. Its rule is applied to the session:
+// localSettings rules are ignored in an untrusted workspace, the session
+// is where a rule always takes effect.
+func offeredRule(r store.Request, index int) (store.Suggestion, bool) {
+	if !alwaysOffered(r, newerOf(r)) || index >= len(r.Suggestions) {
+		return store.Suggestion{}, false
+	}
+	s := r.Suggestions[index]
+	if label, ok := suggestionLabel(s); !ok || runes(codeSafe(label)) > maxRuleText {
+		return store.Suggestion{}, false // the card offers no button for it
+	}
+	s.Destination = "session"
+	return s, true
 }
 
 // messageAnswers reads every question's menu from the message's

@@ -1,5 +1,11 @@
 // Package blocks renders slackgate's requests and session events as Slack Block Kit, decodes people's clicks and modal submissions back into store decisions, and validates every message and view against Slack's limits; it is pure: no I/O, no logging, no clock.
 //
+// It owns how slackgate looks and what a click means: every card, modal,
+// thread message and status line, every action_id, and the check of
+// Slack's limits that both the renderers' golden tests and bot/fakeslack
+// apply. It does not post, read or decide anything: bot calls Slack and
+// store.Decide with what blocks returns.
+//
 // # Validator (the law for fakeslack and for every renderer here)
 //
 //	ValidateMessage(text string, bs []slack.Block) error
@@ -17,13 +23,26 @@
 // # Cards
 //
 //	Card(r store.Request, s store.Session) Message
+//	CardWith(r, s, CardOptions{AttachmentFailed: true}) Message
 //
 // renders a pending request (buttons) or, when r.Decision is set, its final
 // state (outcome, <@who>, a <!date^…> token, no buttons; the summary stays
-// for the audit trail). Message.Text mentions s.StartedBy. When an input was
-// too long to show, the card says so ("… 3,812 more lines — full input
-// attached in the thread") and Message.FullInput holds the whole text, to be
-// uploaded as a file named Message.FullInputName in the thread.
+// for the audit trail). Message.Text mentions s.StartedBy.
+//
+// What you see is what runs: every input field is on the card (fields a
+// tool's card does not render itself are listed as "key: value" under
+// "Other input"); Bash's dangerouslyDisableSandbox and run_in_background
+// are flagged under the headline. A long input shows its head and its tail
+// with "… 812 lines hidden …" between; the card then says the full input
+// is attached in the thread, Message.FullInput holds it (to upload as
+// Message.FullInputName), and Approve, Approve plan and Always allow ask
+// for confirmation saying what is hidden. When the upload failed the bot
+// re-renders with CardOptions.AttachmentFailed and the card and the
+// confirmations say so. An "Always allow" label cut to fit a button gets a
+// confirmation naming every rule it adds. Only Claude Code's AskUserQuestion,
+// or an MCP mcp__<server>__AskUserQuestion whose input is exactly the
+// question schema (store.IsQuestionForm), becomes a form; anything else is a tool
+// card.
 //
 // # Clicks
 //
@@ -70,7 +89,16 @@
 //	StatusMessage(s store.Session, st Status) Message // the status line the bot edits in place
 //	Markdown(s string) string; Escape(s string) string; Ephemeral(text string) Message
 //
-// All text taken from tool inputs or Claude is escaped (& < >) so it cannot
-// ping or fake links, and runs of backticks are broken with zero-width
-// spaces so it cannot open or close code formatting.
+// All text taken from tool inputs or Claude goes through Escape (mrkdwn)
+// or plainInput (plain_text): & < > become entities so it cannot ping or
+// fake links; invisible and bidirectional characters become visible
+// escapes (⟦U+202E⟧) and the card warns about them; secrets of well-known
+// shapes (cloud keys, GitHub/Slack/Anthropic/OpenAI tokens, private key
+// blocks, Authorization headers, URL passwords, *_TOKEN=/*_SECRET=/*_KEY=
+// assignments) are masked, for display only: decisions are built from the
+// stored input, and "Edit & approve" is not offered for a field the modal
+// could not show as it is. Runs of backticks are broken with zero-width
+// spaces so input cannot open or close code formatting. Markdown links
+// show their target: [label](url) becomes "label (<url>)", never a link
+// whose label could name another host.
 package blocks

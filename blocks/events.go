@@ -27,6 +27,8 @@ const (
 // events, which have cards; session_started; successful tool results)
 // return nil.
 func EventMessages(e store.Event) []Message {
+	// Masked whole, before anything splits them into lines.
+	e.Text, e.Input = maskSecrets(e.Text), maskJSON(e.Input)
 	switch e.Type {
 	case store.EventAssistantText:
 		if strings.TrimSpace(e.Text) == "" {
@@ -154,10 +156,10 @@ func exitMessage(x store.Exit) Message {
 		if len(tail) > stderrLines {
 			tail = tail[len(tail)-stderrLines:]
 		}
-		kept, marker := clip(strings.Join(tail, "\n"), stderrLines, codeRunes)
-		text := "*stderr (last lines):*\n" + codeBlock(kept)
-		if marker != "" {
-			text += "\n_" + marker + "_"
+		cl := clip(strings.Join(tail, "\n"), stderrLines, codeRunes)
+		text := "*stderr (last lines):*\n" + codeBlock(cl.head)
+		if cl.hidden != "" {
+			text += "\n_… " + cl.hidden + " …_\n" + codeBlock(cl.tail)
 		}
 		bs = append(bs, section(text))
 	}

@@ -122,7 +122,14 @@ func questions(r store.Request) []question {
 
 // normalize fills in a missing Kind from the tool name, so a request
 // recorded without one still gets the right card and decoders.
+//
+// A question whose input is not exactly the question schema (an MCP tool
+// named like AskUserQuestion with other arguments) is a tool call: its card
+// shows every argument, and Approve/Deny decide it.
 func normalize(r store.Request) store.Request {
+	if r.Kind == store.KindQuestion && !store.IsQuestionForm(r.ToolName, r.Input) {
+		r.Kind = store.KindTool
+	}
 	if r.Kind != "" {
 		return r
 	}
@@ -156,7 +163,11 @@ var editFields = map[string][]string{
 
 // Editable reports whether the card offers "Edit & approve": a tool request
 // for Bash, Write or Edit whose editable fields are strings that fit a modal
-// text input (3,000 characters).
+// text input (3,000 characters) and that the modal can show exactly as they
+// are: no secret to mask, no invisible character to escape. The modal's
+// initial values are the real input, so such fields are never offered:
+// showing them would leak the secret, masking them would send the mask to
+// Claude as the "edited" input.
 func Editable(r store.Request) bool {
 	r = normalize(r)
 	names, ok := editFields[r.ToolName]
@@ -173,7 +184,9 @@ func Editable(r store.Request) bool {
 			return false
 		}
 		var s string
-		if json.Unmarshal(raw, &s) != nil || runes(s) > MaxInputLength {
+		if json.Unmarshal(raw, &s) != nil || runes(s) > MaxInputLength || !shownAsIs(s) {
+			// A masked secret or an escaped invisible character in the
+			// modal would be sent back as the edited input.
 			return false
 		}
 	}

@@ -201,33 +201,7 @@ func DecideView(v ViewAction, r store.Request, cb *slack.InteractionCallback, by
 		}
 		return d, nil, nil
 	case ModalEdit:
-		if !Editable(r) {
-			return store.Decision{}, nil, fmt.Errorf("%w (request %s is not editable)", ErrMismatch, r.ID)
-		}
-		f := decodeInput(r.Input)
-		errs := map[string]string{}
-		for _, name := range editFields[r.ToolName] {
-			val := get(blockField + name).Value
-			if (name == "command" || name == "file_path") && strings.TrimSpace(val) == "" {
-				errs[blockField+name] = fieldLabels[name] + " cannot be empty."
-				continue
-			}
-			raw, err := json.Marshal(val)
-			if err != nil {
-				return store.Decision{}, nil, fmt.Errorf("blocks: encode %s: %w", name, err)
-			}
-			f[name] = raw
-		}
-		if len(errs) > 0 {
-			return store.Decision{}, errs, nil
-		}
-		updated, err := json.Marshal(f)
-		if err != nil {
-			return store.Decision{}, nil, fmt.Errorf("blocks: encode edited input: %w", err)
-		}
-		d.Outcome = store.OutcomeAllow
-		d.UpdatedInput = updated
-		return d, nil, nil
+		return decideEdit(r, get, d)
 	case ModalOther:
 		if r.Kind != store.KindQuestion {
 			return store.Decision{}, nil, fmt.Errorf("%w (answers for a %s request)", ErrMismatch, r.Kind)
@@ -253,6 +227,38 @@ func DecideView(v ViewAction, r store.Request, cb *slack.InteractionCallback, by
 		return d, nil, nil
 	}
 	return store.Decision{}, nil, fmt.Errorf("%w: modal %q", ErrNotOurs, v.Kind)
+}
+
+// decideEdit builds the decision of an "Edit & approve" submission: the
+// request's input with the edited fields replaced, every other field kept.
+func decideEdit(r store.Request, get func(string) slack.BlockAction, d store.Decision) (store.Decision, map[string]string, error) {
+	if !Editable(r) {
+		return store.Decision{}, nil, fmt.Errorf("%w (request %s is not editable)", ErrMismatch, r.ID)
+	}
+	f := decodeInput(r.Input)
+	errs := map[string]string{}
+	for _, name := range editFields[r.ToolName] {
+		val := get(blockField + name).Value
+		if (name == "command" || name == "file_path") && strings.TrimSpace(val) == "" {
+			errs[blockField+name] = fieldLabels[name] + " cannot be empty."
+			continue
+		}
+		raw, err := json.Marshal(val)
+		if err != nil {
+			return store.Decision{}, nil, fmt.Errorf("blocks: encode %s: %w", name, err)
+		}
+		f[name] = raw
+	}
+	if len(errs) > 0 {
+		return store.Decision{}, errs, nil
+	}
+	updated, err := json.Marshal(f)
+	if err != nil {
+		return store.Decision{}, nil, fmt.Errorf("blocks: encode edited input: %w", err)
+	}
+	d.Outcome = store.OutcomeAllow
+	d.UpdatedInput = updated
+	return d, nil, nil
 }
 
 func orName(w Who) string {

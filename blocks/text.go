@@ -1,18 +1,24 @@
 package blocks
 
 import (
-	"fmt"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
 // Escape makes arbitrary text safe inside Slack mrkdwn: &, < and > become
 // entities, so text taken from a tool input can never ping (<!channel>,
-// <@U…>) or fake a link (<https://x|y>). Slack shows the entities as the
-// original characters.
+// <@U…>) or fake a link (<https://x|y>); invisible and bidirectional
+// characters become visible escapes (⟦U+202E⟧) so they cannot hide or
+// reorder what a person reads; secrets of well-known shapes are masked.
+// Slack shows the entities as the original characters. It is the one path
+// every piece of input text takes into mrkdwn (plainInput is the one into
+// plain_text).
 func Escape(s string) string {
+	s = visible(maskSecrets(s))
 	if !strings.ContainsAny(s, "&<>") {
 		return s
 	}
@@ -31,6 +37,30 @@ func Escape(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// escLen is how many runes r takes once escaped (an upper bound: a backtick
+// may gain a zero-width space).
+func escLen(r rune) int {
+	switch {
+	case r == '&':
+		return 5
+	case r == '<' || r == '>':
+		return 4
+	case r == '`':
+		return 2
+	case invisible(r):
+		return runes(visibleForm(r))
+	}
+	return 1
+}
+
+func safeLen(s string) int {
+	n := 0
+	for _, r := range s {
+		n += escLen(r)
+	}
+	return n
 }
 
 const zwsp = "\u200b"
@@ -121,39 +151,88 @@ func thousands(n int) string {
 	return s
 }
 
-// clip keeps the first lines of raw that fit in maxLines lines and maxRunes
-// runes (after escaping); it returns the kept text and a marker saying how
-// much was left out ("" when nothing was).
-func clip(raw string, maxLines, maxRunes int) (kept string, marker string) {
-	lines := strings.Split(raw, "\n")
-	var b strings.Builder
-	used, n := 0, 0
-	for n < len(lines) && n < maxLines {
-		safe := codeSafe(lines[n])
-		add := utf8.RuneCountInString(safe) + 1
-		if used+add > maxRunes {
-			if n == 0 { // one huge line: keep its start
-				b.WriteString(cutSafe(safe, maxRunes))
-				rest := utf8.RuneCountInString(raw) - utf8.RuneCountInString(cut(lines[0], maxRunes))
-				return b.String(), fmt.Sprintf("… %s more characters", thousands(rest))
-			}
+// clipped is raw text fitted into a budget: either all of it (in head), or
+// a head and a tail with hidden saying what lies between them, so the end
+// of a long input ("…; curl evil | sh") is never the part left out.
+type clipped struct {
+	head, tail string // escaped with codeSafe
+	hidden     string // "812 lines hidden"; "" when nothing was left out
+}
+
+// clip fits raw into maxLines lines and maxRunes runes after escaping:
+// about two thirds for the head, the rest for the tail.
+func clip(raw string, maxLines, maxRunes int) clipped {
+	if strings.Count(raw, "\n") < maxLines && safeLen(raw) <= maxRunes {
+		return clipped{head: codeSafe(raw)}
+	}
+	headRunes := maxRunes * 2 / 3
+	h := takeHead(raw, max(1, (maxLines-1)*2/3), headRunes)
+	rest := raw[len(h):]
+	t := takeTail(rest, max(1, (maxLines-1)/3), max(1, maxRunes-headRunes))
+	middle := rest[:len(rest)-len(t)]
+	if strings.Trim(middle, "\n") == "" && strings.Count(middle, "\n") <= 1 {
+		return clipped{head: codeSafe(raw)} // nothing would be hidden after all
+	}
+	n := strings.Count(middle, "\n")
+	hidden := plural(runes(middle), "character") + " hidden"
+	if strings.HasPrefix(middle, "\n") && strings.HasSuffix(middle, "\n") && n >= 2 {
+		hidden = plural(n-1, "line") + " hidden"
+	}
+	return clipped{head: codeSafe(h), tail: codeSafe(t), hidden: hidden}
+}
+
+// takeHead is the longest prefix of raw made of whole lines within the
+// budgets, or the start of the first line when not even it fits.
+func takeHead(raw string, maxLines, budget int) string {
+	lines := strings.SplitN(raw, "\n", maxLines+1)
+	k, used := 0, 0
+	for k < len(lines) && k < maxLines && used+safeLen(lines[k])+1 <= budget {
+		used += safeLen(lines[k]) + 1
+		k++
+	}
+	if k == 0 {
+		return prefixFit(lines[0], budget)
+	}
+	return strings.Join(lines[:k], "\n")
+}
+
+// takeTail is the longest suffix of rest made of whole lines within the
+// budgets, never its first segment (the rest of the head's last line), or
+// the end of the last line when not even one line fits.
+func takeTail(rest string, maxLines, budget int) string {
+	parts := strings.Split(rest, "\n")
+	k, used := len(parts), 0
+	for k > 1 && len(parts)-k < maxLines && used+safeLen(parts[k-1])+1 <= budget {
+		used += safeLen(parts[k-1]) + 1
+		k--
+	}
+	if k == len(parts) {
+		return suffixFit(parts[len(parts)-1], budget)
+	}
+	return strings.Join(parts[k:], "\n")
+}
+
+// prefixFit and suffixFit cut raw text so its escaped form fits budget.
+func prefixFit(s string, budget int) string {
+	used := 0
+	for i, r := range s {
+		if used += escLen(r); used > budget {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+func suffixFit(s string, budget int) string {
+	used, i := 0, len(s)
+	for i > 0 {
+		r, size := utf8.DecodeLastRuneInString(s[:i])
+		if used += escLen(r); used > budget {
 			break
 		}
-		if n > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(safe)
-		used += add
-		n++
+		i -= size
 	}
-	if left := len(lines) - n; left > 0 {
-		unit := "lines"
-		if left == 1 {
-			unit = "line"
-		}
-		return b.String(), fmt.Sprintf("… %s more %s", thousands(left), unit)
-	}
-	return b.String(), ""
+	return s[i:]
 }
 
 // cutSafe shortens escaped text without splitting an entity (&amp;).
@@ -165,8 +244,6 @@ func cutSafe(safe string, max int) string {
 	return s
 }
 
-const attachedNote = " — full input attached in the thread"
-
 var (
 	reHeading   = regexp.MustCompile(`^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$`)
 	reBullet    = regexp.MustCompile(`^(\s*)[-*+]\s+(.*)$`)
@@ -177,16 +254,18 @@ var (
 	reItalic    = regexp.MustCompile(`(^|[^\w*])\*(\S(?:[^*]*?\S)?)\*($|[^\w*])`)
 	reStrike    = regexp.MustCompile(`~~(\S(?:.*?\S)?)~~`)
 	reCodeSpan  = regexp.MustCompile("`[^`]+`")
-	placeholder = "\x00"
+	placeholder = "\uE000" // private use: never escaped, unlike a control character
 )
 
 // Markdown converts CommonMark-ish text (what Claude writes) into Slack
 // mrkdwn: **bold** → *bold*, *italic* → _italic_, ~~strike~~ → ~strike~,
-// headings → bold lines, [text](http…) → <url|text> (http and https only),
+// headings → bold lines, [text](http…) → text (<url>) (http and https
+// only; see link),
 // list bullets → •, code fences kept. Everything outside links is escaped, so
 // the text cannot ping anyone or fake a link.
 func Markdown(s string) string {
-	lines := strings.Split(strings.ReplaceAll(s, "\r\n", "\n"), "\n")
+	// Masked before the lines are split: a private key spans several.
+	lines := strings.Split(maskSecrets(strings.ReplaceAll(s, "\r\n", "\n")), "\n")
 	out := make([]string, 0, len(lines))
 	inFence := false
 	for _, line := range lines {
@@ -240,13 +319,10 @@ func inline(s string) string {
 	})
 	s = reLink.ReplaceAllStringFunc(s, func(m string) string {
 		p := reLink.FindStringSubmatch(m)
-		text, url := p[1], p[2]
-		if !(strings.HasPrefix(url, "http://") || strings.HasPrefix(url, "https://")) ||
-			strings.ContainsAny(url, "<>|") {
-			return m
+		if l, ok := link(p[1], p[2]); ok {
+			return keep(l)
 		}
-		text = strings.ReplaceAll(Escape(text), "|", "¦")
-		return keep("<" + strings.ReplaceAll(url, "&", "&amp;") + "|" + text + ">")
+		return m
 	})
 	s = breakTicks(Escape(s))
 	s = reBold.ReplaceAllString(s, placeholder+"b$1$2"+placeholder+"b")
@@ -257,6 +333,30 @@ func inline(s string) string {
 		s = strings.ReplaceAll(s, placeholder+strconv.Itoa(i)+placeholder, saved[i])
 	}
 	return s
+}
+
+// link renders a Markdown link so its target is always what Slack shows:
+// "label (https://target/…)", the URL itself being the link, never a label
+// that could name another host. A URL with user info or a non-ASCII host
+// (github.com@evil.example, homoglyphs) also names the real host. ok is
+// false for anything but a plain http(s) URL, which stays literal text.
+func link(label, raw string) (string, bool) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+		strings.ContainsAny(raw, "<>|`") || hasInvisible(raw) {
+		return "", false
+	}
+	target := "<" + strings.ReplaceAll(maskSecrets(raw), "&", "&amp;") + ">"
+	label = strings.TrimSpace(label)
+	if label == raw || label == strings.TrimPrefix(raw, u.Scheme+"://") {
+		return target, true
+	}
+	host := u.Hostname()
+	if u.User != nil || strings.IndexFunc(host, func(r rune) bool { return r > unicode.MaxASCII }) >= 0 ||
+		strings.Contains(host, "xn--") {
+		target = "→ " + Escape(host) + ": " + target
+	}
+	return breakTicks(Escape(label)) + " (" + target + ")", true
 }
 
 // splitText cuts mrkdwn into chunks of at most max runes at line breaks

@@ -9,8 +9,9 @@ import (
 	"github.com/slack-go/slack"
 )
 
-// Slack's limits that the validator enforces and the renderers respect. The
-// sources are in /work/shared/reference/slack.md §1. Lengths count runes.
+// Slack's limits that the validator enforces and the renderers respect, as
+// Slack's Block Kit reference documents them (docs.slack.dev, the block
+// and element pages). Lengths count runes.
 const (
 	MaxMessageBlocks  = 50
 	MaxViewBlocks     = 100

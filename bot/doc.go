@@ -1,4 +1,11 @@
 // Package bot is slackgate's Slack side: Socket Mode and HTTP transports around one handler set, sessions started from Slack, the store events shown in threads, the outbox every write goes through, and the approver checks on every decision.
+//
+// It does not speak to Claude Code and never imports relay: it records
+// sessions and inputs in the store and shows what the store's events say.
+// It does not render or decode Block Kit itself (blocks does), and keeps
+// nothing durable of its own: what must survive a restart or be shared by
+// replicas (sessions, cards, decisions, seen Slack retries) is in the
+// store. Configuration reaches it as a Config from cmd/slackgate.
 package bot
 
 // Where things live:

@@ -33,7 +33,7 @@ type Config struct {
 	MaxSessions    int           // processes at once; idle ones give way to new sessions (0 = DefaultMaxSessions)
 	IdleTimeout    time.Duration // a process idle this long after a result stops, if it did not give way first (0 = DefaultIdleTimeout)
 	WorkerID       string        // owner name in the store; a restart under the same name recovers ("" = hostname)
-	Env            []string      // claude's environment (nil = os.Environ())
+	Env            []string      // claude's environment is drawn from it by ClaudeEnv (nil = os.Environ())
 	Clock          Clock         // nil = RealClock
 	StopGrace      time.Duration // see ProcessOptions
 	KillGrace      time.Duration
@@ -42,6 +42,12 @@ type Config struct {
 	// signature verifies with it, so write access to the store is not
 	// approval power.
 	VerifyKey ed25519.PublicKey
+
+	PassEnv []string               // more names ClaudeEnv lets through (CLAUDE_ENV)
+	DenyEnv func(name string) bool // names that never pass, whatever list they are on; nil = none
+	User    *RunAs                 // run claude as this OS user (nil = the worker's own)
+
+	claudeEnv []string // Env through the allowlist, computed once by normalize
 }
 
 func (c *Config) normalize() error {
@@ -77,6 +83,11 @@ func (c *Config) normalize() error {
 	if c.Clock == nil {
 		c.Clock = RealClock{}
 	}
+	environ := c.Env
+	if environ == nil {
+		environ = os.Environ()
+	}
+	c.claudeEnv = ClaudeEnv(environ, c.PassEnv, c.DenyEnv)
 	return nil
 }
 
@@ -86,6 +97,6 @@ func (c *Config) processOptions(sess store.Session) ProcessOptions {
 		Bin: c.ClaudeBin, SessionID: sess.ID, Resume: sess.Started, WorkDir: sess.WorkDir,
 		PermissionMode: orDefault(sess.PermissionMode, c.PermissionMode),
 		Model:          orDefault(sess.Model, c.Model),
-		ExtraArgs:      c.ExtraArgs, Env: c.Env, StopGrace: c.StopGrace, KillGrace: c.KillGrace, Clock: c.Clock,
+		ExtraArgs:      c.ExtraArgs, Env: c.claudeEnv, User: c.User, StopGrace: c.StopGrace, KillGrace: c.KillGrace, Clock: c.Clock,
 	}
 }

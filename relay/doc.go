@@ -1,4 +1,20 @@
 // Package relay is the Claude Code side of slackgate: the stream-json wire
 // codec, one claude process per session, and the worker that bridges its
 // control requests to the store and the store's decisions back to Claude.
+//
+// It owns, from the bottom up: the wire types and their decoding (one stdout
+// line in, one typed Message out); Conn, the control protocol over an
+// io.Reader and an io.Writer (answering can_use_tool, sending user messages,
+// interrupts and permission-mode changes, withdrawing requests the CLI
+// cancels); Process, one spawned `claude -p` whose Conn runs over its pipes
+// and which is stopped through exec.Cmd's Cancel and WaitDelay; and Worker,
+// which claims sessions from the store within MaxSessions, feeds each
+// session's queued inputs to its process, turns the process's output into
+// store events and its can_use_tool requests into store requests, expires
+// requests nobody answers, and at start ends what a previous life under the
+// same WorkerID left behind.
+//
+// It does not know Slack: it imports store and nothing else of ours, never
+// bot or blocks, and learns about people only through store decisions and
+// inputs. Configuration reaches it as a Config from cmd/slackgate.
 package relay

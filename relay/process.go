@@ -37,7 +37,8 @@ type ProcessOptions struct {
 	PermissionMode string // --permission-mode ("" = default)
 	Model          string // --model when set
 	ExtraArgs      []string
-	Env            []string // nil = os.Environ()
+	Env            []string // exactly the CLI's environment (nil = ClaudeEnv of os.Environ())
+	User           *RunAs   // run as this OS user (nil = slackgate's own)
 
 	StopGrace time.Duration // stdin closed → SIGTERM (0 = DefaultStopGrace)
 	KillGrace time.Duration // SIGTERM → SIGKILL (0 = DefaultKillGrace)
@@ -106,6 +107,10 @@ func StartProcess(ctx context.Context, opts ProcessOptions, h ConnHandlers, log 
 	cmd := exec.CommandContext(pctx, opts.Bin, opts.Args()...)
 	cmd.Dir = opts.WorkDir
 	cmd.Env = childEnv(opts.Env)
+	if opts.User != nil {
+		cmd.Env = opts.User.env(cmd.Env)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: opts.User.credential()}
+	}
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = opts.KillGrace
 	stdin, err := cmd.StdinPipe()
@@ -174,14 +179,15 @@ func notRunnable(bin string, err error) error {
 }
 
 // childEnv drops variables that would make claude think it runs inside
-// another Claude Code session.
+// another Claude Code session. Without an environment of its own the CLI
+// gets slackgate's through the allowlist, never all of it.
 func childEnv(env []string) []string {
 	if env == nil {
-		env = os.Environ()
+		return defaultEnv()
 	}
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
-		if strings.HasPrefix(kv, "CLAUDECODE=") {
+		if strings.HasPrefix(kv, nestedSession+"=") {
 			continue
 		}
 		out = append(out, kv)

@@ -10,11 +10,13 @@ import (
 	"github.com/slackgate/slackgate/store"
 )
 
-// KindOf says what a tool's permission request asks of a person.
-func KindOf(toolName string) store.Kind {
+// KindOf says what a tool's permission request asks of a person. An MCP
+// tool named like AskUserQuestion is a question only when its input is
+// exactly the question schema (store.IsQuestionForm): a form must not hide
+// arguments the tool also receives.
+func KindOf(toolName string, input json.RawMessage) store.Kind {
 	switch {
-	case toolName == "AskUserQuestion",
-		strings.HasPrefix(toolName, "mcp__") && strings.HasSuffix(toolName, "__AskUserQuestion"):
+	case store.IsQuestionForm(toolName, input):
 		return store.KindQuestion
 	case toolName == "ExitPlanMode":
 		return store.KindPlan
@@ -26,21 +28,24 @@ func KindOf(toolName string) store.Kind {
 // a fresh id. deadline is zero when requests never expire.
 func NewRequest(sessionID, cliRequestID string, c CanUseTool, now, deadline time.Time) store.Request {
 	r := store.Request{
-		ID:                 uuid.NewString(),
-		SessionID:          sessionID,
-		CLIRequestID:       cliRequestID,
-		Kind:               KindOf(c.ToolName),
-		ToolName:           c.ToolName,
-		DisplayName:        c.DisplayName,
-		Input:              c.Input,
-		Description:        c.Description,
-		BlockedPath:        c.BlockedPath,
-		DecisionReason:     c.DecisionReason,
-		DecisionReasonType: c.DecisionReasonType,
-		ToolUseID:          c.ToolUseID,
-		AgentID:            c.AgentID,
-		CreatedAt:          now,
-		Deadline:           deadline,
+		ID:                  uuid.NewString(),
+		SessionID:           sessionID,
+		CLIRequestID:        cliRequestID,
+		Kind:                KindOf(c.ToolName, c.Input),
+		ToolName:            c.ToolName,
+		DisplayName:         c.DisplayName,
+		Input:               c.Input,
+		Description:         c.Description,
+		BlockedPath:         c.BlockedPath,
+		DecisionReason:      c.DecisionReason,
+		DecisionReasonType:  c.DecisionReasonType,
+		ToolUseID:           c.ToolUseID,
+		AgentID:             c.AgentID,
+		Title:               c.Title,
+		MCPServer:           c.MCPServer,
+		SuppressAlwaysAllow: c.SuppressAlwaysAllow,
+		CreatedAt:           now,
+		Deadline:            deadline,
 	}
 	for _, raw := range c.PermissionSuggestions {
 		var s store.Suggestion

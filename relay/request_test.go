@@ -11,23 +11,26 @@ import (
 )
 
 func TestKindOf(t *testing.T) {
+	const form = `{"questions":[{"question":"Which?","header":"Pick","multiSelect":false,"options":[{"label":"A","description":"a"},{"label":"B","description":"b"}]}]}`
 	tests := []struct {
-		tool string
-		want store.Kind
+		name, tool, input string
+		want              store.Kind
 	}{
-		{"Bash", store.KindTool},
-		{"Write", store.KindTool},
-		{"AskUserQuestion", store.KindQuestion},
-		{"mcp__slack__AskUserQuestion", store.KindQuestion},
-		{"mcp__x__AskUserQuestionLater", store.KindTool},
-		{"AskUserQuestionX", store.KindTool},
-		{"ExitPlanMode", store.KindPlan},
-		{"mcp__fs__read", store.KindTool},
+		{"bash", "Bash", `{"command":"ls"}`, store.KindTool},
+		{"write", "Write", `{}`, store.KindTool},
+		{"built-in question", "AskUserQuestion", form, store.KindQuestion},
+		{"mcp question, exact schema", "mcp__slack__AskUserQuestion", form, store.KindQuestion},
+		{"mcp question with an extra argument", "mcp__x__AskUserQuestion",
+			`{"questions":[{"question":"Which?","header":"Pick","multiSelect":false,"options":[{"label":"A"},{"label":"B"}]}],"command":"rm -rf /"}`, store.KindTool},
+		{"mcp name only alike", "mcp__x__AskUserQuestionLater", form, store.KindTool},
+		{"built-in name with a suffix", "AskUserQuestionX", form, store.KindTool},
+		{"plan", "ExitPlanMode", `{"plan":"p"}`, store.KindPlan},
+		{"mcp tool", "mcp__fs__read", `{}`, store.KindTool},
 	}
 	for _, tt := range tests {
-		t.Run(tt.tool, func(t *testing.T) {
-			if got := KindOf(tt.tool); got != tt.want {
-				t.Errorf("KindOf(%q) = %q, want %q", tt.tool, got, tt.want)
+		t.Run(tt.name, func(t *testing.T) {
+			if got := KindOf(tt.tool, json.RawMessage(tt.input)); got != tt.want {
+				t.Errorf("KindOf(%q, %s) = %q, want %q", tt.tool, tt.input, got, tt.want)
 			}
 		})
 	}
@@ -40,6 +43,7 @@ func TestNewRequestCarriesEveryCanUseToolField(t *testing.T) {
 	}
 	c := *m.ControlRequest.CanUseTool
 	c.AgentID = "agent-7"
+	c.Title, c.MCPServer, c.SuppressAlwaysAllow = "Run the build?", "ci", true
 	c.DecisionReason, c.DecisionReasonType = "This command requires approval", "other"
 	now := time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
 	r := NewRequest("sess-1", m.ControlRequest.RequestID, c, now, now.Add(time.Minute))
@@ -51,7 +55,7 @@ func TestNewRequestCarriesEveryCanUseToolField(t *testing.T) {
 			{Type: "addDirectories", Directories: []string{"/srv/repo"}, Destination: "session"},
 		},
 		BlockedPath: "/srv/repo/same.txt", DecisionReason: "This command requires approval", DecisionReasonType: "other",
-		ToolUseID: "toolu_s1", AgentID: "agent-7", CreatedAt: now, Deadline: now.Add(time.Minute),
+		ToolUseID: "toolu_s1", AgentID: "agent-7", Title: "Run the build?", MCPServer: "ci", SuppressAlwaysAllow: true, CreatedAt: now, Deadline: now.Add(time.Minute),
 	}
 	if r.ID == "" {
 		t.Error("no id")

@@ -83,6 +83,9 @@ type CanUseTool struct {
 	DecisionReasonType    string            `json:"decision_reason_type,omitempty"`
 	ToolUseID             string            `json:"tool_use_id,omitempty"`
 	AgentID               string            `json:"agent_id,omitempty"`
+	Title                 string            `json:"title,omitempty"`
+	MCPServer             string            `json:"mcp_server,omitempty"`
+	SuppressAlwaysAllow   bool              `json:"suppress_always_allow_rule,omitempty"`
 }
 
 // ControlResponse answers a control request; the CLI sends them for the

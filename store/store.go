@@ -1,7 +1,3 @@
-// Package store is slackgate's domain vocabulary and the one place where the
-// Slack side (bot) and the Claude Code side (relay) meet: the durable record of
-// sessions and pending control requests, and the bus that carries inputs,
-// decisions and session events between processes.
 package store
 
 import (
@@ -112,6 +108,12 @@ type Request struct {
 	DecisionReasonType string          `json:"decision_reason_type,omitempty"`
 	ToolUseID          string          `json:"tool_use_id,omitempty"`
 	AgentID            string          `json:"agent_id,omitempty"`
+	// Newer CLIs also send these (absent from 2.1.197): a title for the
+	// prompt, the MCP server of an MCP tool, and a request not to offer
+	// "Always allow".
+	Title               string `json:"title,omitempty"`
+	MCPServer           string `json:"mcp_server,omitempty"`
+	SuppressAlwaysAllow bool   `json:"suppress_always_allow_rule,omitempty"`
 
 	CreatedAt time.Time `json:"created_at"`
 	Deadline  time.Time `json:"deadline,omitzero"` // zero: waits forever

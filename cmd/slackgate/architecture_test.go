@@ -1,7 +1,11 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -10,9 +14,9 @@ import (
 const module = "github.com/slackgate/slackgate"
 
 // layers says, for each package, which of our packages and which outside
-// modules it may depend on, directly or through others (architecture.md:
-// dependencies point toward store; bot and relay meet only there; store and
-// blocks do no I/O and never log).
+// modules it may depend on, directly or through others (README.md, "How it
+// works": dependencies point toward store; bot and relay meet only there;
+// store and blocks do no I/O and never log, so neither may reach zerolog).
 var layers = map[string]struct {
 	ours    []string // packages of this module, besides itself
 	outside []string // module path prefixes
@@ -71,4 +75,94 @@ func TestPackagesKeepTheirLayers(t *testing.T) {
 	if seen < 9 {
 		t.Errorf("checked %d packages; go list found fewer than the architecture has", seen)
 	}
+}
+
+// maxFuncLines bounds a function outside tests, from its func line to its
+// closing brace: past it, a function does several jobs and is hard to change.
+const maxFuncLines = 80
+
+// TestNoLongFunctions fails listing every function or method of the module,
+// tests aside, longer than maxFuncLines. A test is a function in a _test.go
+// file or one that takes a *testing.T, *testing.B or testing.TB: the
+// conformance suite in store/storetest is a test that lives outside one.
+func TestNoLongFunctions(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{$d := .Dir}}{{range .GoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}{{range .CgoFiles}}{{$d}}/{{.}}{{"\n"}}{{end}}`, module+"/...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	root, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
+	if err != nil {
+		t.Fatalf("go list -m: %v", err)
+	}
+	fset := token.NewFileSet()
+	files := 0
+	for path := range strings.Lines(string(out)) {
+		path = strings.TrimSpace(path)
+		if path == "" {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatalf("parse: %v", err)
+		}
+		files++
+		rel, _ := filepath.Rel(strings.TrimSpace(string(root)), path)
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Body == nil || isTest(fd) {
+				continue
+			}
+			start, end := fset.Position(fd.Pos()).Line, fset.Position(fd.End()).Line
+			if n := end - start + 1; n > maxFuncLines {
+				t.Errorf("%s:%d: %s is %d lines (at most %d)", rel, start, funcName(fd), n, maxFuncLines)
+			}
+		}
+	}
+	if files < 50 {
+		t.Errorf("parsed %d files; go list found fewer than the module has", files)
+	}
+}
+
+// funcName names a function as Go does in stack traces: (*T).m, T.m or f.
+func funcName(fd *ast.FuncDecl) string {
+	if fd.Recv == nil || len(fd.Recv.List) == 0 {
+		return fd.Name.Name
+	}
+	typ := fd.Recv.List[0].Type
+	star := ""
+	if s, ok := typ.(*ast.StarExpr); ok {
+		star, typ = "*", s.X
+	}
+	switch x := typ.(type) {
+	case *ast.IndexExpr:
+		typ = x.X
+	case *ast.IndexListExpr:
+		typ = x.X
+	}
+	name := "?"
+	if id, ok := typ.(*ast.Ident); ok {
+		name = id.Name
+	}
+	if star != "" {
+		return "(" + star + name + ")." + fd.Name.Name
+	}
+	return name + "." + fd.Name.Name
+}
+
+// isTest reports whether fd takes a *testing.T, *testing.B or testing.TB.
+func isTest(fd *ast.FuncDecl) bool {
+	for _, p := range fd.Type.Params.List {
+		typ := p.Type
+		if s, ok := typ.(*ast.StarExpr); ok {
+			typ = s.X
+		}
+		sel, ok := typ.(*ast.SelectorExpr)
+		if !ok {
+			continue
+		}
+		if pkg, ok := sel.X.(*ast.Ident); ok && pkg.Name == "testing" && slices.Contains([]string{"T", "B", "TB"}, sel.Sel.Name) {
+			return true
+		}
+	}
+	return false
 }

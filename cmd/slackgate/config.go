@@ -12,6 +12,8 @@ import (
 
 	"github.com/caarlos0/env/v11"
 	"github.com/rs/zerolog"
+
+	"github.com/slackgate/slackgate/relay"
 )
 
 // Config is every setting slackgate reads, all from the environment. It is
@@ -27,6 +29,8 @@ type Config struct {
 	MaxSessions    int           `env:"MAX_SESSIONS" envDefault:"8"`
 	IdleTimeout    time.Duration `env:"SESSION_IDLE_TIMEOUT" envDefault:"10m"`
 	WorkerID       string        `env:"WORKER_ID"`
+	ClaudeEnv      string        `env:"CLAUDE_ENV"`
+	ClaudeUser     string        `env:"CLAUDE_USER"`
 
 	// Store.
 	RedisURL       string `env:"REDIS_URL"`
@@ -99,10 +103,54 @@ func (c Config) validate() error {
 	if _, err := splitArgs(c.Args); err != nil {
 		errs = append(errs, fmt.Errorf("CLAUDE_ARGS: %w", err))
 	}
+	if _, err := c.passEnv(); err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
 	return nil
+}
+
+// passEnv is CLAUDE_ENV: the names the operator lets through to the CLI
+// beyond the allowlist. Naming one of slackgate's own settings is refused
+// rather than silently dropped, so nobody believes it reaches Claude.
+func (c Config) passEnv() ([]string, error) {
+	var names []string
+	for name := range strings.SplitSeq(c.ClaudeEnv, ",") {
+		name = strings.TrimSpace(name)
+		switch {
+		case name == "":
+			continue
+		case !relay.ValidEnvName(name):
+			return nil, fmt.Errorf("CLAUDE_ENV: %q is not a variable name; want comma-separated names like GITHUB_TOKEN,NPM_CONFIG_REGISTRY", name)
+		case slackgateSetting(name):
+			return nil, fmt.Errorf("CLAUDE_ENV: %s is one of slackgate's own settings, which never reach Claude; remove it from CLAUDE_ENV", name)
+		case name == "CLAUDECODE":
+			return nil, errors.New("CLAUDE_ENV: CLAUDECODE would make the CLI think it runs inside another Claude Code session; remove it")
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
+// settingNames are the variables Config reads, from its tags, so a new
+// setting is kept from Claude without anyone remembering to.
+var settingNames = func() map[string]bool {
+	m := map[string]bool{}
+	t := reflect.TypeFor[Config]()
+	for i := range t.NumField() {
+		if name := t.Field(i).Tag.Get("env"); name != "" {
+			m[name] = true
+		}
+	}
+	return m
+}()
+
+// slackgateSetting reports whether name is slackgate's own: a setting it
+// reads, or anything of Slack's or Redis's that may sit beside them.
+func slackgateSetting(name string) bool {
+	return settingNames[name] || strings.HasPrefix(name, "SLACK_") || strings.HasPrefix(name, "REDIS_")
 }
 
 // nameVariables rewrites env's parse errors, which name Go struct fields, to

@@ -1,10 +1,3 @@
-// Command slackgate runs Claude Code headless and puts every permission
-// prompt and question it asks into Slack, where people answer with a tap.
-//
-//	slackgate run      Slack bot and Claude Code worker in one process (embedded store, or Redis)
-//	slackgate bot      only the Slack side (needs REDIS_URL)
-//	slackgate worker   only the Claude Code side (needs REDIS_URL)
-//	slackgate keygen   print a decision signing key pair for bots and workers
 package main
 
 import (
@@ -17,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"time"
 
@@ -109,7 +103,11 @@ func (p program) run(ctx context.Context, args []string) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	if cmd == "run" || cmd == "worker" {
-		w, err := relay.NewWorker(p.relayConfig(cfg, keys.verify), st, log.With().Str("component", "worker").Logger())
+		runAs, err := p.claudeUser(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		w, err := relay.NewWorker(p.relayConfig(cfg, runAs, keys.verify), st, log.With().Str("component", "worker").Logger())
 		if err != nil {
 			return err
 		}
@@ -185,8 +183,9 @@ func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
 }
 
 // relayConfig is the worker's share of the configuration.
-func (p program) relayConfig(cfg Config, verify ed25519.PublicKey) relay.Config {
+func (p program) relayConfig(cfg Config, runAs *relay.RunAs, verify ed25519.PublicKey) relay.Config {
 	args, _ := splitArgs(cfg.Args) // validated by loadConfig
+	pass, _ := cfg.passEnv()       // validated by loadConfig
 	return relay.Config{
 		ClaudeBin:      cfg.ClaudeBin,
 		PermissionMode: cfg.PermissionMode,
@@ -196,9 +195,44 @@ func (p program) relayConfig(cfg Config, verify ed25519.PublicKey) relay.Config 
 		MaxSessions:    cfg.MaxSessions,
 		IdleTimeout:    cfg.IdleTimeout,
 		WorkerID:       cfg.WorkerID,
-		Env:            p.environ, // claude inherits slackgate's environment
+		Env:            p.environ, // the worker lets only ClaudeEnv's allowlist through
+		PassEnv:        pass,
+		DenyEnv:        slackgateSetting,
+		User:           runAs,
 		VerifyKey:      verify,
 	}
+}
+
+// claudeUser resolves CLAUDE_USER and proves, before any session, that the
+// CLI starts as that user in every working directory slackgate knows of.
+func (p program) claudeUser(ctx context.Context, cfg Config) (*relay.RunAs, error) {
+	if cfg.ClaudeUser == "" {
+		return nil, nil
+	}
+	u, err := relay.LookupRunAs(cfg.ClaudeUser)
+	if err == nil {
+		pass, _ := cfg.passEnv() // validated by loadConfig
+		err = u.Check(ctx, cfg.ClaudeBin, relay.ClaudeEnv(p.environ, pass, slackgateSetting), workDirs(cfg))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("config: CLAUDE_USER=%s: %w", cfg.ClaudeUser, err)
+	}
+	return u, nil
+}
+
+// workDirs are the directories sessions may run in: CLAUDE_WORKDIR and
+// CHANNEL_WORKDIRS (a worker started without the bot's settings knows only
+// the first; a session elsewhere fails when it starts, saying why).
+func workDirs(cfg Config) []string {
+	dirs := []string{cfg.WorkDir}
+	byChannel, _ := bot.ParseChannelWorkDirs(cfg.ChannelWorkDirs) // validated by botConfig
+	for _, d := range byChannel {
+		if !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
+	slices.Sort(dirs[1:])
+	return dirs
 }
 
 // botConfig is the Slack side's share of the configuration.

@@ -328,7 +328,7 @@ func TestFourThousandLineWriteFitsAndIsApproved(t *testing.T) {
 	thread := a.mention("generate the fixture")
 	card := a.card(thread, "big.txt")
 
-	if !card.HasText("more lines") {
+	if !card.HasText("lines hidden") {
 		t.Errorf("a truncated card should say how much is hidden: %s", card.AllText())
 	}
 	file, err := a.slack.WaitFile(a.ctx, func(f fakeslack.File) bool { return f.ThreadTS == thread })

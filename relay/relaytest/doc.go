@@ -1,5 +1,9 @@
 // Package relaytest runs the real Claude Code CLI offline in tests: a scripted fake of the Anthropic Messages API, and CLI to locate the pinned binary.
 //
+// It is test code: nothing outside tests imports it. It does not fake Claude
+// Code itself; the CLI under test is always the real one, pinned in the
+// Makefile (CLAUDE_CODE_VERSION) and installed by `make claude-code`.
+//
 // # Using it
 //
 //	bin := relaytest.CLI(t) // CLAUDE_BIN; skips, or fails under SLACKGATE_REQUIRE_INTEGRATION=1 / CI=true
@@ -98,7 +102,6 @@
 //     asking) and calls ExitPlanMode with {}; the CLI then sends the host
 //     input {"plan": <file content>, "planFilePath": <path>}. Without a plan
 //     file 2.1.330 sends {} and 2.1.197 passes the model's input through.
-//     The exact lines are in /work/briefs/observed-wire.md.
 //
 // # Hermetic runs
 //

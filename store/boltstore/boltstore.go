@@ -1,6 +1,3 @@
-// Package boltstore is slackgate's embedded single-machine store: one bbolt
-// file, bbolt transactions for atomicity and in-process wake-ups for every
-// blocking call.
 package boltstore
 
 import (
@@ -10,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -121,7 +117,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := privateDir(filepath.Dir(path)); err != nil {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
@@ -138,6 +134,10 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: open %s: file is locked (another slackgate already using %s?): %w", path, path, err)
 	}
 	if err != nil {
+		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
+	}
+	if err := privateFile(path); err != nil {
+		_ = db.Close()
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {

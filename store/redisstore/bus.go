@@ -129,26 +129,36 @@ func (c *consumerLoop) createGroup(ctx context.Context) error {
 	return nil
 }
 
-// round runs one round of the three sources above.
+// round runs one round of the three sources above: the first that has
+// entries delivers them, and the round ends.
 func (c *consumerLoop) round(ctx context.Context) error {
-	stream := c.s.keys.events()
-
 	// Bounded by claimIdle too, so entries abandoned by a dead consumer are
 	// picked up within about twice that.
 	block := min(blockTimeout, c.s.cfg.claimIdle)
-
-	// 1. Our own failed entries.
-	var mine []redis.XPendingExt
-	if c.ownPending {
-		var err error
-		mine, err = c.s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
-			Stream: stream, Group: c.group, Start: "-", End: "+", Count: batch, Consumer: c.consumer,
-		}).Result()
-		if err != nil {
-			return err
-		}
-		c.ownPending = len(mine) > 0
+	if done, err := c.retryOwn(ctx, &block); done || err != nil {
+		return err
 	}
+	if done, err := c.claimAbandoned(ctx, &block); done || err != nil {
+		return err
+	}
+	return c.readNew(ctx, block)
+}
+
+// retryOwn delivers again this consumer's failed entries whose redelivery
+// delay has passed. It shortens *block to when the next one is due, and
+// reports whether it delivered anything.
+func (c *consumerLoop) retryOwn(ctx context.Context, block *time.Duration) (bool, error) {
+	if !c.ownPending {
+		return false, nil
+	}
+	stream := c.s.keys.events()
+	mine, err := c.s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+		Stream: stream, Group: c.group, Start: "-", End: "+", Count: batch, Consumer: c.consumer,
+	}).Result()
+	if err != nil {
+		return false, err
+	}
+	c.ownPending = len(mine) > 0
 	var due []string
 	var minIdle time.Duration
 	counts := map[string]int64{}
@@ -164,26 +174,27 @@ func (c *consumerLoop) round(ctx context.Context) error {
 				minIdle = wait
 			}
 		} else {
-			block = min(block, wait-p.Idle)
+			*block = min(*block, wait-p.Idle)
 		}
 	}
-	if len(due) > 0 {
-		msgs, err := c.s.rdb.XClaim(ctx, &redis.XClaimArgs{
-			Stream: stream, Group: c.group, Consumer: c.consumer, MinIdle: minIdle, Messages: due,
-		}).Result()
-		if err != nil {
-			return err
-		}
-		for _, m := range msgs {
-			if err := c.handle(ctx, m, counts[m.ID]); err != nil {
-				return err
-			}
-		}
-		return nil
+	if len(due) == 0 {
+		return false, nil
 	}
+	msgs, err := c.s.rdb.XClaim(ctx, &redis.XClaimArgs{
+		Stream: stream, Group: c.group, Consumer: c.consumer, MinIdle: minIdle, Messages: due,
+	}).Result()
+	if err != nil {
+		return false, err
+	}
+	return true, c.handleAll(ctx, msgs, counts, 0)
+}
 
-	// 2. Entries abandoned by other consumers, looked for every claimIdle/2
-	// (and at once again while the scan has not reached the end).
+// claimAbandoned takes over entries other consumers left pending, looked
+// for every claimIdle/2 (and at once again while the scan has not reached
+// the end). It shortens *block to the next scan and reports whether it
+// delivered anything.
+func (c *consumerLoop) claimAbandoned(ctx context.Context, block *time.Duration) (bool, error) {
+	stream := c.s.keys.events()
 	var msgs []redis.XMessage
 	if now := time.Now(); !now.Before(c.nextSweep) {
 		var cursor string
@@ -192,35 +203,33 @@ func (c *consumerLoop) round(ctx context.Context) error {
 			Stream: stream, Group: c.group, MinIdle: c.s.cfg.claimIdle, Start: c.cursor, Count: batch, Consumer: c.consumer,
 		}).Result()
 		if err != nil {
-			return err
+			return false, err
 		}
 		c.cursor = cursor
 		if cursor == "0-0" {
 			c.nextSweep = now.Add(c.s.cfg.claimIdle / 2)
 		}
 	}
-	block = min(block, max(time.Until(c.nextSweep), 0))
-	if len(msgs) > 0 {
-		pend, err := c.s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
-			Stream: stream, Group: c.group, Start: msgs[0].ID, End: msgs[len(msgs)-1].ID,
-			Count: int64(len(msgs)) + batch, Consumer: c.consumer,
-		}).Result()
-		if err != nil {
-			return err
-		}
-		counts := make(map[string]int64, len(pend))
-		for _, p := range pend {
-			counts[p.ID] = p.RetryCount
-		}
-		for _, m := range msgs {
-			if err := c.handle(ctx, m, max(counts[m.ID], 1)); err != nil {
-				return err
-			}
-		}
-		return nil
+	*block = min(*block, max(time.Until(c.nextSweep), 0))
+	if len(msgs) == 0 {
+		return false, nil
 	}
+	pend, err := c.s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+		Stream: stream, Group: c.group, Start: msgs[0].ID, End: msgs[len(msgs)-1].ID,
+		Count: int64(len(msgs)) + batch, Consumer: c.consumer,
+	}).Result()
+	if err != nil {
+		return false, err
+	}
+	counts := make(map[string]int64, len(pend))
+	for _, p := range pend {
+		counts[p.ID] = p.RetryCount
+	}
+	return true, c.handleAll(ctx, msgs, counts, 1)
+}
 
-	// 3. New entries.
+// readNew waits up to block for entries no consumer of the group has seen.
+func (c *consumerLoop) readNew(ctx context.Context, block time.Duration) error {
 	if c.b == nil {
 		b, err := c.s.newBlocker(ctx)
 		if err != nil {
@@ -229,7 +238,7 @@ func (c *consumerLoop) round(ctx context.Context) error {
 		c.b = b
 	}
 	streams, err := c.b.conn.XReadGroup(ctx, &redis.XReadGroupArgs{
-		Group: c.group, Consumer: c.consumer, Streams: []string{stream, ">"}, Count: batch,
+		Group: c.group, Consumer: c.consumer, Streams: []string{c.s.keys.events(), ">"}, Count: batch,
 		Block: max(min(block, blockFor(ctx)), time.Millisecond), // 0 would block forever
 	}).Result()
 	if errors.Is(err, redis.Nil) {
@@ -239,10 +248,19 @@ func (c *consumerLoop) round(ctx context.Context) error {
 		return err
 	}
 	for _, st := range streams {
-		for _, m := range st.Messages {
-			if err := c.handle(ctx, m, 1); err != nil {
-				return err
-			}
+		if err := c.handleAll(ctx, st.Messages, nil, 1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// handleAll delivers msgs in order; counts gives each entry's deliveries,
+// at least atLeast.
+func (c *consumerLoop) handleAll(ctx context.Context, msgs []redis.XMessage, counts map[string]int64, atLeast int64) error {
+	for _, m := range msgs {
+		if err := c.handle(ctx, m, max(counts[m.ID], atLeast)); err != nil {
+			return err
 		}
 	}
 	return nil

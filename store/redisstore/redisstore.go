@@ -1,5 +1,3 @@
-// Package redisstore is the Redis backend of store.Store, for bots and workers
-// spread over several processes and machines.
 package redisstore
 
 import (

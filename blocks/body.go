@@ -1,0 +1,297 @@
+package blocks
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/slack-go/slack"
+	"github.com/slackgate/slackgate/store"
+)
+
+// The card body shows every field of the input: the fields a tool's card
+// knows are rendered for people (a command as code, a diff, a path), every
+// other field, and a known field of an unexpected type, is listed as
+// "key: value" under "Other input". Nothing Claude sends is left off a card.
+
+// JSON value types, by the first byte of the raw value.
+const (
+	jsonString = '"'
+	jsonArray  = '['
+	jsonBool   = 'b'
+	jsonNumber = 'n'
+)
+
+func jsonType(raw json.RawMessage) byte {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return 0
+	}
+	switch c := raw[0]; {
+	case c == 't' || c == 'f':
+		return jsonBool
+	case c == '-' || (c >= '0' && c <= '9'):
+		return jsonNumber
+	default:
+		return c
+	}
+}
+
+// known names the fields a card renders itself, with the type it expects.
+type known map[string]byte
+
+// toolBodies renders the built-in tools; any other tool (MCP tools too)
+// shows its whole input as JSON.
+var toolBodies = map[string]func(*card, fields){
+	"Bash":      (*card).bash,
+	"Write":     (*card).write,
+	"Edit":      (*card).edit,
+	"MultiEdit": (*card).multiEdit,
+	"Read":      (*card).read,
+	"Glob":      (*card).search,
+	"Grep":      (*card).search,
+	"WebFetch":  (*card).webFetch,
+	"WebSearch": (*card).webSearch,
+}
+
+func (c *card) body() {
+	f := decodeInput(c.r.Input)
+	switch c.r.Kind {
+	case store.KindPlan:
+		c.plan(f)
+		return
+	case store.KindQuestion:
+		c.questions(f)
+		return
+	}
+	if render, ok := toolBodies[c.r.ToolName]; ok && len(f) > 0 {
+		render(c, f)
+		return
+	}
+	label := ""
+	if server, tool, ok := mcpName(c.r.ToolName); ok {
+		label = "*Server:* " + inlineCode(server, 200) + " · *Tool:* " + inlineCode(tool, 200) + "\n*Arguments:*"
+	}
+	full := pretty(c.r.Input)
+	c.add(c.codeSection(label, full, codeLines, codeRunes, full, "input.json", "input"))
+}
+
+// truthy reads a flag the way a lenient tool would: true or "true".
+func truthy(raw json.RawMessage) bool {
+	var b bool
+	if json.Unmarshal(raw, &b) == nil {
+		return b
+	}
+	var s string
+	return json.Unmarshal(raw, &s) == nil && strings.EqualFold(strings.TrimSpace(s), "true")
+}
+
+func (c *card) bash(f fields) {
+	cmd := f.str("command")
+	c.add(c.codeSection("", cmd, codeLines, codeRunes, cmd, "command.sh", "command"))
+	desc := f.str("description")
+	if desc == "" && c.r.Description != cmd {
+		desc = c.r.Description
+	}
+	if strings.TrimSpace(desc) != "" {
+		c.add(section("_" + c.oneLine("description", desc, 500) + "_"))
+	}
+	if truthy(f["dangerouslyDisableSandbox"]) {
+		c.flag("⚠️ *Sandbox disabled*: this command runs outside the sandbox", "sandbox disabled")
+	}
+	if truthy(f["run_in_background"]) {
+		c.flag("⚠️ *Runs in background*: Claude does not wait for it to finish", "runs in background")
+	}
+	c.extras(f, known{"command": jsonString, "description": jsonString})
+}
+
+func (c *card) write(f fields) {
+	content := f.str("content")
+	lines := strings.Count(content, "\n")
+	if content != "" && !strings.HasSuffix(content, "\n") {
+		lines++
+	}
+	label := fmt.Sprintf("*File:* %s · %s · %s", c.inline("file_path", f.str("file_path"), 500),
+		plural(lines, "line"), size(len(content)))
+	c.add(c.codeSection(label, strings.TrimSuffix(content, "\n"), 30, codeRunes, content, baseName(f.str("file_path")), "content"))
+	c.extras(f, known{"file_path": jsonString, "content": jsonString})
+}
+
+func (c *card) edit(f fields) {
+	label := "*File:* " + c.inline("file_path", f.str("file_path"), 500)
+	if truthy(f["replace_all"]) {
+		label += " · replace all"
+	}
+	full := pretty(c.r.Input)
+	c.add(c.codeSection(label, diff(f.str("old_string"), f.str("new_string")), codeLines, codeRunes, full, "input.json", "edit"))
+	c.extras(f, known{"file_path": jsonString, "old_string": jsonString, "new_string": jsonString, "replace_all": jsonBool})
+}
+
+func (c *card) multiEdit(f fields) {
+	c.add(section("*File:* " + c.inline("file_path", f.str("file_path"), 500)))
+	var edits []fields
+	if json.Unmarshal(f["edits"], &edits) != nil {
+		c.extras(f, known{"file_path": jsonString})
+		return
+	}
+	full := pretty(c.r.Input)
+	var other []string
+	for i, e := range edits {
+		if len(edits) > maxEdits && i == maxEdits-1 {
+			what := plural(len(edits)-maxEdits, "edit") + " hidden"
+			c.add(section("_… " + what + " …_"))
+			c.hide("edits: "+what, full, "input.json")
+		}
+		if len(edits) > maxEdits && i >= maxEdits-1 && i < len(edits)-1 {
+			continue // shown: the first edits and the last one
+		}
+		label := fmt.Sprintf("Edit %d of %d", i+1, len(edits))
+		if truthy(e["replace_all"]) {
+			label += " · replace all"
+		}
+		c.add(c.codeSection(label, diff(e.str("old_string"), e.str("new_string")), 25, 1200, full, "input.json", "edit "+fmt.Sprint(i+1)))
+		for _, k := range unknownKeys(e, known{"old_string": jsonString, "new_string": jsonString, "replace_all": jsonBool}) {
+			other = append(other, fmt.Sprintf("edits[%d].%s: %s", i, k, valueText(e[k])))
+		}
+	}
+	c.extras(f, known{"file_path": jsonString, "edits": jsonArray}, other...)
+}
+
+func (c *card) read(f fields) {
+	text := "*File:* " + c.inline("file_path", f.str("file_path"), 500)
+	if f.has("offset") || f.has("limit") {
+		text += fmt.Sprintf(" · offset %s, limit %s", numOr(f["offset"], "0"), numOr(f["limit"], "all"))
+	}
+	c.add(section(text))
+	c.extras(f, known{"file_path": jsonString, "offset": jsonNumber, "limit": jsonNumber})
+}
+
+func (c *card) search(f fields) {
+	text := "*Pattern:* " + c.inline("pattern", f.str("pattern"), 500)
+	if p := f.str("path"); p != "" {
+		text += "\n*In:* " + c.inline("path", p, 500)
+	}
+	if g := f.str("glob"); g != "" {
+		text += "\n*Files:* " + c.inline("glob", g, 500)
+	}
+	c.add(section(text))
+	c.extras(f, known{"pattern": jsonString, "path": jsonString, "glob": jsonString})
+}
+
+func (c *card) webFetch(f fields) {
+	text := "*URL:* " + c.inline("url", f.str("url"), 1000)
+	if p := f.str("prompt"); p != "" {
+		text += "\n*Prompt:* " + c.oneLine("prompt", p, 1500)
+	}
+	c.add(section(text))
+	c.extras(f, known{"url": jsonString, "prompt": jsonString})
+}
+
+func (c *card) webSearch(f fields) {
+	c.add(section("*Query:* " + c.inline("query", f.str("query"), 1000)))
+	c.extras(f, known{"query": jsonString})
+}
+
+// unknownKeys lists, sorted, the fields of f a card does not render itself.
+func unknownKeys(f fields, k known) []string {
+	var out []string
+	for key, raw := range f {
+		if t, ok := k[key]; !ok || jsonType(raw) != t {
+			out = append(out, key)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// valueText shows a field's value: a string as its text, anything else as
+// compact JSON.
+func valueText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return string(raw)
+	}
+	return unescapeHTML(b.String())
+}
+
+// extras lists the fields the card did not render itself (and any lines
+// the caller collected) as "key: value" lines.
+func (c *card) extras(f fields, k known, more ...string) {
+	var lines []string
+	for _, key := range unknownKeys(f, k) {
+		lines = append(lines, key+": "+valueText(f[key]))
+	}
+	lines = append(lines, more...)
+	if len(lines) == 0 {
+		return
+	}
+	c.add(c.codeSection("*Other input:*", strings.Join(lines, "\n"), 20, 1500, pretty(c.r.Input), "input.json", "other input"))
+}
+
+// inline quotes one field as `code`, recording when the card shortened it.
+func (c *card) inline(field, raw string, max int) string {
+	if runes(raw) > max || strings.Contains(strings.TrimSpace(raw), "\n") {
+		c.hide(field+": shortened", pretty(c.r.Input), "input.json")
+	}
+	return inlineCode(raw, max)
+}
+
+// oneLine quotes prose from the input on one line, recording when the card
+// shortened it.
+func (c *card) oneLine(field, raw string, max int) string {
+	line := oneLine(raw)
+	if runes(line) > max {
+		c.hide(field+": shortened", pretty(c.r.Input), "input.json")
+	}
+	return codeSafe(cut(line, max))
+}
+
+func (c *card) plan(f fields) {
+	plan := f.str("plan")
+	k := known{"plan": jsonString, "planFilePath": jsonString}
+	defer c.extras(f, k)
+	if strings.TrimSpace(plan) == "" {
+		c.add(section("_Claude wants to leave plan mode and start working; it sent no plan text._"))
+	} else {
+		chunks := splitText(Markdown(plan), bodyChunk)
+		if len(chunks) > planSections {
+			hiddenChunks := chunks[planSections-1 : len(chunks)-1]
+			what := plural(approxLines(hiddenChunks), "line") + " hidden"
+			c.hide("plan: "+what, plan, "plan.md")
+			chunks = append(chunks[:planSections-1:planSections-1], "_… "+what+" …_", chunks[len(chunks)-1])
+		}
+		for _, ch := range chunks {
+			c.add(section(ch))
+		}
+	}
+	if p := f.str("planFilePath"); p != "" {
+		c.add(slack.NewContextBlock("", mrkdwn("Plan file on the worker: "+c.inline("planFilePath", p, 500))))
+	}
+}
+
+func (c *card) questions(f fields) {
+	if server, _, ok := mcpName(c.r.ToolName); ok {
+		c.add(slack.NewContextBlock("", mrkdwn("Asked through MCP server "+inlineCode(server, 200)+
+			" (tool "+inlineCode(c.r.ToolName, 300)+"), not Claude Code's own question tool")))
+	}
+	qs := questions(c.r)
+	if len(qs) == 0 {
+		full := pretty(c.r.Input)
+		c.add(c.codeSection("", full, codeLines, codeRunes, full, "input.json", "input"))
+		return
+	}
+	pending := c.r.Decision == nil
+	for i, q := range qs {
+		c.add(section(questionText(q)))
+		if pending && !oneTap(qs) && len(q.Options) > 0 {
+			c.add(slack.NewActionBlock(questionBlockID(i, c.r.ID), picker(q)))
+		}
+	}
+	c.extras(f, known{"questions": jsonArray})
+}

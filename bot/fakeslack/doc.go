@@ -1,0 +1,16 @@
+// Package fakeslack is an in-process Slack for tests: the Web API methods the bot calls, Socket Mode and HTTP delivery, Slack's limits enforced on every message and view, and helpers that act as a person (mention, click, select, submit a modal).
+//
+// It validates what the bot sends with blocks' validator, the same law the
+// renderers are tested against, and records every call so tests assert on
+// what a workspace would have shown. Its scope is the Web API methods and
+// deliveries the bot uses, not all of Slack. It is test code: nothing
+// outside tests imports it.
+//
+// It fakes only what slackgate uses, so that what it fakes is faked well:
+// auth.test, users.info, usergroups.users.list, chat.postMessage,
+// chat.update, chat.postEphemeral, views.open (one modal per person; a
+// submission is answered with errors or closes it), the two-step file
+// upload (files.getUploadURLExternal, files.completeUploadExternal) and
+// apps.connections.open. Any other method answers unknown_method, which
+// fails the test: a new call in the bot needs its fake here first.
+package fakeslack

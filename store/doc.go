@@ -1,0 +1,15 @@
+// Package store is slackgate's domain vocabulary and the one place where the
+// Slack side (bot) and the Claude Code side (relay) meet: the durable record of
+// sessions and pending control requests, and the bus that carries inputs,
+// decisions and session events between processes.
+//
+// It owns the types both sides speak (Request, Decision, Session, Input,
+// Event, AuditEntry), the sentinel errors callers test with errors.Is, and
+// the Store interface with the contract every backend keeps: above all that
+// Decide settles a request exactly once, whoever races it.
+//
+// It does not store anything itself: store/boltstore (one machine) and
+// store/redisstore (several) implement Store, and store/storetest holds them
+// to the contract. It imports only the standard library, does no I/O and
+// never logs, so every other package may depend on it and it on none of them.
+package store
