@@ -554,6 +554,8 @@ func outcomeWord(r store.Request) string {
 		return "Cancelled"
 	case store.OutcomeEnded:
 		return "Session ended"
+	case store.OutcomeRefused:
+		return "Refused"
 	}
 	return "Settled"
 }
@@ -604,6 +606,8 @@ func outcome(r store.Request) string {
 		fmt.Fprintf(&b, "↩️ *Cancelled*%s %s: Claude withdrew the request", byWhom(d), when)
 	case store.OutcomeEnded:
 		fmt.Fprintf(&b, "⏹️ *Session ended* %s before anyone answered", when)
+	case store.OutcomeRefused:
+		fmt.Fprintf(&b, "🚫 *Refused* %s: a decision slackgate could not verify was written to the store; Claude was told no", when)
 	default:
 		fmt.Fprintf(&b, "*%s*%s %s", codeSafe(string(d.Outcome)), byWhom(d), when)
 	}

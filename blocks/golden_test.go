@@ -171,6 +171,8 @@ func cards() map[string]store.Request {
 		"final_cancelled_stopped": decided(bashRequest(), store.Decision{Outcome: store.OutcomeCancelled, By: "U0ALICE", At: t0.Add(time.Minute),
 			Message: "Claude's turn was stopped"}),
 		"final_ended": decided(editRequest(), store.Decision{Outcome: store.OutcomeEnded, At: t0.Add(time.Minute), Message: "claude exited (signal: killed)"}),
+		"final_refused": decided(bashRequest(), store.Decision{Outcome: store.OutcomeRefused, At: t0.Add(time.Minute),
+			Message: "The allow decision claiming to be from U0MALLORY did not verify: decision is not signed"}),
 	}
 }
 

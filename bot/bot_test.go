@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"net"
@@ -71,6 +72,7 @@ func newHarness(t testing.TB, transport string, o harnessOpts) *harness {
 		APIURL:       h.fake.APIURL(),
 		WorkDir:      testWorkDir,
 		ConsumerName: "bot-test",
+		SigningKey:   testSigningKey,
 	}
 	if o.useClock {
 		h.clock = newFakeClock()
@@ -417,6 +419,12 @@ func (h *harness) waitSettled(t testing.TB, r store.Request, card fakeslack.Mess
 	if err != nil {
 		t.Fatal(err)
 	}
+	if o := got.Decision.Outcome; o == store.OutcomeAllow || o == store.OutcomeDeny {
+		// A person's decision leaves the bot signed, or no worker acts on it.
+		if err := store.VerifyDecision(testSigningKey.Public().(ed25519.PublicKey), got, *got.Decision); err != nil {
+			t.Errorf("the bot stored a decision that does not verify: %v", err)
+		}
+	}
 	return got, final
 }
 
@@ -478,7 +486,16 @@ func TestClickOnDecidedCardSaysWhoDecidedAndRefreshesIt(t *testing.T) {
 	// Hold the card's update behind a rate limit, so the card still shows
 	// its buttons when the late click comes.
 	h.fake.RateLimit("chat.update", 1, 30*time.Second)
-	if _, err := h.st.Decide(ctx, r.ID, store.Decision{Outcome: store.OutcomeDeny, By: "U1", ByName: "alice", At: h.clock.Now(), Message: "no"}); err != nil {
+	// Another replica decided first, signing as every bot does.
+	first := store.Decision{Outcome: store.OutcomeDeny, By: "U1", ByName: "alice", At: h.clock.Now(), Message: "no"}
+	stored, err := h.st.GetRequest(ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.SignDecision(testSigningKey, stored, &first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.st.Decide(ctx, r.ID, first); err != nil {
 		t.Fatal(err)
 	}
 	h.clock.WaitTimers(t, 1)

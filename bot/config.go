@@ -1,6 +1,7 @@
 package bot
 
 import (
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"net"
@@ -54,6 +55,11 @@ type Config struct {
 	GroupCacheTTL time.Duration
 	// Clock replaces the wall clock (tests). Nil: the real one.
 	Clock Clock
+
+	// SigningKey signs every decision a person makes (required): workers
+	// act only on decisions that verify with its public half, so a
+	// decision written into the store by anyone else is refused.
+	SigningKey ed25519.PrivateKey
 }
 
 // ErrConfig marks configuration mistakes, so cmd can tell them from runtime
@@ -78,6 +84,9 @@ func (c Config) validate() error {
 		if !isApproverID(a) {
 			return fmt.Errorf("%w: approver %q is not a Slack user (U…, W…) or user group (S…) id", ErrConfig, a)
 		}
+	}
+	if len(c.SigningKey) != ed25519.PrivateKeySize {
+		return fmt.Errorf("%w: a decision signing key is required (DECISION_SIGNING_KEY; `slackgate keygen` makes one)", ErrConfig)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package bot
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"maps"
 	"slices"
@@ -80,7 +81,8 @@ func TestNewRefusesIncompleteConfig(t *testing.T) {
 		{"a user token as bot token", Config{BotToken: "xoxp-1", AppToken: "xapp-1"}},
 		{"no transport", Config{BotToken: "xoxb-1"}},
 		{"a bot token as app token", Config{BotToken: "xoxb-1", AppToken: "xoxb-2"}},
-		{"a bad approver", Config{BotToken: "xoxb-1", SigningSecret: "s", Approvers: []string{"alice"}}},
+		{"a bad approver", Config{BotToken: "xoxb-1", SigningSecret: "s", Approvers: []string{"alice"}, SigningKey: testSigningKey}},
+		{"no signing key", Config{BotToken: "xoxb-1", AppToken: "xapp-1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,13 +92,16 @@ func TestNewRefusesIncompleteConfig(t *testing.T) {
 		})
 	}
 	t.Run("either transport alone is enough", func(t *testing.T) {
-		for _, cfg := range []Config{{BotToken: "xoxb-1", AppToken: "xapp-1"}, {BotToken: "xoxb-1", SigningSecret: "s"}} {
+		for _, cfg := range []Config{{BotToken: "xoxb-1", AppToken: "xapp-1", SigningKey: testSigningKey}, {BotToken: "xoxb-1", SigningSecret: "s", SigningKey: testSigningKey}} {
 			if _, err := New(cfg, nopStore{}, zerolog.Nop()); err != nil {
 				t.Errorf("New(%+v) = %v", cfg, err)
 			}
 		}
 	})
 }
+
+// testSigningKey signs the decisions of every test bot.
+var testSigningKey = ed25519.NewKeyFromSeed([]byte("bot tests: decision signing seed"))
 
 // nopStore satisfies store.Store for constructor tests that never use it.
 type nopStore struct{ store.Store }
@@ -154,7 +159,7 @@ func TestEmptyApproverListLetsAnyoneDecide(t *testing.T) {
 
 func TestRunFailsFastOnABadBotToken(t *testing.T) {
 	fake := fakeslack.New(t, fakeslack.AllowRejections())
-	b, err := New(Config{BotToken: "xoxb-wrong", AppToken: fakeslack.AppToken, APIURL: fake.APIURL()}, nopStore{}, zerolog.Nop())
+	b, err := New(Config{BotToken: "xoxb-wrong", AppToken: fakeslack.AppToken, APIURL: fake.APIURL(), SigningKey: testSigningKey}, nopStore{}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

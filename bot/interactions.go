@@ -135,6 +135,13 @@ func (p *decision) run(ctx context.Context, requestID string, dec decode) error 
 	case !ok:
 		return nil
 	}
+	// Signed over the request as loaded: the person saw it, and the worker
+	// verifies over the request as it created it, so a request rewritten in
+	// the store meanwhile fails there.
+	if err := store.SignDecision(p.b.cfg.SigningKey, r, &d); err != nil {
+		p.log.Error().Err(err).Msg("sign decision")
+		return err
+	}
 	settled, err := p.b.st.Decide(ctx, r.ID, d)
 	switch {
 	case errors.Is(err, store.ErrAlreadyDecided):

@@ -1,8 +1,10 @@
 package relay
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -139,7 +141,7 @@ func (b *bridge) onCanUseTool(ctx context.Context, cliID string, c CanUseTool) (
 		return Deny("slackgate could not record this permission request, so it was denied: "+err.Error(), false), true
 	}
 	log.Info().Str("kind", string(req.Kind)).Msg("waiting for a decision")
-	d, err := b.awaitDecision(ctx, req.ID, log)
+	d, expiredHere, err := b.awaitDecision(ctx, req.ID, log)
 	if err != nil && ctx.Err() == nil {
 		// The store failed us, not Claude: answer, or the CLI waits forever.
 		log.Error().Err(err).Msg("waiting for the decision")
@@ -153,6 +155,7 @@ func (b *bridge) onCanUseTool(ctx context.Context, cliID string, c CanUseTool) (
 		// the exit reason.
 		return PermissionResult{}, false
 	}
+	d = b.checked(ctx, req, d, expiredHere, log)
 	res, ok, err := ResultFor(req, d)
 	if err != nil {
 		log.Error().Err(err).Msg("building the answer")
@@ -165,8 +168,9 @@ func (b *bridge) onCanUseTool(ctx context.Context, cliID string, c CanUseTool) (
 // awaitDecision waits for the request's decision while its deadline, if
 // any, runs. The deadline is enforced through store.Decide, so a person
 // deciding at the same moment and the expiry race fairly: exactly one
-// wins, and the winner is what WaitDecision returns.
-func (b *bridge) awaitDecision(ctx context.Context, requestID string, log zerolog.Logger) (store.Decision, error) {
+// wins, and the winner is what WaitDecision returns. expiredHere reports
+// whether this worker's own expiry is what settled it.
+func (b *bridge) awaitDecision(ctx context.Context, requestID string, log zerolog.Logger) (d store.Decision, expiredHere bool, err error) {
 	waitCtx, stopDeadline := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	if timeout := b.w.cfg.RequestTimeout; timeout > 0 {
@@ -174,23 +178,61 @@ func (b *bridge) awaitDecision(ctx context.Context, requestID string, log zerolo
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			b.expireOn(waitCtx, timer, requestID, log)
+			expiredHere = b.expireOn(waitCtx, timer, requestID, log)
 		}()
 	}
-	d, err := b.w.st.WaitDecision(ctx, requestID)
+	d, err = b.w.st.WaitDecision(ctx, requestID)
 	stopDeadline()
 	wg.Wait()
-	return d, err
+	return d, expiredHere, err
+}
+
+// checked returns the decision the worker may act on. A person's decision
+// counts only when its signature verifies over the request as this worker
+// created it (not as the store now has it), and an expiry only when this
+// worker made it, in its own words. Anything else was written by someone
+// who could reach the store but not a bot's key: it is refused (recorded,
+// audited, shown on the card) and Claude is told no.
+func (b *bridge) checked(ctx context.Context, req store.Request, d store.Decision, expiredHere bool, log zerolog.Logger) store.Decision {
+	var err error
+	switch d.Outcome {
+	case store.OutcomeAllow, store.OutcomeDeny:
+		err = store.VerifyDecision(b.w.cfg.VerifyKey, req, d)
+	case store.OutcomeExpired:
+		if expiredHere {
+			d.Message = ExpiredMessage(b.w.cfg.RequestTimeout)
+			return d
+		}
+		err = errors.New("an expiry this worker did not make")
+	case store.OutcomeRefused:
+		err = errors.New("a refusal this worker did not make")
+	default:
+		return d // cancelled or ended: nothing reaches Claude
+	}
+	if err == nil {
+		return d
+	}
+	log.Error().Err(err).Str("claimed_outcome", string(d.Outcome)).Str("claimed_by", d.By).
+		Msg("refusing a decision that does not verify")
+	refusal := store.Decision{Outcome: store.OutcomeRefused, At: b.w.clock.Now(),
+		Message: fmt.Sprintf("The %s decision claiming to be from %s did not verify: %v", d.Outcome, cmp.Or(d.By, "nobody"), err)}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if _, err := b.w.st.Refuse(rctx, req.ID, refusal); err != nil {
+		log.Error().Err(err).Msg("recording the refusal")
+	}
+	return refusal
 }
 
 // expireOn decides the request as expired when timer fires, unless ctx
-// ends first (the decision came, or Claude no longer waits).
-func (b *bridge) expireOn(ctx context.Context, timer Timer, requestID string, log zerolog.Logger) {
+// ends first (the decision came, or Claude no longer waits). It reports
+// whether its expiry settled the request.
+func (b *bridge) expireOn(ctx context.Context, timer Timer, requestID string, log zerolog.Logger) bool {
 	defer timer.Stop()
 	select {
 	case <-timer.C():
 	case <-ctx.Done():
-		return
+		return false
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
@@ -200,6 +242,7 @@ func (b *bridge) expireOn(ctx context.Context, timer Timer, requestID string, lo
 	if err != nil && !errors.Is(err, store.ErrAlreadyDecided) {
 		log.Error().Err(err).Msg("expiring request")
 	}
+	return err == nil
 }
 
 // withdrawn settles a request Claude took back as cancelled, naming who

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"crypto/ed25519"
 	"fmt"
 	"os"
 	"time"
@@ -36,6 +37,11 @@ type Config struct {
 	Clock          Clock         // nil = RealClock
 	StopGrace      time.Duration // see ProcessOptions
 	KillGrace      time.Duration
+	// VerifyKey is the public half of the bots' decision signing key
+	// (required): the worker acts on a person's decision only when its
+	// signature verifies with it, so write access to the store is not
+	// approval power.
+	VerifyKey ed25519.PublicKey
 
 	PassEnv []string               // more names ClaudeEnv lets through (CLAUDE_ENV)
 	DenyEnv func(name string) bool // names that never pass, whatever list they are on; nil = none
@@ -45,6 +51,10 @@ type Config struct {
 }
 
 func (c *Config) normalize() error {
+	if len(c.VerifyKey) != ed25519.PublicKeySize {
+		return fmt.Errorf("relay: VerifyKey must be an Ed25519 public key (%d bytes), got %d bytes: %w",
+			ed25519.PublicKeySize, len(c.VerifyKey), store.ErrInvalid)
+	}
 	if c.ClaudeBin == "" {
 		c.ClaudeBin = "claude"
 	}

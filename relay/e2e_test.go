@@ -2,6 +2,7 @@ package relay_test
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,6 +28,10 @@ import (
 // e2eTimeout bounds one end-to-end test; every wait inside is a blocking
 // call on the store or the fake API, never a sleep.
 const e2eTimeout = 90 * time.Second
+
+// botKey stands for the bots' decision signing key; every harness's worker
+// verifies with its public half.
+var botKey = ed25519.NewKeyFromSeed([]byte("relay e2e tests: the bot's seed!"))
 
 // harness runs a real Worker over a real bolt store, driving the real CLI
 // against relaytest's scripted Messages API.
@@ -107,6 +112,7 @@ func newHarnessOn(t testing.TB, open func(testing.TB) store.Store, bin string, s
 		ClaudeBin: bin, ExtraArgs: relaytest.HermeticArgs(), Env: srv.Env(t),
 		WorkerID: "worker-" + uuid.NewString()[:8], Clock: clock, MaxSessions: 2,
 		IdleTimeout: time.Hour, StopGrace: 5 * time.Second, KillGrace: 2 * time.Second,
+		VerifyKey: botKey.Public().(ed25519.PublicKey),
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -239,10 +245,20 @@ func (h *harness) waitRequest() store.Request {
 	return r
 }
 
+// decide plays the person and the bot that took their click: it signs d
+// over the request as the store has it, with the key whose public half the
+// worker verifies, and decides it.
 func (h *harness) decide(id string, d store.Decision) {
 	h.t.Helper()
 	if d.At.IsZero() {
 		d.At = time.Now()
+	}
+	r, err := h.st.GetRequest(h.ctx, id)
+	if err != nil {
+		h.t.Fatalf("decide: %v", err)
+	}
+	if err := store.SignDecision(botKey, r, &d); err != nil {
+		h.t.Fatalf("decide: %v", err)
 	}
 	if _, err := h.st.Decide(h.ctx, id, d); err != nil {
 		h.t.Fatalf("decide: %v", err)
@@ -721,7 +737,7 @@ func TestE2ERestartedWorkerEndsWhatItsPreviousLifeLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The previous worker "w1" crashed here. A new life under the same name:
-	w, err := relay.NewWorker(relay.Config{ClaudeBin: "claude-unused", WorkerID: "w1"}, st, zerolog.New(zerolog.NewTestWriter(t)))
+	w, err := relay.NewWorker(relay.Config{ClaudeBin: "claude-unused", WorkerID: "w1", VerifyKey: botKey.Public().(ed25519.PublicKey)}, st, zerolog.New(zerolog.NewTestWriter(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,6 +63,11 @@ func ExpiredMessage(timeout time.Duration) string {
 	return fmt.Sprintf("Nobody answered this permission request within the timeout (%s), so it was denied. Do not retry it; continue without it or ask the user.", timeout)
 }
 
+// RefusedMessage is what Claude is told when the worker refused a decision
+// it could not verify. It is fixed: a forged decision's own words never
+// reach Claude.
+const RefusedMessage = "slackgate refused a decision it could not verify; the request was denied. Do not retry it; continue without it or ask the user."
+
 // ResultFor builds the control_response for a settled request. ok is false
 // when nothing must be sent (cancelled or ended: Claude no longer waits).
 func ResultFor(r store.Request, d store.Decision) (res PermissionResult, ok bool, err error) {
@@ -101,6 +106,8 @@ func ResultFor(r store.Request, d store.Decision) (res PermissionResult, ok bool
 			msg = "Nobody answered this permission request within the timeout, so it was denied."
 		}
 		res = Deny(msg, false)
+	case store.OutcomeRefused:
+		res = Deny(RefusedMessage, false)
 	default:
 		return PermissionResult{}, false, nil
 	}

@@ -62,12 +62,15 @@ const (
 	OutcomeExpired   Outcome = "expired"   // nobody answered before the deadline; Claude gets a deny
 	OutcomeCancelled Outcome = "cancelled" // Claude withdrew it (control_cancel_request, interrupt); nothing is sent
 	OutcomeEnded     Outcome = "ended"     // the Claude process ended while it waited; nothing is sent
+	// OutcomeRefused replaces a decision the worker could not verify (not
+	// signed by a bot's key, or altered since): Claude was told no.
+	OutcomeRefused Outcome = "refused"
 )
 
 // Valid reports whether o is one of the known outcomes.
 func (o Outcome) Valid() bool {
 	switch o {
-	case OutcomeAllow, OutcomeDeny, OutcomeExpired, OutcomeCancelled, OutcomeEnded:
+	case OutcomeAllow, OutcomeDeny, OutcomeExpired, OutcomeCancelled, OutcomeEnded, OutcomeRefused:
 		return true
 	}
 	return false
@@ -199,6 +202,10 @@ type Decision struct {
 	// Answers maps each AskUserQuestion question text to the chosen label,
 	// several labels joined by ", ", or free text (allow only).
 	Answers map[string]string `json:"answers,omitempty"`
+	// Signature is the Ed25519 signature of the bot that took the person's
+	// answer (see SignDecision); a worker acts on an allow or deny only
+	// when it verifies. Decisions the worker makes itself carry none.
+	Signature []byte `json:"signature,omitempty"`
 }
 
 // Validate checks d as Decide takes it: a known outcome, a time, and the
@@ -464,10 +471,14 @@ type AuditAction string
 const (
 	AuditCreated AuditAction = "created" // a request was created, pending
 	AuditSettled AuditAction = "settled" // a request was settled; the entry carries the Decision's outcome, who and why
+	// AuditRefused: the worker refused the decision that settled a request
+	// (see Requests.Refuse); the entry names the decider the refused
+	// decision claimed, and why it was refused.
+	AuditRefused AuditAction = "refused"
 )
 
 // Valid reports whether a is one of the known actions.
-func (a AuditAction) Valid() bool { return a == AuditCreated || a == AuditSettled }
+func (a AuditAction) Valid() bool { return a == AuditCreated || a == AuditSettled || a == AuditRefused }
 
 // AuditEntry is one line of the append-only audit log: a request created or
 // settled.
@@ -495,8 +506,8 @@ func (a AuditEntry) Validate() error {
 		return invalid("audit entry %s of %s without a time", a.Action, a.RequestID)
 	case a.RequestID == "" || a.SessionID == "":
 		return invalid("audit entry %s without a request or session", a.Action)
-	case a.Action == AuditSettled && !a.Outcome.Valid():
-		return invalid("audit entry settled of %s with unknown outcome %q", a.RequestID, a.Outcome)
+	case a.Action != AuditCreated && !a.Outcome.Valid():
+		return invalid("audit entry %s of %s with unknown outcome %q", a.Action, a.RequestID, a.Outcome)
 	}
 	return nil
 }
@@ -512,6 +523,40 @@ func SettledAudit(r Request, d Decision) AuditEntry {
 		At: d.At, Action: AuditSettled, RequestID: r.ID, SessionID: r.SessionID, Kind: r.Kind, Tool: r.ToolName,
 		Outcome: d.Outcome, By: d.By, ByName: d.ByName, Message: d.Message,
 	}
+}
+
+// RefusedAudit is the audit entry Refuse appends when d, a refusal,
+// replaces claimed, the decision that had settled r: it keeps the decider
+// claimed names, so the log shows whose approval was forged or altered.
+func RefusedAudit(r Request, claimed, d Decision) AuditEntry {
+	return AuditEntry{
+		At: d.At, Action: AuditRefused, RequestID: r.ID, SessionID: r.SessionID, Kind: r.Kind, Tool: r.ToolName,
+		Outcome: d.Outcome, By: claimed.By, ByName: claimed.ByName, Message: d.Message,
+	}
+}
+
+// ValidateRefusal checks d as Refuse takes it: a valid decision with the
+// refused outcome.
+func (d Decision) ValidateRefusal() error {
+	if err := d.Validate(); err != nil {
+		return err
+	}
+	if d.Outcome != OutcomeRefused {
+		return invalid("a refusal with outcome %q", d.Outcome)
+	}
+	return nil
+}
+
+// CanRefuse reports whether Refuse may replace a request's decision: it is
+// settled, and not refused already.
+func (r Request) CanRefuse() error {
+	switch {
+	case r.Decision == nil:
+		return invalid("request %s is pending; only a settled request's decision can be refused", r.ID)
+	case r.Decision.Outcome == OutcomeRefused:
+		return invalid("request %s was refused already", r.ID)
+	}
+	return nil
 }
 
 // CreatedEvent is the event CreateRequest publishes for r.
@@ -567,6 +612,14 @@ type Requests interface {
 	// an unknown id, ErrInvalid when d fails Validate (an unknown outcome, a
 	// zero d.At, fields of another outcome).
 	Decide(ctx context.Context, id string, d Decision) (Request, error)
+	// Refuse replaces the decision of a settled request with d, a refusal
+	// (OutcomeRefused: the worker could not verify the decision, and
+	// Claude was told no), appends a RefusedAudit entry naming the
+	// decider the replaced decision claimed, and publishes
+	// EventRequestSettled again, atomically; it returns the request as
+	// refused. ErrNotFound for an unknown id; ErrInvalid when d fails
+	// ValidateRefusal or the request is pending or refused already.
+	Refuse(ctx context.Context, id string, d Decision) (Request, error)
 	// WaitDecision blocks until the request is settled and returns its
 	// Decision, or returns ctx.Err(). ErrNotFound for an unknown id.
 	WaitDecision(ctx context.Context, id string) (Decision, error)

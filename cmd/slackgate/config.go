@@ -53,6 +53,11 @@ type Config struct {
 	SlackUpdateBurst      int           `env:"SLACK_UPDATE_BURST" envDefault:"20"`
 	SlackLiveEditInterval time.Duration `env:"SLACK_LIVE_EDIT_INTERVAL" envDefault:"3s"`
 
+	// Decision signing (see keys.go): the bots hold the private half, the
+	// workers the public one.
+	DecisionSigningKey string `env:"DECISION_SIGNING_KEY"`
+	DecisionVerifyKey  string `env:"DECISION_VERIFY_KEY"`
+
 	// Logs.
 	LogLevel  string `env:"LOG_LEVEL" envDefault:"info"`
 	LogFormat string `env:"LOG_FORMAT" envDefault:"json"`

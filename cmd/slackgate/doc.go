@@ -5,6 +5,7 @@
 //	slackgate bot      only the Slack side (needs REDIS_URL)
 //	slackgate worker   only the Claude Code side (needs REDIS_URL)
 //	slackgate audit    the audit log as JSON lines
+//	slackgate keygen   print a decision signing key pair for bots and workers
 //
 // It is the only package that reads configuration (environment variables,
 // into Config), builds loggers and picks a store backend; it hands the other

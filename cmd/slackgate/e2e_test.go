@@ -130,6 +130,12 @@ func startApp(t testing.TB, o options, steps ...relaytest.Step) *app {
 		}
 		env = append(env, "REDIS_URL="+url, "REDIS_KEY_PREFIX=e2e-"+fmt.Sprint(time.Now().UnixNano()))
 	}
+	if o.command != "" && o.command != "run" {
+		// Split mode: bots and workers launched beside them share one pair,
+		// as an operator gives them keygen's two lines. `slackgate run`
+		// makes its own.
+		env = append(env, "DECISION_SIGNING_KEY="+testKeys.sign, "DECISION_VERIFY_KEY="+testKeys.verify)
+	}
 	p := program{environ: append(env, o.extraEnv...), stdout: a.logs, stderr: a.logs}
 	switch o.transport {
 	case socketMode:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +31,8 @@ commands:
            (embedded store in DATA_DIR, or Redis when REDIS_URL is set)
   bot      only the Slack side; several may run against one REDIS_URL
   worker   only the Claude Code side; several may run against one REDIS_URL
+  keygen   print a new decision signing key pair as two lines,
+           DECISION_SIGNING_KEY (for bots) and DECISION_VERIFY_KEY (for workers)
   audit    print the audit log (requests and who decided them) as JSON lines:
            slackgate audit [-after ID] [-limit N]
   help     this text
@@ -65,6 +68,9 @@ func (p program) run(ctx context.Context, args []string) error {
 		return err
 	}
 	cmd := args[0]
+	if cmd == "keygen" {
+		return keygen(p.stdout)
+	}
 	if cmd != "run" && cmd != "bot" && cmd != "worker" && cmd != "audit" {
 		fmt.Fprint(p.stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
@@ -76,17 +82,12 @@ func (p program) run(ctx context.Context, args []string) error {
 	if cmd == "audit" {
 		return p.audit(ctx, args[1:], cfg)
 	}
-	var botCfg bot.Config
-	if cmd != "worker" {
-		if err := cfg.validateSlack(); err != nil {
-			return err
-		}
-		if botCfg, err = p.botConfig(cfg); err != nil {
-			return fmt.Errorf("config: %w", err)
-		}
-	}
 	if cmd != "run" && cfg.RedisURL == "" {
 		return fmt.Errorf("slackgate %s runs beside other processes and needs REDIS_URL; use `slackgate run` for one machine", cmd)
+	}
+	botCfg, keys, err := p.sides(cmd, cfg)
+	if err != nil {
+		return err
 	}
 	log := newLogger(cfg, p.stderr).With().Str("cmd", cmd).Logger()
 	redis.SetLogger(redisLogger{log.With().Str("component", "go-redis").Logger()})
@@ -103,7 +104,7 @@ func (p program) run(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		w, err := relay.NewWorker(p.relayConfig(cfg, runAs), st, log.With().Str("component", "worker").Logger())
+		w, err := relay.NewWorker(p.relayConfig(cfg, runAs, keys.verify), st, log.With().Str("component", "worker").Logger())
 		if err != nil {
 			return err
 		}
@@ -116,10 +117,33 @@ func (p program) run(ctx context.Context, args []string) error {
 		}
 		g.Go(func() error { return b.Run(gctx) })
 	}
+	if keys.generated && cfg.RedisURL != "" {
+		log.Warn().Msg("decision keys made in memory: only this process can verify its decisions; give every slackgate on this Redis one pair from `slackgate keygen`")
+	}
 	log.Info().Str("store", storeName(cfg)).Str("workdir", cfg.WorkDir).Msg("slackgate started")
 	err = g.Wait()
 	log.Info().Err(err).Msg("slackgate stopped")
 	return err
+}
+
+// sides checks the configuration of the halves cmd runs: the Slack side's
+// (not for a worker) and the decision keys each half holds.
+func (p program) sides(cmd string, cfg Config) (bot.Config, decisionKeys, error) {
+	keys, err := resolveKeys(cmd, cfg)
+	if err != nil {
+		return bot.Config{}, keys, fmt.Errorf("config: %w", err)
+	}
+	if cmd == "worker" {
+		return bot.Config{}, keys, nil
+	}
+	if err := cfg.validateSlack(); err != nil {
+		return bot.Config{}, keys, err
+	}
+	botCfg, err := p.botConfig(cfg, keys.sign)
+	if err != nil {
+		return bot.Config{}, keys, fmt.Errorf("config: %w", err)
+	}
+	return botCfg, keys, nil
 }
 
 // openStore picks the backend: Redis when REDIS_URL is set, else the
@@ -156,7 +180,7 @@ func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
 }
 
 // relayConfig is the worker's share of the configuration.
-func (p program) relayConfig(cfg Config, runAs *relay.RunAs) relay.Config {
+func (p program) relayConfig(cfg Config, runAs *relay.RunAs, verify ed25519.PublicKey) relay.Config {
 	args, _ := splitArgs(cfg.Args) // validated by loadConfig
 	pass, _ := cfg.passEnv()       // validated by loadConfig
 	return relay.Config{
@@ -172,6 +196,7 @@ func (p program) relayConfig(cfg Config, runAs *relay.RunAs) relay.Config {
 		PassEnv:        pass,
 		DenyEnv:        slackgateSetting,
 		User:           runAs,
+		VerifyKey:      verify,
 	}
 }
 
@@ -208,7 +233,7 @@ func workDirs(cfg Config) []string {
 }
 
 // botConfig is the Slack side's share of the configuration.
-func (p program) botConfig(cfg Config) (bot.Config, error) {
+func (p program) botConfig(cfg Config, sign ed25519.PrivateKey) (bot.Config, error) {
 	approvers, err := bot.ParseApprovers(cfg.Approvers)
 	if err != nil {
 		return bot.Config{}, fmt.Errorf("APPROVERS: %w", err)
@@ -236,5 +261,6 @@ func (p program) botConfig(cfg Config) (bot.Config, error) {
 			UpdateBurst:      cfg.SlackUpdateBurst,
 			LiveEditInterval: cfg.SlackLiveEditInterval,
 		},
+		SigningKey: sign,
 	}, nil
 }

@@ -50,8 +50,19 @@ func TestStartupFailuresSayWhatToFix(t *testing.T) {
 			want: []string{"CHANNEL_WORKDIRS"}},
 		{name: "bot needs redis", args: []string{"bot"}, environ: slack, want: []string{"REDIS_URL", "slackgate run"}},
 		{name: "worker needs redis", args: []string{"worker"}, want: []string{"REDIS_URL"}},
+		{name: "bot needs the signing key", args: []string{"bot"}, environ: append([]string{"REDIS_URL=redis://127.0.0.1:1/0"}, slack...),
+			want: []string{"DECISION_SIGNING_KEY", "slackgate keygen"}},
+		{name: "worker needs the verify key", args: []string{"worker"}, environ: []string{"REDIS_URL=redis://127.0.0.1:1/0"},
+			want: []string{"DECISION_VERIFY_KEY", "slackgate keygen"}},
+		{name: "a signing key that is not one", args: []string{"run"}, environ: append([]string{"DECISION_SIGNING_KEY=c2hvcnQ="}, slack...),
+			want: []string{"DECISION_SIGNING_KEY", "32-byte", "slackgate keygen"}},
+		{name: "run with keys that are not a pair", args: []string{"run"},
+			environ: append([]string{"DECISION_SIGNING_KEY=" + testKeys.sign, "DECISION_VERIFY_KEY=" + otherKeys.verify}, slack...),
+			want:    []string{"DECISION_VERIFY_KEY is not the public half of DECISION_SIGNING_KEY"}},
+		{name: "run with only the verify key", args: []string{"run"},
+			environ: append([]string{"DECISION_VERIFY_KEY=" + testKeys.verify}, slack...), want: []string{"DECISION_SIGNING_KEY"}},
 		{name: "redis unreachable fails fast with the password masked", args: []string{"worker"},
-			environ: []string{"REDIS_URL=redis://:hunter2@127.0.0.1:1/0"},
+			environ: []string{"REDIS_URL=redis://:hunter2@127.0.0.1:1/0", "DECISION_VERIFY_KEY=" + testKeys.verify},
 			want:    []string{"REDIS_URL", "redis://:***@127.0.0.1:1/0", "cannot reach"}, notWant: "hunter2"},
 	}
 	for _, tt := range tests {
@@ -95,5 +106,68 @@ func TestSecondInstanceOnOneDataDirSaysWhoHasIt(t *testing.T) {
 		"SLACK_API_URL=" + f.APIURL(), "DATA_DIR=" + dir}, "run")
 	if err == nil || !strings.Contains(err.Error(), "DATA_DIR="+dir) || !strings.Contains(err.Error(), "another slackgate") {
 		t.Fatalf("run on a locked DATA_DIR = %v; want an error naming DATA_DIR and the likely cause", err)
+	}
+}
+
+// keyPair is a decision key pair as `slackgate keygen` prints it.
+type keyPair struct{ sign, verify string }
+
+// newKeyPair runs keygen and parses its two lines.
+func newKeyPair() keyPair {
+	var out bytes.Buffer
+	if err := keygen(&out); err != nil {
+		panic(err)
+	}
+	var k keyPair
+	for line := range strings.Lines(out.String()) {
+		name, value, _ := strings.Cut(strings.TrimSpace(line), "=")
+		switch name {
+		case "DECISION_SIGNING_KEY":
+			k.sign = value
+		case "DECISION_VERIFY_KEY":
+			k.verify = value
+		}
+	}
+	return k
+}
+
+// testKeys is the pair split-mode tests give their bots and workers.
+var testKeys, otherKeys = newKeyPair(), newKeyPair()
+
+func TestKeygenPrintsAPairTheCommandsAccept(t *testing.T) {
+	out, err := runProgram(t, nil, "keygen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "DECISION_SIGNING_KEY=") || !strings.HasPrefix(lines[1], "DECISION_VERIFY_KEY=") {
+		t.Fatalf("keygen printed %q, want the two variables, one a line", out)
+	}
+	cfg := Config{DecisionSigningKey: strings.TrimPrefix(lines[0], "DECISION_SIGNING_KEY="),
+		DecisionVerifyKey: strings.TrimPrefix(lines[1], "DECISION_VERIFY_KEY=")}
+	k, err := resolveKeys("run", cfg)
+	if err != nil || k.generated {
+		t.Fatalf("run does not take keygen's pair: %v (generated %v)", err, k.generated)
+	}
+	if again := newKeyPair(); again == (keyPair{cfg.DecisionSigningKey, cfg.DecisionVerifyKey}) {
+		t.Error("keygen printed the same pair twice")
+	}
+	bot, err := resolveKeys("bot", Config{DecisionSigningKey: cfg.DecisionSigningKey})
+	if err != nil || bot.sign == nil {
+		t.Errorf("bot with the signing key: %v", err)
+	}
+	worker, err := resolveKeys("worker", Config{DecisionVerifyKey: cfg.DecisionVerifyKey})
+	if err != nil || worker.verify == nil {
+		t.Errorf("worker with the verify key: %v", err)
+	}
+	if !k.verify.Equal(worker.verify) || !k.sign.Equal(bot.sign) {
+		t.Error("the halves parsed apart differ from the pair")
+	}
+}
+
+func TestRunWithoutKeysMakesAPairInMemory(t *testing.T) {
+	k, err := resolveKeys("run", Config{})
+	if err != nil || !k.generated || k.sign == nil || !k.verify.Equal(k.sign.Public()) {
+		t.Fatalf("resolveKeys(run, no keys) = %+v, %v; want a fresh pair", k, err)
 	}
 }

@@ -139,6 +139,39 @@ func (s *Store) Decide(ctx context.Context, id string, d store.Decision) (store.
 	return r, nil
 }
 
+// Refuse replaces a settled request's decision with the refusal d, appends
+// its audit entry and publishes EventRequestSettled in one transaction.
+func (s *Store) Refuse(ctx context.Context, id string, d store.Decision) (store.Request, error) {
+	if err := d.ValidateRefusal(); err != nil {
+		return store.Request{}, fmt.Errorf("boltstore: refuse %s: %w", id, err)
+	}
+	var r store.Request
+	err := s.db.Update(func(tx *bolt.Tx) (err error) {
+		r, err = getRequest(tx, id)
+		if err != nil {
+			return err
+		}
+		if err := r.CanRefuse(); err != nil {
+			return err
+		}
+		claimed := *r.Decision
+		r.Decision = &d
+		if err := putJSON(tx.Bucket(bktRequests), []byte(id), r); err != nil {
+			return err
+		}
+		if err := appendAudit(tx, store.RefusedAudit(r, claimed, d)); err != nil {
+			return err
+		}
+		_, err = appendEvent(tx, store.SettledEvent(r, d))
+		return err
+	})
+	if err != nil {
+		return store.Request{}, fmt.Errorf("boltstore: refuse %s: %w", id, err)
+	}
+	s.events.broadcast()
+	return r, nil
+}
+
 // WaitDecision looks at the request, and while it is pending waits for the
 // next decision made in this process.
 func (s *Store) WaitDecision(ctx context.Context, id string) (store.Decision, error) {

@@ -417,6 +417,67 @@ func (s *Store) Decide(ctx context.Context, id string, d store.Decision) (store.
 	}
 }
 
+// refuseTries bounds how often Refuse reads again a decision that changed
+// under it; only a writer racing the worker changes a settled decision.
+const refuseTries = 5
+
+// Refuse implements store.Requests.
+func (s *Store) Refuse(ctx context.Context, id string, d store.Decision) (store.Request, error) {
+	if err := d.ValidateRefusal(); err != nil {
+		return store.Request{}, fmt.Errorf("redisstore: refuse %s: %w", id, err)
+	}
+	for range refuseTries {
+		r, done, err := s.refuseOnce(ctx, id, d)
+		if err != nil {
+			return store.Request{}, fmt.Errorf("redisstore: refuse %s: %w", id, err)
+		}
+		if done {
+			return r, nil
+		}
+	}
+	return store.Request{}, fmt.Errorf("redisstore: refuse %s: the decision kept changing", id)
+}
+
+// refuseOnce reads the request's decision and swaps in d if it is still
+// that decision; done is false when it changed meanwhile.
+func (s *Store) refuseOnce(ctx context.Context, id string, d store.Decision) (r store.Request, done bool, err error) {
+	vals, err := s.rdb.HMGet(ctx, s.keys.request(id), requestFields...).Result()
+	if err != nil {
+		return store.Request{}, false, err
+	}
+	if r, err = fieldsToRequest(id, vals); err != nil {
+		return store.Request{}, false, err
+	}
+	if err := r.CanRefuse(); err != nil {
+		return store.Request{}, false, err
+	}
+	read, _ := vals[2].(string)
+	dJSON, err := json.Marshal(d)
+	if err != nil {
+		return store.Request{}, false, err
+	}
+	auditJSON, eventJSON, err := recordJSON(store.RefusedAudit(r, *r.Decision, d), store.SettledEvent(r, d))
+	if err != nil {
+		return store.Request{}, false, err
+	}
+	res, err := refuseRequest.Run(ctx, s.rdb,
+		[]string{s.keys.request(id), s.keys.audit(), s.keys.events()},
+		read, dJSON, auditJSON, eventJSON, s.cfg.eventsMaxLen,
+	).Slice()
+	if err != nil {
+		return store.Request{}, false, err
+	}
+	switch code, _ := res[0].(int64); code {
+	case refuseDone:
+		r.Decision = &d
+		return r, true, nil
+	case refuseChanged:
+		return store.Request{}, false, nil
+	default:
+		return store.Request{}, false, store.ErrNotFound
+	}
+}
+
 // SetCard implements store.Requests.
 func (s *Store) SetCard(ctx context.Context, id string, card store.MessageRef) error {
 	cJSON, err := json.Marshal(card)

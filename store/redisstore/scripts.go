@@ -67,6 +67,41 @@ redis.call('PUBLISH', ARGV[7], ARGV[2])
 return {1, f[1], f[2] or ''}
 `)
 
+// Replies of refuseRequest.
+const (
+	refuseNotFound = 0
+	refuseDone     = 1
+	refuseChanged  = 2
+)
+
+// refuseRequest replaces a settled request's decision with a refusal, then
+// records and announces it. The Go caller read the decision it refuses
+// (the audit entry names its decider) and built the audit entry and event;
+// the script swaps only while the decision is still the one it read
+// (compare-and-set), so the entry never names another decision's decider.
+// The hash keeps the expiry Decide gave it.
+//
+// KEYS[1] request hash   KEYS[2] audit stream   KEYS[3] events stream
+// ARGV[1] the decision JSON the caller read      ARGV[2] refusal JSON
+// ARGV[3] audit JSON     ARGV[4] event JSON     ARGV[5] events MAXLEN (approximate)
+//
+// Returns {0} for an unknown id (ErrNotFound); {1, body, card} when this call
+// refused it; {2} when the decision is no longer the one read (the caller
+// reads again).
+var refuseRequest = redis.NewScript(`
+local f = redis.call('HMGET', KEYS[1], 'body', 'card', 'decision')
+if not f[1] then
+	return {0}
+end
+if f[3] ~= ARGV[1] then
+	return {2}
+end
+redis.call('HSET', KEYS[1], 'decision', ARGV[2])
+redis.call('XADD', KEYS[2], '*', 'a', ARGV[3])
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'e', ARGV[4])
+return {1, f[1], f[2] or ''}
+`)
+
 // setCard records where a request's card was posted.
 //
 // KEYS[1] request hash

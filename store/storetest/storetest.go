@@ -79,6 +79,7 @@ func Run(t *testing.T, newStore NewFunc, opts ...Option) {
 	t.Run("Bus", h.testBus)
 	t.Run("Dedup", h.testDedup)
 	t.Run("Audit", h.testAudit)
+	t.Run("Refuse", h.testRefuse)
 	t.Run("Validation", h.testValidation)
 	t.Run("ZeroTimesAreTheTimeOfTheCall", h.testZeroTimes)
 	t.Run("Close", h.testClose)
