@@ -32,6 +32,10 @@ type Config struct {
 	RedisURL       string `env:"REDIS_URL"`
 	RedisKeyPrefix string `env:"REDIS_KEY_PREFIX" envDefault:"slackgate"`
 	DataDir        string `env:"DATA_DIR" envDefault:"./data"`
+	// Retention: how long settled requests, sessions at rest and the
+	// audit trail stay (see store.Store); 0 keeps them forever.
+	Retention      time.Duration `env:"RETENTION" envDefault:"720h"`
+	AuditRetention time.Duration `env:"AUDIT_RETENTION" envDefault:"8760h"`
 
 	// Slack.
 	SlackBotToken      string `env:"SLACK_BOT_TOKEN"`
@@ -84,6 +88,12 @@ func (c Config) validate() error {
 	}
 	if c.IdleTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("SESSION_IDLE_TIMEOUT=%s: must be positive", c.IdleTimeout))
+	}
+	if c.Retention < 0 {
+		errs = append(errs, fmt.Errorf("RETENTION=%s: must be positive, or 0 to keep ended sessions and settled requests forever", c.Retention))
+	}
+	if c.AuditRetention < 0 {
+		errs = append(errs, fmt.Errorf("AUDIT_RETENTION=%s: must be positive, or 0 to keep the audit log forever", c.AuditRetention))
 	}
 	if _, err := zerolog.ParseLevel(strings.ToLower(c.LogLevel)); err != nil || c.LogLevel == "" {
 		errs = append(errs, fmt.Errorf("LOG_LEVEL=%q: want trace, debug, info, warn or error", c.LogLevel))

@@ -15,6 +15,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		ClaudeBin: "claude", PermissionMode: "default", RequestTimeout: 30 * time.Minute,
 		MaxSessions: 8, IdleTimeout: 10 * time.Minute, DataDir: "./data", RedisKeyPrefix: "slackgate", HTTPAddr: ":3000",
 		LogLevel: "info", LogFormat: "json",
+		Retention: 30 * 24 * time.Hour, AuditRetention: 365 * 24 * time.Hour,
 	}
 	want.WorkDir = cfg.WorkDir // the current directory
 	if cfg.WorkDir == "" {
@@ -33,6 +34,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"LOG_FORMAT=console", "SLACK_BOT_TOKEN=xoxb-1", "SLACK_APP_TOKEN=xapp-1", "SLACK_SIGNING_SECRET=s",
 		"SLACK_API_URL=http://127.0.0.1:1/api/", "HTTP_ADDR=:8080", "APPROVERS=U1,S2",
 		"CHANNEL_WORKDIRS=C1=/a", "UNRELATED=x",
+		"RETENTION=48h", "AUDIT_RETENTION=0",
 	})
 	if err != nil {
 		t.Fatalf("loadConfig: %v", err)
@@ -43,6 +45,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		RedisURL: "redis://r:6379/1", RedisKeyPrefix: "team-a", DataDir: "/var/lib/sg", SlackBotToken: "xoxb-1", SlackAppToken: "xapp-1",
 		SlackSigningSecret: "s", SlackAPIURL: "http://127.0.0.1:1/api/", HTTPAddr: ":8080", Approvers: "U1,S2",
 		ChannelWorkDirs: "C1=/a", LogLevel: "debug", LogFormat: "console",
+		Retention: 48 * time.Hour, AuditRetention: 0,
 	}
 	if cfg != want {
 		t.Errorf("\n got %+v\nwant %+v", cfg, want)
@@ -58,6 +61,9 @@ func TestLoadConfigRejectsBadValuesNamingTheVariable(t *testing.T) {
 		{"REQUEST_TIMEOUT=-1s", "REQUEST_TIMEOUT"},
 		{"REQUEST_TIMEOUT=soon", "REQUEST_TIMEOUT"},
 		{"MAX_SESSIONS=0", "MAX_SESSIONS"},
+		{"RETENTION=-1h", "RETENTION"},
+		{"RETENTION=a month", "RETENTION"},
+		{"AUDIT_RETENTION=-1h", "AUDIT_RETENTION"},
 		{"LOG_LEVEL=loud", "LOG_LEVEL"},
 		{"LOG_FORMAT=xml", "LOG_FORMAT"},
 		{`CLAUDE_ARGS=--append-system-prompt "unterminated`, "CLAUDE_ARGS"},
