@@ -91,6 +91,11 @@ func (s *Store) Sweep(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("boltstore: sweep: %w", err)
 		}
+		select {
+		case <-s.done: // Close waits for the sweeper: stop between batches
+			return ErrClosed
+		default:
+		}
 		n := 0
 		err := s.db.Update(func(tx *bolt.Tx) (err error) {
 			n, err = s.sweepBatch(tx, s.opts.now())
