@@ -578,6 +578,33 @@ func SettledEvent(r Request, d Decision) Event {
 // zero creation time (Request.CreatedAt, Session.CreatedAt, Input.At,
 // Event.At) is not an error: the store sets it to the time of the call, so
 // a caller without a clock of its own still gets an ordered record.
+//
+// # Retention
+//
+// What the store records expires, so a store that runs for years stays the
+// size of what is live. Backends take a retention (RETENTION,
+// DefaultRetention) and an audit retention (AUDIT_RETENTION,
+// DefaultAuditRetention); 0 keeps records forever.
+//
+//   - A settled request expires the retention after it was settled (by the
+//     store's clock at Decide, not Decision.At). A pending request never
+//     expires.
+//   - A session expires, with its thread index entry and its empty inbox,
+//     the retention after the last write that left it at rest: its state
+//     idle or failed (SessionState.AtRest), no worker owning it, no input
+//     queued and no request pending. Any write that changes one of those
+//     (UpdateSession to queued or running, Enqueue, a new pending request)
+//     holds it again, and the next write that leaves it at rest starts the
+//     retention over. A session created at rest counts from its creation.
+//   - A dedup key expires at its ttl.
+//   - The event log is capped by count (100,000 events by default, trimmed
+//     as events are appended), not by time.
+//   - An audit entry expires no sooner than the audit retention after it
+//     was appended. The audit trail is trimmed by time only, never by
+//     count, so a burst of requests cannot push out recent history.
+//
+// Expiry is lazy: a record is gone some time after it is due (at once on
+// Redis, at the next sweep of the embedded store), never before.
 type Store interface {
 	Requests
 	Sessions

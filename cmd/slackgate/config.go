@@ -36,6 +36,10 @@ type Config struct {
 	RedisURL       string `env:"REDIS_URL"`
 	RedisKeyPrefix string `env:"REDIS_KEY_PREFIX" envDefault:"slackgate"`
 	DataDir        string `env:"DATA_DIR" envDefault:"./data"`
+	// Retention: how long settled requests, sessions at rest and the
+	// audit trail stay (see store.Store); 0 keeps them forever.
+	Retention      time.Duration `env:"RETENTION" envDefault:"720h"`
+	AuditRetention time.Duration `env:"AUDIT_RETENTION" envDefault:"8760h"`
 
 	// Slack.
 	SlackBotToken      string `env:"SLACK_BOT_TOKEN"`
@@ -103,6 +107,12 @@ func (c Config) validate() error {
 	}
 	if c.SlackPostsPerSecond <= 0 || c.SlackPostBurst < 1 || c.SlackUpdatesPerMinute <= 0 || c.SlackUpdateBurst < 1 || c.SlackLiveEditInterval <= 0 {
 		errs = append(errs, errors.New("SLACK_POSTS_PER_SECOND, SLACK_POST_BURST, SLACK_UPDATES_PER_MINUTE, SLACK_UPDATE_BURST and SLACK_LIVE_EDIT_INTERVAL must be positive"))
+	}
+	if c.Retention < 0 {
+		errs = append(errs, fmt.Errorf("RETENTION=%s: must be positive, or 0 to keep ended sessions and settled requests forever", c.Retention))
+	}
+	if c.AuditRetention < 0 {
+		errs = append(errs, fmt.Errorf("AUDIT_RETENTION=%s: must be positive, or 0 to keep the audit log forever", c.AuditRetention))
 	}
 	if _, err := zerolog.ParseLevel(strings.ToLower(c.LogLevel)); err != nil || c.LogLevel == "" {
 		errs = append(errs, fmt.Errorf("LOG_LEVEL=%q: want trace, debug, info, warn or error", c.LogLevel))

@@ -16,6 +16,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		MaxSessions: 8, IdleTimeout: 10 * time.Minute, DataDir: "./data", RedisKeyPrefix: "slackgate", HTTPAddr: ":3000",
 		LogLevel: "info", LogFormat: "json",
 		SlackPostsPerSecond: 1, SlackPostBurst: 4, SlackUpdatesPerMinute: 50, SlackUpdateBurst: 20, SlackLiveEditInterval: 3 * time.Second,
+		Retention: 30 * 24 * time.Hour, AuditRetention: 365 * 24 * time.Hour,
 	}
 	want.WorkDir = cfg.WorkDir // the current directory
 	if cfg.WorkDir == "" {
@@ -35,6 +36,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"SLACK_API_URL=http://127.0.0.1:1/api/", "HTTP_ADDR=:8080", "APPROVERS=U1,S2",
 		"CHANNEL_WORKDIRS=C1=/a", "UNRELATED=x",
 		"SLACK_POSTS_PER_SECOND=2", "SLACK_POST_BURST=3", "SLACK_UPDATES_PER_MINUTE=100", "SLACK_UPDATE_BURST=5", "SLACK_LIVE_EDIT_INTERVAL=1s",
+		"RETENTION=48h", "AUDIT_RETENTION=0",
 	})
 	if err != nil {
 		t.Fatalf("loadConfig: %v", err)
@@ -46,6 +48,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		SlackSigningSecret: "s", SlackAPIURL: "http://127.0.0.1:1/api/", HTTPAddr: ":8080", Approvers: "U1,S2",
 		ChannelWorkDirs: "C1=/a", LogLevel: "debug", LogFormat: "console",
 		SlackPostsPerSecond: 2, SlackPostBurst: 3, SlackUpdatesPerMinute: 100, SlackUpdateBurst: 5, SlackLiveEditInterval: time.Second,
+		Retention: 48 * time.Hour, AuditRetention: 0,
 	}
 	if cfg != want {
 		t.Errorf("\n got %+v\nwant %+v", cfg, want)
@@ -61,6 +64,9 @@ func TestLoadConfigRejectsBadValuesNamingTheVariable(t *testing.T) {
 		{"REQUEST_TIMEOUT=-1s", "REQUEST_TIMEOUT"},
 		{"REQUEST_TIMEOUT=soon", "REQUEST_TIMEOUT"},
 		{"MAX_SESSIONS=0", "MAX_SESSIONS"},
+		{"RETENTION=-1h", "RETENTION"},
+		{"RETENTION=a month", "RETENTION"},
+		{"AUDIT_RETENTION=-1h", "AUDIT_RETENTION"},
 		{"LOG_LEVEL=loud", "LOG_LEVEL"},
 		{"LOG_FORMAT=xml", "LOG_FORMAT"},
 		{`CLAUDE_ARGS=--append-system-prompt "unterminated`, "CLAUDE_ARGS"},

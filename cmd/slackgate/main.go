@@ -150,14 +150,15 @@ func (p program) sides(cmd string, cfg Config) (bot.Config, decisionKeys, error)
 // embedded bbolt file in DATA_DIR.
 func openStore(ctx context.Context, cfg Config) (store.Store, error) {
 	if cfg.RedisURL != "" {
-		st, err := redisstore.New(ctx, cfg.RedisURL, redisstore.WithPrefix(cfg.RedisKeyPrefix))
+		st, err := redisstore.New(ctx, cfg.RedisURL, redisstore.WithPrefix(cfg.RedisKeyPrefix),
+			redisstore.WithRetention(cfg.Retention), redisstore.WithAuditRetention(cfg.AuditRetention))
 		if err != nil {
 			return nil, fmt.Errorf("REDIS_URL: %w", err) // the error names the URL, password masked
 		}
 		return st, nil
 	}
 	path := filepath.Join(cfg.DataDir, "slackgate.db")
-	st, err := boltstore.Open(path)
+	st, err := boltstore.Open(path, boltstore.WithRetention(cfg.Retention), boltstore.WithAuditRetention(cfg.AuditRetention))
 	if err != nil {
 		return nil, fmt.Errorf("DATA_DIR=%s: %w", cfg.DataDir, err)
 	}

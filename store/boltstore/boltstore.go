@@ -44,6 +44,7 @@ var errNothing = errors.New("boltstore: nothing to do")
 //	audit     be64(seq) → AuditEntry (JSON)
 //	dedup     key → be64(expiry, unix nanoseconds); keys FirstSeen remembers
 //	dedupexp  be64(expiry) ‖ key → ""; the same keys, soonest expiry first, for the sweep
+//	expiry, expiryof, auditmarks: retention (retention.go)
 var (
 	bktRequests    = []byte("requests")
 	bktPending     = []byte("pending")
@@ -86,12 +87,17 @@ type Store struct {
 	live      map[string]struct{}
 	done      chan struct{}
 	closeOnce sync.Once
+	wg        sync.WaitGroup // the sweeper
 }
 
 type options struct {
 	lockTimeout     time.Duration
 	noSync          bool
 	redeliveryDelay time.Duration
+	retention       time.Duration
+	auditRetention  time.Duration
+	now             func() time.Time
+	sweepEvery      time.Duration
 }
 
 // Option configures Open.
@@ -113,7 +119,10 @@ func WithRedeliveryDelay(d time.Duration) Option { return func(o *options) { o.r
 
 // Open opens (creating it and its directory if needed) the store file at path.
 func Open(path string, opts ...Option) (*Store, error) {
-	o := options{lockTimeout: time.Second, redeliveryDelay: store.DefaultRedeliveryDelay}
+	o := options{
+		lockTimeout: time.Second, redeliveryDelay: store.DefaultRedeliveryDelay, now: time.Now,
+		retention: store.DefaultRetention, auditRetention: store.DefaultAuditRetention, sweepEvery: DefaultSweepEvery,
+	}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -141,7 +150,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bktRequests, bktPending, bktSessions, bktThreads, bktQState, bktReady, bktInbox, bktOwned, bktEvents, bktGroups, bktAudit, bktDedup, bktDedupExpiry} {
+		for _, name := range [][]byte{bktRequests, bktPending, bktSessions, bktThreads, bktQState, bktReady, bktInbox, bktOwned, bktEvents, bktGroups, bktAudit, bktDedup, bktDedupExpiry, bktExpiry, bktExpiryOf, bktAuditMarks} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -154,23 +163,29 @@ func Open(path string, opts ...Option) (*Store, error) {
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return &Store{
+	s := &Store{
 		db:   db,
 		path: path,
 		opts: o,
 		boot: hex.EncodeToString(b[:]),
 		live: map[string]struct{}{},
 		done: make(chan struct{}),
-	}, nil
+	}
+	if o.sweepEvery > 0 {
+		s.wg.Add(1)
+		go s.sweeper()
+	}
+	return s, nil
 }
 
 // Path is the file the store lives in.
 func (s *Store) Path() string { return s.path }
 
-// Close wakes every blocked call (they return ErrClosed), then waits for
-// running transactions and closes the file. A second Close returns nil.
+// Close wakes every blocked call (they return ErrClosed), stops the
+// sweeper, then waits for running transactions and closes the file. A second Close returns nil.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() { close(s.done) })
+	s.wg.Wait()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("boltstore: close: %w", err)
 	}

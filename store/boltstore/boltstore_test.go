@@ -230,7 +230,7 @@ func publishUntilReceived(t *testing.T, s store.Store, held <-chan store.Event) 
 	}
 }
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

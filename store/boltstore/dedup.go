@@ -30,9 +30,9 @@ func (s *Store) FirstSeen(ctx context.Context, key string, ttl time.Duration) (b
 	}
 	first := false
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		now := time.Now().UnixNano()
+		now := s.opts.now().UnixNano()
 		keys, byExpiry := tx.Bucket(bktDedup), tx.Bucket(bktDedupExpiry)
-		if err := sweepDedup(keys, byExpiry, now); err != nil {
+		if _, err := sweepDedup(keys, byExpiry, now, sweepPerCall); err != nil {
 			return err
 		}
 		if v := keys.Get([]byte(key)); v != nil {
@@ -66,12 +66,13 @@ func expiryKey(exp int64, key string) []byte {
 	return append(be64(uint64(exp)), key...)
 }
 
-// sweepDedup drops up to sweepPerCall keys whose expiry has passed, oldest
-// first. Expiries are after 1970, so the unsigned order is the time order.
-func sweepDedup(keys, byExpiry *bolt.Bucket, now int64) error {
+// sweepDedup drops up to limit keys whose expiry has passed, oldest first,
+// and reports how many. Expiries are after 1970, so the unsigned order is
+// the time order.
+func sweepDedup(keys, byExpiry *bolt.Bucket, now int64, limit int) (int, error) {
 	c := byExpiry.Cursor()
 	var stale [][]byte
-	for k, _ := c.First(); k != nil && len(stale) < sweepPerCall; k, _ = c.Next() {
+	for k, _ := c.First(); k != nil && len(stale) < limit; k, _ = c.Next() {
 		if int64(binary.BigEndian.Uint64(k[:8])) > now {
 			break
 		}
@@ -79,15 +80,15 @@ func sweepDedup(keys, byExpiry *bolt.Bucket, now int64) error {
 	}
 	for _, k := range stale {
 		if err := byExpiry.Delete(k); err != nil {
-			return err
+			return 0, err
 		}
 		// Renewing a key moves its index entry, so this check only guards
 		// against a file edited by hand.
 		if v := keys.Get(k[8:]); v != nil && bytes.Equal(v, k[:8]) {
 			if err := keys.Delete(k[8:]); err != nil {
-				return err
+				return 0, err
 			}
 		}
 	}
-	return nil
+	return len(stale), nil
 }

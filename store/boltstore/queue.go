@@ -83,6 +83,9 @@ func (s *Store) Enqueue(ctx context.Context, in store.Input) (store.Input, error
 		if err := putJSON(inbox, be64(n), in); err != nil {
 			return err
 		}
+		if err := s.retainSession(tx, in.SessionID, s.opts.now()); err != nil {
+			return err
+		}
 		q, err := getQueueState(tx, in.SessionID)
 		if err != nil {
 			return err
@@ -223,13 +226,14 @@ func (s *Store) Release(ctx context.Context, sessionID, worker string) error {
 			return err
 		}
 		q.Owner = ""
-		if owned := tx.Bucket(bktOwned).Bucket([]byte(worker)); owned != nil {
-			if err := owned.Delete([]byte(sessionID)); err != nil {
-				return err
-			}
+		if err := disown(tx, worker, sessionID); err != nil {
+			return err
 		}
 		if inboxEmpty(tx, sessionID) {
-			return tx.Bucket(bktQState).Delete([]byte(sessionID))
+			if err := tx.Bucket(bktQState).Delete([]byte(sessionID)); err != nil {
+				return err
+			}
+			return s.retainSession(tx, sessionID, s.opts.now())
 		}
 		if err := markReady(tx, sessionID, &q); err != nil {
 			return err

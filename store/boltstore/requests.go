@@ -51,6 +51,9 @@ func (s *Store) CreateRequest(ctx context.Context, r store.Request) error {
 		if err := tx.Bucket(bktPending).Put(pendingKey(r), []byte(r.SessionID)); err != nil {
 			return err
 		}
+		if err := s.retainSession(tx, r.SessionID, s.opts.now()); err != nil {
+			return err
+		}
 		if err := appendAudit(tx, store.CreatedAudit(r)); err != nil {
 			return err
 		}
@@ -120,6 +123,9 @@ func (s *Store) Decide(ctx context.Context, id string, d store.Decision) (store.
 			return err
 		}
 		if err := tx.Bucket(bktPending).Delete(pendingKey(r)); err != nil {
+			return err
+		}
+		if err := s.retainSettled(tx, r); err != nil {
 			return err
 		}
 		if err := appendAudit(tx, store.SettledAudit(r, d)); err != nil {

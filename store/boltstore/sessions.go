@@ -48,7 +48,10 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
 				return err
 			}
 		}
-		return putJSON(sessions, []byte(sess.ID), sess)
+		if err := putJSON(sessions, []byte(sess.ID), sess); err != nil {
+			return err
+		}
+		return s.retainSession(tx, sess.ID, s.opts.now())
 	})
 	if err != nil {
 		return fmt.Errorf("boltstore: create session %s: %w", sess.ID, err)
@@ -108,7 +111,10 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*store.Ses
 			return fmt.Errorf("%w: the id and thread of a session cannot change", store.ErrInvalid)
 		}
 		out = next
-		return putJSON(tx.Bucket(bktSessions), []byte(id), next)
+		if err := putJSON(tx.Bucket(bktSessions), []byte(id), next); err != nil {
+			return err
+		}
+		return s.retainSession(tx, id, s.opts.now())
 	})
 	if fnErr != nil {
 		return store.Session{}, fnErr

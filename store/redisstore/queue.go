@@ -35,6 +35,10 @@ func (s *Store) Enqueue(ctx context.Context, in store.Input) (store.Input, error
 	if err != nil {
 		return store.Input{}, fmt.Errorf("redisstore: enqueue for %s: %w", in.SessionID, err)
 	}
+	// Queued input holds a session at rest until a worker takes it up.
+	if err := s.retainIfAtRest(ctx, in.SessionID); err != nil {
+		return in, fmt.Errorf("redisstore: enqueue for %s: queued, but %w", in.SessionID, err)
+	}
 	return in, nil
 }
 
@@ -159,6 +163,9 @@ func (s *Store) Release(ctx context.Context, sessionID, worker string) error {
 	}
 	if n == 0 {
 		return fmt.Errorf("redisstore: release %s: worker %s: %w", sessionID, worker, store.ErrNotOwner)
+	}
+	if err := s.retainIfAtRest(ctx, sessionID); err != nil {
+		return fmt.Errorf("redisstore: release %s: released, but %w", sessionID, err)
 	}
 	return nil
 }

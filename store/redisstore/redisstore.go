@@ -28,7 +28,7 @@ var ErrClosed = fmt.Errorf("redisstore: %w", store.ErrClosed)
 const (
 	DefaultPrefix        = "slackgate"
 	DefaultEventsMaxLen  = 100_000
-	DefaultRetention     = 7 * 24 * time.Hour
+	DefaultRetention     = store.DefaultRetention
 	DefaultClaimIdle     = 30 * time.Second
 	pingTimeout          = 3 * time.Second
 	blockTimeout         = time.Second // longest a blocking read runs before ctx is checked again
@@ -44,6 +44,7 @@ type config struct {
 	prefix          string
 	eventsMaxLen    int64
 	retention       time.Duration
+	auditRetention  time.Duration
 	claimIdle       time.Duration
 	redeliveryDelay time.Duration
 }
@@ -54,11 +55,12 @@ type config struct {
 func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 
 // WithEventsMaxLen caps the events stream at about n entries (XADD MAXLEN ~).
-// The audit stream is never trimmed: it is the record of who decided what.
+// The audit stream is trimmed by time only (WithAuditRetention).
 func WithEventsMaxLen(n int64) Option { return func(c *config) { c.eventsMaxLen = n } }
 
-// WithRetention sets how long a settled request stays readable (GetRequest,
-// WaitDecision) before Redis expires it; 0 keeps it forever.
+// WithRetention sets how long a settled request, and a session at rest,
+// stay before Redis expires them (default store.DefaultRetention); 0 keeps
+// them forever.
 func WithRetention(d time.Duration) Option { return func(c *config) { c.retention = d } }
 
 // WithClaimIdle sets how long an event may stay unacknowledged by a consumer
@@ -97,6 +99,7 @@ func New(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		prefix:          DefaultPrefix,
 		eventsMaxLen:    DefaultEventsMaxLen,
 		retention:       DefaultRetention,
+		auditRetention:  store.DefaultAuditRetention,
 		claimIdle:       DefaultClaimIdle,
 		redeliveryDelay: store.DefaultRedeliveryDelay,
 	}
@@ -106,7 +109,7 @@ func New(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	if cfg.prefix == "" || strings.ContainsAny(cfg.prefix, "{}*?[]\\") {
 		return nil, fmt.Errorf("redisstore: prefix %q: must be non-empty without braces or glob characters: %w", cfg.prefix, store.ErrInvalid)
 	}
-	if cfg.eventsMaxLen <= 0 || cfg.retention < 0 || cfg.claimIdle <= 0 || cfg.redeliveryDelay <= 0 {
+	if cfg.eventsMaxLen <= 0 || cfg.retention < 0 || cfg.auditRetention < 0 || cfg.claimIdle <= 0 || cfg.redeliveryDelay <= 0 {
 		return nil, fmt.Errorf("redisstore: options must be positive: %w", store.ErrInvalid)
 	}
 	masked := MaskURL(rawURL)
@@ -251,12 +254,18 @@ func (s *Store) CreateRequest(ctx context.Context, r store.Request) error {
 	res, err := createRequest.Run(ctx, s.rdb,
 		[]string{s.keys.request(r.ID), s.keys.pending(), s.keys.audit(), s.keys.events()},
 		r.ID, bodyJSON, r.SessionID, string(r.Kind), r.ToolName, pendingScore(r.CreatedAt), auditJSON, eventJSON, s.cfg.eventsMaxLen, cardJSON,
+		s.auditMinID(),
 	).Result()
 	if err != nil {
 		return fmt.Errorf("redisstore: create request %s: %w", r.ID, err)
 	}
 	if n, ok := res.(int64); ok && n == 0 {
 		return fmt.Errorf("redisstore: create request %s: %w", r.ID, store.ErrExists)
+	}
+	// A request holds its session, should it be at rest (a worker creates
+	// requests only while it runs the session, so it rarely is).
+	if err := s.retainIfAtRest(ctx, r.SessionID); err != nil {
+		return fmt.Errorf("redisstore: create request %s: %w", r.ID, err)
 	}
 	return nil
 }
@@ -385,7 +394,7 @@ func (s *Store) Decide(ctx context.Context, id string, d store.Decision) (store.
 	res, err := decideRequest.Run(ctx, s.rdb,
 		[]string{s.keys.request(id), s.keys.pending(), s.keys.audit(), s.keys.events()},
 		id, dJSON, auditJSON, eventJSON,
-		s.cfg.eventsMaxLen, s.cfg.retention.Milliseconds(), s.keys.decided(id),
+		s.cfg.eventsMaxLen, s.cfg.retention.Milliseconds(), s.keys.decided(id), s.auditMinID(),
 	).Slice()
 	if err != nil {
 		return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, err)
@@ -405,6 +414,10 @@ func (s *Store) Decide(ctx context.Context, id string, d store.Decision) (store.
 			return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, err)
 		}
 		r.Decision = &d
+		// Its session, at rest, may have waited only for this request.
+		if err := s.retainIfAtRest(ctx, r.SessionID); err != nil {
+			return r, fmt.Errorf("redisstore: decide %s: settled, but %w", id, err)
+		}
 		return r, nil
 	case decideTooLate:
 		r, err := decodeRequest(id, str(1), str(2), str(3))

@@ -13,8 +13,10 @@ import "github.com/redis/go-redis/v9"
 // ARGV[1] request id     ARGV[2] body JSON      ARGV[3] session id     ARGV[4] kind
 // ARGV[5] tool name      ARGV[6] pending score  ARGV[7] audit JSON     ARGV[8] event JSON
 // ARGV[9] events MAXLEN (approximate)            ARGV[10] card JSON ("" when not posted yet)
+// ARGV[11] audit MINID: entries older go (audit retention; "0" keeps all)
 //
 // Returns 0 when the id is taken (ErrExists), else the event's stream id.
+// A pending request has no TTL; decideRequest gives it one.
 var createRequest = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then
 	return 0
@@ -24,7 +26,7 @@ if ARGV[10] ~= '' then
 	redis.call('HSET', KEYS[1], 'card', ARGV[10])
 end
 redis.call('ZADD', KEYS[2], ARGV[6], ARGV[1])
-redis.call('XADD', KEYS[3], '*', 'a', ARGV[7])
+redis.call('XADD', KEYS[3], 'MINID', ARGV[11], '*', 'a', ARGV[7])
 return redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[9], '*', 'e', ARGV[8])
 `)
 
@@ -43,8 +45,9 @@ const (
 // KEYS[1] request hash   KEYS[2] pending zset   KEYS[3] audit stream   KEYS[4] events stream
 // ARGV[1] request id     ARGV[2] decision JSON  ARGV[3] audit JSON     ARGV[4] event JSON
 // ARGV[5] events MAXLEN (approximate)           ARGV[6] retention of a settled request in ms (0: keep)
-// ARGV[7] decided pub/sub channel
+// ARGV[7] decided pub/sub channel               ARGV[8] audit MINID, as createRequest's
 //
+// The settled request's hash expires ARGV[6] ms from now (the retention).
 // Returns {0} for an unknown id (ErrNotFound); {1, body, card} when this call
 // settled it; {2, body, card, decision} when it was settled before
 // (ErrAlreadyDecided), so the loser learns the winning decision.
@@ -58,7 +61,7 @@ if f[3] then
 end
 redis.call('HSET', KEYS[1], 'decision', ARGV[2])
 redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('XADD', KEYS[3], '*', 'a', ARGV[3])
+redis.call('XADD', KEYS[3], 'MINID', ARGV[8], '*', 'a', ARGV[3])
 redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[5], '*', 'e', ARGV[4])
 if tonumber(ARGV[6]) > 0 then
 	redis.call('PEXPIRE', KEYS[1], ARGV[6])

@@ -35,6 +35,11 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
 	if n == 0 {
 		return fmt.Errorf("redisstore: create session %s: %w", sess.ID, store.ErrExists)
 	}
+	if sess.State.AtRest() { // created at rest: its retention starts now
+		if err := s.retainSession(ctx, sess); err != nil {
+			return fmt.Errorf("redisstore: create session %s: %w", sess.ID, err)
+		}
+	}
 	return nil
 }
 
@@ -118,6 +123,11 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*store.Ses
 		}
 		if err != nil {
 			return store.Session{}, fmt.Errorf("redisstore: update session %s: %w", id, err)
+		}
+		// The SET above dropped the key's TTL; this gives it back when the
+		// session is at rest, and holds its thread key otherwise.
+		if err := s.retainSession(ctx, out); err != nil {
+			return out, fmt.Errorf("redisstore: update session %s: stored, but %w", id, err)
 		}
 		return out, nil
 	}

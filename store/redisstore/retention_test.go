@@ -1,0 +1,136 @@
+package redisstore_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slackgate/slackgate/store"
+	"github.com/slackgate/slackgate/store/redisstore"
+	"github.com/slackgate/slackgate/store/storetest"
+)
+
+// keysOf lists the keys of a prefix (SCAN, which also drops keys whose TTL
+// has passed as it meets them).
+func keysOf(tb testing.TB, s *redisstore.Store, prefix string) []string {
+	tb.Helper()
+	ctx := context.Background()
+	var out []string
+	iter := s.Client().Scan(ctx, 0, "{"+prefix+"}:*", 1000).Iterator()
+	for iter.Next(ctx) {
+		out = append(out, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		tb.Fatalf("scan: %v", err)
+	}
+	return out
+}
+
+// logKey reports whether k is one of the two logs retention leaves to their
+// own bounds (the capped event stream, the audit stream).
+func logKey(prefix, k string) bool {
+	return k == "{"+prefix+"}:events" || k == "{"+prefix+"}:audit"
+}
+
+func TestRetention(t *testing.T) {
+	url := redisURL(t)
+	const retention = time.Second
+	storetest.RunRetention(t, func(tb testing.TB) storetest.RetentionBackend {
+		prefix := uniquePrefix()
+		tb.Cleanup(func() { dropPrefix(tb, url, prefix) })
+		s := open(tb, url, prefix, append(testOptions,
+			redisstore.WithRetention(retention), redisstore.WithAuditRetention(retention))...)
+		return storetest.RetentionBackend{
+			Store: s, Retention: retention, AuditRetention: retention,
+			// Redis's clock cannot be moved, so d of real time passes; a
+			// key whose TTL has run out is gone for every command after.
+			Pass: func(_ testing.TB, d time.Duration) { time.Sleep(d) },
+			Records: func(tb testing.TB) int {
+				n := 0
+				for _, k := range keysOf(tb, s, prefix) {
+					if !logKey(prefix, k) {
+						n++
+					}
+				}
+				return n
+			},
+		}
+	})
+}
+
+// TestEveryKeyOfAFinishedSessionExpires: after a session's whole life
+// (queued, claimed, running, a request settled, idle, released) every key
+// it left carries a TTL of at most the retention, except the two logs.
+func TestEveryKeyOfAFinishedSessionExpires(t *testing.T) {
+	url := redisURL(t)
+	prefix := uniquePrefix()
+	t.Cleanup(func() { dropPrefix(t, url, prefix) })
+	const retention = 30 * 24 * time.Hour
+	s := open(t, url, prefix, redisstore.WithRetention(retention))
+	ctx := t.Context()
+	sess := store.Session{ID: "s1", Thread: store.MessageRef{Channel: "C1", TS: "1.2"}, State: store.SessionQueued}
+	must(t, s.CreateSession(ctx, sess))
+	_, err := s.Enqueue(ctx, store.Input{SessionID: sess.ID, Text: "go"})
+	must(t, err)
+	claimed, err := s.Claim(ctx, "W")
+	must(t, err)
+	if claimed != sess.ID {
+		t.Fatalf("Claim = %s, want %s", claimed, sess.ID)
+	}
+	_, err = s.NextInput(ctx, sess.ID, "W")
+	must(t, err)
+	state := func(st store.SessionState) {
+		_, err := s.UpdateSession(ctx, sess.ID, func(x *store.Session) error { x.State = st; return nil })
+		must(t, err)
+	}
+	state(store.SessionRunning)
+	r := store.Request{ID: "r1", SessionID: sess.ID, Kind: store.KindTool, ToolName: "Bash"}
+	must(t, s.CreateRequest(ctx, r))
+	_, err = s.Decide(ctx, r.ID, store.Decision{Outcome: store.OutcomeAllow, At: time.Now()})
+	must(t, err)
+	state(store.SessionIdle)
+	must(t, s.Release(ctx, sess.ID, "W"))
+	_, err = s.FirstSeen(ctx, "retry-1", time.Hour)
+	must(t, err)
+
+	keys := keysOf(t, s, prefix)
+	want := map[string]bool{"sess:s1": false, "thread:C1:1.2": false, "req:r1": false, "dedup:retry-1": false}
+	for _, k := range keys {
+		if logKey(prefix, k) {
+			continue
+		}
+		ttl, err := s.Client().PTTL(ctx, k).Result()
+		must(t, err)
+		if ttl <= 0 || ttl > retention {
+			t.Errorf("key %s has TTL %v; want one in (0, %v]", k, ttl, retention)
+		}
+		name := strings.TrimPrefix(k, "{"+prefix+"}:")
+		if _, ok := want[name]; !ok {
+			t.Errorf("unexpected key %s left by a finished session", k)
+		}
+		want[name] = true
+	}
+	for name, seen := range want {
+		if !seen {
+			t.Errorf("key %s missing (keys: %v)", name, keys)
+		}
+	}
+	// Taken up again, the session and its thread key lose their TTL.
+	_, err = s.Enqueue(ctx, store.Input{SessionID: sess.ID, Text: "more"})
+	must(t, err)
+	for _, k := range []string{"sess:s1", "thread:C1:1.2"} {
+		ttl, err := s.Client().PTTL(ctx, "{"+prefix+"}:"+k).Result()
+		must(t, err)
+		if ttl != -1 {
+			t.Errorf("key %s has TTL %v after an input was queued; want none (-1)", k, ttl)
+		}
+	}
+}
+
+func must(tb testing.TB, err error) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
