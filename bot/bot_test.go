@@ -637,3 +637,24 @@ func TestBotMessagesEditsAndJoinsDoNotContinueASession(t *testing.T) {
 		t.Errorf("next input = %q, want sentinel: a bot message, edit or join was queued", in.Text)
 	}
 }
+
+func TestForgedDecisionIsShownRefusedNeverAsItsClaim(t *testing.T) {
+	h := newHarness(t, transportSocket, harnessOpts{})
+	r, card := h.sessionWithRequest(t, "req-forged")
+	ctx := testCtx(t)
+	// Someone with store access but no signing key writes an approval in an
+	// approver's name.
+	forged := store.Decision{Outcome: store.OutcomeAllow, By: "U1", ByName: "alice", At: time.Now(), Message: "click here"}
+	if _, err := h.st.Decide(ctx, r.ID, forged); err != nil {
+		t.Fatal(err)
+	}
+	final, err := h.fake.WaitMessage(ctx, func(m fakeslack.Message) bool {
+		return m.Ref() == card.Ref() && len(m.Buttons()) == 0
+	})
+	if err != nil {
+		t.Fatalf("card not updated: %v", err)
+	}
+	if !final.HasText("Refused") || final.HasText("Approved") || final.HasText("alice") || final.HasText("click here") {
+		t.Errorf("forged approval shown as %q %s; want it refused, without the forger's claims", final.Text, final.RawBlocks)
+	}
+}

@@ -226,6 +226,7 @@ func (b *Bot) onViewSubmission(ctx context.Context, cb *slack.InteractionCallbac
 // alreadyDecided tells the person who settled the request first and brings
 // the card up to date, in case they clicked an old version of it.
 func (b *Bot) alreadyDecided(ctx context.Context, log zerolog.Logger, r store.Request, card store.MessageRef, user, threadTS string) {
+	r = b.shown(r)
 	b.ephemeralMsg(ctx, card.Channel, threadTS, user, blocks.AlreadyDecided(r))
 	if r.Decision == nil || card.IsZero() {
 		return

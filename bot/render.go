@@ -1,6 +1,8 @@
 package bot
 
 import (
+	"crypto/ed25519"
+
 	"github.com/slackgate/slackgate/blocks"
 	"github.com/slackgate/slackgate/store"
 )
@@ -37,3 +39,24 @@ func renderStatus(s store.Session, st blocks.Status) outMsg {
 }
 
 func toMsg(m blocks.Message) outMsg { return outMsg{Text: m.Text, Blocks: m.Blocks} }
+
+// asShown is the request as a card may show it. A person's decision whose
+// signature does not verify was written into the store by someone other
+// than a bot (the worker refuses it and tells Claude no): it is shown as
+// refused at once, never as the approval or the words it claims.
+func asShown(pub ed25519.PublicKey, r store.Request) store.Request {
+	d := r.Decision
+	if d == nil || (d.Outcome != store.OutcomeAllow && d.Outcome != store.OutcomeDeny) {
+		return r
+	}
+	if store.VerifyDecision(pub, r, *d) == nil {
+		return r
+	}
+	r.Decision = &store.Decision{Outcome: store.OutcomeRefused, At: d.At}
+	return r
+}
+
+// shown is asShown with this bot's own public key.
+func (b *Bot) shown(r store.Request) store.Request {
+	return asShown(b.cfg.SigningKey.Public().(ed25519.PublicKey), r)
+}

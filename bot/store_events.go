@@ -112,6 +112,7 @@ func (b *Bot) showRequest(ctx context.Context, log zerolog.Logger, id string) er
 		return fmt.Errorf("bot: get session %s: %w", r.SessionID, err)
 	}
 	log = log.With().Str("channel", s.Thread.Channel).Logger()
+	r = b.shown(r)
 	card := renderCard(r, s)
 	if !r.Card.IsZero() {
 		// A redelivery after the card was posted: bring it up to date
@@ -161,7 +162,7 @@ func (b *Bot) cardPosted(ctx context.Context, log zerolog.Logger, r store.Reques
 	// Settled while it was being posted (another replica showed the
 	// settlement before the card existed): show the final state now.
 	if now, err := b.st.GetRequest(ctx, r.ID); err == nil && !now.Pending() && r.Pending() {
-		if err := b.out.Update(ctx, log, ref, renderCard(now, s).msg); err != nil {
+		if err := b.out.Update(ctx, log, ref, renderCard(b.shown(now), s).msg); err != nil {
 			return err
 		}
 	}
@@ -192,7 +193,7 @@ func (b *Bot) showSettled(ctx context.Context, log zerolog.Logger, id string) er
 	if err != nil {
 		return fmt.Errorf("bot: get session %s: %w", r.SessionID, err)
 	}
-	if err := b.out.Update(ctx, log.With().Str("channel", r.Card.Channel).Logger(), r.Card, renderCard(r, s).msg); err != nil {
+	if err := b.out.Update(ctx, log.With().Str("channel", r.Card.Channel).Logger(), r.Card, renderCard(b.shown(r), s).msg); err != nil {
 		return err
 	}
 	b.refreshStatus(ctx, s.ID, statusKeep)
