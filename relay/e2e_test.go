@@ -59,6 +59,9 @@ func openBolt(t testing.TB) store.Store {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Registered before the worker starts, so it runs after the worker
+	// stopped; a second Close is harmless.
+	t.Cleanup(func() { _ = st.Close() })
 	return st
 }
 
