@@ -14,7 +14,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	want := Config{
 		ClaudeBin: "claude", PermissionMode: "default", RequestTimeout: 30 * time.Minute,
 		MaxSessions: 8, IdleTimeout: 10 * time.Minute, DataDir: "./data", RedisKeyPrefix: "slackgate", HTTPAddr: ":3000",
-		LogLevel: "info", LogFormat: "json",
+		LogLevel: "info", LogFormat: "json", MaxSessionsPerUser: 3, MaxQueuedInputs: 20, MaxPromptBytes: 16 << 10,
 	}
 	want.WorkDir = cfg.WorkDir // the current directory
 	if cfg.WorkDir == "" {
@@ -32,7 +32,8 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"REQUEST_TIMEOUT=0", "MAX_SESSIONS=2", "SESSION_IDLE_TIMEOUT=1m", "WORKER_ID=w1", "LOG_LEVEL=debug",
 		"LOG_FORMAT=console", "SLACK_BOT_TOKEN=xoxb-1", "SLACK_APP_TOKEN=xapp-1", "SLACK_SIGNING_SECRET=s",
 		"SLACK_API_URL=http://127.0.0.1:1/api/", "HTTP_ADDR=:8080", "APPROVERS=U1,S2",
-		"CHANNEL_WORKDIRS=C1=/a", "UNRELATED=x",
+		"CHANNEL_WORKDIRS=C1=/a", "STARTERS=U3", "ALLOWED_CHANNELS=C1", "ALLOW_DMS=true", "DM_WORKDIR=/srv/dm",
+		"MAX_SESSIONS_PER_USER=5", "MAX_QUEUED_INPUTS=7", "MAX_PROMPT_BYTES=1000", "UNRELATED=x",
 	})
 	if err != nil {
 		t.Fatalf("loadConfig: %v", err)
@@ -42,7 +43,8 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		Args: "--max-turns 3", RequestTimeout: 0, MaxSessions: 2, IdleTimeout: time.Minute, WorkerID: "w1",
 		RedisURL: "redis://r:6379/1", RedisKeyPrefix: "team-a", DataDir: "/var/lib/sg", SlackBotToken: "xoxb-1", SlackAppToken: "xapp-1",
 		SlackSigningSecret: "s", SlackAPIURL: "http://127.0.0.1:1/api/", HTTPAddr: ":8080", Approvers: "U1,S2",
-		ChannelWorkDirs: "C1=/a", LogLevel: "debug", LogFormat: "console",
+		ChannelWorkDirs: "C1=/a", LogLevel: "debug", LogFormat: "console", Starters: "U3", AllowedChannels: "C1",
+		AllowDMs: true, DMWorkDir: "/srv/dm", MaxSessionsPerUser: 5, MaxQueuedInputs: 7, MaxPromptBytes: 1000,
 	}
 	if cfg != want {
 		t.Errorf("\n got %+v\nwant %+v", cfg, want)
@@ -58,6 +60,10 @@ func TestLoadConfigRejectsBadValuesNamingTheVariable(t *testing.T) {
 		{"REQUEST_TIMEOUT=-1s", "REQUEST_TIMEOUT"},
 		{"REQUEST_TIMEOUT=soon", "REQUEST_TIMEOUT"},
 		{"MAX_SESSIONS=0", "MAX_SESSIONS"},
+		{"MAX_SESSIONS_PER_USER=0", "MAX_SESSIONS_PER_USER"},
+		{"MAX_QUEUED_INPUTS=0", "MAX_QUEUED_INPUTS"},
+		{"MAX_PROMPT_BYTES=-1", "MAX_PROMPT_BYTES"},
+		{"ALLOW_DMS=maybe", "ALLOW_DMS"},
 		{"LOG_LEVEL=loud", "LOG_LEVEL"},
 		{"LOG_FORMAT=xml", "LOG_FORMAT"},
 		{`CLAUDE_ARGS=--append-system-prompt "unterminated`, "CLAUDE_ARGS"},
@@ -80,8 +86,12 @@ func TestValidateSlackExplainsWhatIsMissing(t *testing.T) {
 	}{
 		{"no bot token", Config{SlackAppToken: "xapp-1"}, "SLACK_BOT_TOKEN"},
 		{"no transport", Config{SlackBotToken: "xoxb-1"}, "SLACK_APP_TOKEN"},
-		{"socket mode", Config{SlackBotToken: "xoxb-1", SlackAppToken: "xapp-1"}, ""},
-		{"http mode", Config{SlackBotToken: "xoxb-1", SlackSigningSecret: "s"}, ""},
+		{"no approvers", Config{SlackBotToken: "xoxb-1", SlackAppToken: "xapp-1"}, "APPROVERS is required: list the Slack user ids (U…) and user group ids (S…) who may approve, or set APPROVERS=* to let anyone who can see a card decide"},
+		{"DMs without a workdir", Config{SlackBotToken: "xoxb-1", SlackAppToken: "xapp-1", Approvers: "*", AllowDMs: true}, "DM_WORKDIR"},
+		{"DMs with a relative workdir", Config{SlackBotToken: "xoxb-1", SlackAppToken: "xapp-1", Approvers: "*", AllowDMs: true, DMWorkDir: "dm"}, "DM_WORKDIR"},
+		{"socket mode", Config{SlackBotToken: "xoxb-1", SlackAppToken: "xapp-1", Approvers: "U1"}, ""},
+		{"http mode", Config{SlackBotToken: "xoxb-1", SlackSigningSecret: "s", Approvers: "*"}, ""},
+		{"DMs in their own workdir", Config{SlackBotToken: "xoxb-1", SlackAppToken: "xapp-1", Approvers: "*", AllowDMs: true, DMWorkDir: "/srv/dm"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
