@@ -275,4 +275,3 @@ func TestReplayedSignedRequestsAreRefused(t *testing.T) {
 		t.Errorf("next session's prompt = %q, want the sentinel: the replay started a session", in.Text)
 	}
 }
-
