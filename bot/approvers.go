@@ -18,9 +18,11 @@ import (
 // usergroups.users.list is asked again.
 const DefaultGroupCacheTTL = 5 * time.Minute
 
-// approvers decides who may settle a request: the users and the members
-// of the user groups in APPROVERS, or anyone when the list is empty.
+// approvers decides who may do something guarded: settle a request (the
+// users and the members of the user groups in APPROVERS, or anyone with
+// APPROVERS=*), or start a session (STARTERS).
 type approvers struct {
+	anyone bool
 	users  map[string]bool
 	groups []string
 	list   func(ctx context.Context, group string) ([]string, error)
@@ -36,9 +38,9 @@ type groupMembers struct {
 	at      time.Time
 }
 
-func newApprovers(ids []string, list func(ctx context.Context, group string) ([]string, error), clock Clock, ttl time.Duration) *approvers {
-	a := &approvers{users: map[string]bool{}, list: list, clock: clock, ttl: ttl, cache: map[string]groupMembers{}}
-	for _, id := range ids {
+func newApprovers(p People, list func(ctx context.Context, group string) ([]string, error), clock Clock, ttl time.Duration) *approvers {
+	a := &approvers{anyone: p.Anyone, users: map[string]bool{}, list: list, clock: clock, ttl: ttl, cache: map[string]groupMembers{}}
+	for _, id := range p.IDs {
 		if strings.HasPrefix(id, "S") {
 			a.groups = append(a.groups, id)
 		} else {
@@ -48,13 +50,10 @@ func newApprovers(ids []string, list func(ctx context.Context, group string) ([]
 	return a
 }
 
-// open reports whether anyone may decide.
-func (a *approvers) open() bool { return len(a.users) == 0 && len(a.groups) == 0 }
-
 // allowed reports whether user may decide. An error means a group could not
 // be resolved and nobody outside the explicit users is let through.
 func (a *approvers) allowed(ctx context.Context, user string) (bool, error) {
-	if a.open() || a.users[user] {
+	if a.anyone || a.users[user] {
 		return true, nil
 	}
 	var firstErr error
@@ -113,6 +112,9 @@ func (a *approvers) who(starter string) string {
 
 // describe names the approvers for the ephemeral a non-approver gets.
 func (a *approvers) describe() string {
+	if a.anyone {
+		return "anyone"
+	}
 	var parts []string
 	for u := range a.users {
 		parts = append(parts, "<@"+u+">")
@@ -128,6 +130,7 @@ func (a *approvers) describe() string {
 // who may not do it hears.
 type guarded struct {
 	starter string // the session's starter, who may act as well as the approvers; "" for approvers only
+	starts  bool   // checked against STARTERS instead of APPROVERS
 	verb    string // "stop Claude": "could not check whether you may <verb>"
 	can     string // "stop Claude": "Only … can <can> here"
 	refused string // the log line when someone who may not act tries
@@ -141,19 +144,33 @@ func stopSession(s store.Session) guarded {
 	return guarded{starter: s.StartedBy, verb: "stop Claude", can: "stop Claude", refused: "stop by someone who may not stop it ignored"}
 }
 
-// may is the one approver check in front of every decision and every stop.
+// replyTo guards sending s a message from its thread: its starter and the
+// approvers, so nobody else uses the session (and its "Always allow"
+// grants) as their own.
+func replyTo(s store.Session) guarded {
+	return guarded{starter: s.StartedBy, verb: "talk to Claude here", can: "send Claude messages in this thread", refused: "reply by someone who is neither the starter nor an approver ignored"}
+}
+
+// startSession guards starting a session: STARTERS.
+var startSession = guarded{starts: true, verb: "start a Claude session", can: "start Claude sessions", refused: "start by someone not in STARTERS refused"}
+
+// may is the one check in front of every decision, stop, reply and start.
 // A person who may not act is told who may, and nothing changes.
 func (b *Bot) may(ctx context.Context, log zerolog.Logger, user string, g guarded, tell func(string)) bool {
-	ok, err := b.approvers.permits(ctx, user, g.starter)
+	set := b.approvers
+	if g.starts {
+		set = b.starters
+	}
+	ok, err := set.permits(ctx, user, g.starter)
 	if ok {
 		return true
 	}
 	if err != nil {
 		log.Error().Err(err).Msg("check approvers")
-		tell("Sorry, I could not check whether you may " + g.verb + " (Slack did not list the approver groups). Please try again.")
+		tell("Sorry, I could not check whether you may " + g.verb + " (Slack did not list the user groups). Please try again.")
 		return false
 	}
 	log.Info().Msg(g.refused)
-	tell("Only " + b.approvers.who(g.starter) + " can " + g.can + " here. Nothing was changed.")
+	tell("Only " + set.who(g.starter) + " can " + g.can + " here. Nothing was changed.")
 	return false
 }

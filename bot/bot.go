@@ -32,6 +32,7 @@ type Bot struct {
 
 	out       *outbox
 	approvers *approvers
+	starters  *approvers
 	work      tasks
 	status    statusBook
 
@@ -83,9 +84,15 @@ func New(cfg Config, st store.Store, log zerolog.Logger) (*Bot, error) {
 		clock: cfg.Clock,
 		out:   newOutbox(api, cfg.Budgets, cfg.Clock, log),
 	}
-	b.approvers = newApprovers(cfg.Approvers, func(ctx context.Context, g string) ([]string, error) {
+	list := func(ctx context.Context, g string) ([]string, error) {
 		return api.GetUserGroupMembersContext(ctx, g)
-	}, cfg.Clock, ttl)
+	}
+	b.approvers = newApprovers(cfg.Approvers, list, cfg.Clock, ttl)
+	starters := cfg.Starters
+	if starters.IsZero() {
+		starters.Anyone = true
+	}
+	b.starters = newApprovers(starters, list, cfg.Clock, ttl)
 	return b, nil
 }
 

@@ -27,6 +27,7 @@ const (
 	transportHTTP   = "http"
 	testSecret      = "8f742231b10e8888abcd99yyyzzz85a5"
 	testWorkDir     = "/srv/work"
+	testDMWorkDir   = "/srv/dm"
 )
 
 var transports = []string{transportSocket, transportHTTP}
@@ -73,6 +74,11 @@ func newHarness(t testing.TB, transport string, o harnessOpts) *harness {
 		WorkDir:      testWorkDir,
 		ConsumerName: "bot-test",
 		SigningKey:   testSigningKey,
+		// The rules on who may act have tests of their own; elsewhere
+		// anyone may, and DMs are on.
+		Approvers: People{Anyone: true},
+		AllowDMs:  true,
+		DMWorkDir: testDMWorkDir,
 	}
 	if o.useClock {
 		h.clock = newFakeClock()
@@ -266,6 +272,9 @@ func TestDirectMessageStartsASession(t *testing.T) {
 			if s.Thread != (store.MessageRef{Channel: fakeslack.DMChannel("U3"), TS: ts}) || in.Text != "summarise the README" {
 				t.Errorf("session %+v input %+v, want the DM's thread and text", s.Thread, in)
 			}
+			if s.WorkDir != testDMWorkDir {
+				t.Errorf("DM session workdir = %q, want DM_WORKDIR %q", s.WorkDir, testDMWorkDir)
+			}
 			if _, err := h.fake.DMReply(testCtx(t), "U3", ts, "in French"); err != nil {
 				t.Fatal(err)
 			}
@@ -431,7 +440,7 @@ func (h *harness) waitSettled(t testing.TB, r store.Request, card fakeslack.Mess
 func TestApproverClickDecidesAndUpdatesTheCard(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
-			h := newHarness(t, tr, harnessOpts{cfg: func(c *Config) { c.Approvers = []string{"S0OPS"} }})
+			h := newHarness(t, tr, harnessOpts{cfg: func(c *Config) { c.Approvers = People{IDs: []string{"S0OPS"}} }})
 			h.fake.AddUserGroup("S0OPS", "U2")
 			r, card := h.sessionWithRequest(t, "req-approve")
 			if err := h.fake.Click(testCtx(t), "U2", card.Ref(), "Approve"); err != nil {
@@ -454,7 +463,7 @@ func TestApproverClickDecidesAndUpdatesTheCard(t *testing.T) {
 func TestNonApproverClickChangesNothing(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
-			h := newHarness(t, tr, harnessOpts{cfg: func(c *Config) { c.Approvers = []string{"U1", "S0OPS"} }})
+			h := newHarness(t, tr, harnessOpts{cfg: func(c *Config) { c.Approvers = People{IDs: []string{"U1", "S0OPS"}} }})
 			h.fake.AddUserGroup("S0OPS", "U2")
 			r, card := h.sessionWithRequest(t, "req-denied-click")
 			ctx := testCtx(t)

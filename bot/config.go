@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -31,10 +32,26 @@ type Config struct {
 	// HTTPAddr (tests pass one on 127.0.0.1:0). Run closes it.
 	Listener net.Listener
 
-	// Approvers are the Slack user ids (U…, W…) and user group ids (S…)
-	// allowed to decide requests. Empty: anyone who can see the card.
-	// Anyone in a channel may start a session; approvers gate decisions only.
-	Approvers []string
+	// Approvers may decide requests: listed users and user groups, or
+	// anyone who can see the card when Anyone is set. Required: the zero
+	// value is refused (see ApproversRequired).
+	Approvers People
+	// Starters may start sessions; the zero value lets anyone. Thread
+	// replies are for a session's starter and the approvers only.
+	Starters People
+	// AllowedChannels are the channel ids where sessions may start (by
+	// mention or /claude); empty: every channel the app is in.
+	AllowedChannels []string
+	// AllowDMs lets direct messages to the bot start and continue sessions,
+	// which then run in DMWorkDir (required with it, never WorkDir).
+	AllowDMs  bool
+	DMWorkDir string
+	// MaxSessionsPerUser bounds the sessions one person started that are
+	// queued or running; MaxQueuedInputs bounds the messages waiting in one
+	// session's inbox; MaxPromptBytes bounds one message. 0: no bound.
+	MaxSessionsPerUser int
+	MaxQueuedInputs    int
+	MaxPromptBytes     int
 	// WorkDir is the working directory of sessions (CLAUDE_WORKDIR).
 	WorkDir string
 	// ChannelWorkDirs overrides WorkDir per channel id.
@@ -80,19 +97,46 @@ func (c Config) validate() error {
 	case c.AppToken != "" && !strings.HasPrefix(c.AppToken, "xapp-"):
 		return fmt.Errorf("%w: SLACK_APP_TOKEN must be an app-level token (xapp-…)", ErrConfig)
 	}
-	for _, a := range c.Approvers {
-		if !isApproverID(a) {
-			return fmt.Errorf("%w: approver %q is not a Slack user (U…, W…) or user group (S…) id", ErrConfig, a)
+	return c.validateAccess()
+}
+
+// ApproversRequired is what a configuration without approvers is told.
+const ApproversRequired = "APPROVERS is required: list the Slack user ids (U…) and user group ids (S…) who may approve, or set APPROVERS=* to let anyone who can see a card decide"
+
+func (c Config) validateAccess() error {
+	if c.Approvers.IsZero() {
+		return fmt.Errorf("%w: %s", ErrConfig, ApproversRequired)
+	}
+	for _, p := range []People{c.Approvers, c.Starters} {
+		for _, id := range p.IDs {
+			if !isApproverID(id) {
+				return fmt.Errorf("%w: %q is not a Slack user (U…, W…) or user group (S…) id", ErrConfig, id)
+			}
 		}
 	}
 	if len(c.SigningKey) != ed25519.PrivateKeySize {
 		return fmt.Errorf("%w: a decision signing key is required (DECISION_SIGNING_KEY; `slackgate keygen` makes one)", ErrConfig)
 	}
+	for _, ch := range c.AllowedChannels {
+		if !isChannelID(ch) {
+			return fmt.Errorf("%w: ALLOWED_CHANNELS entry %q is not a Slack channel id (C…, G…)", ErrConfig, ch)
+		}
+	}
+	if c.AllowDMs && !filepath.IsAbs(c.DMWorkDir) {
+		return fmt.Errorf("%w: DM_WORKDIR must be an absolute path when ALLOW_DMS=true: DM sessions never run in CLAUDE_WORKDIR", ErrConfig)
+	}
+	if c.MaxSessionsPerUser < 0 || c.MaxQueuedInputs < 0 || c.MaxPromptBytes < 0 {
+		return fmt.Errorf("%w: a limit is negative", ErrConfig)
+	}
 	return nil
 }
 
-// workDir is the working directory for a session started in channel.
+// workDir is the working directory for a session started in channel; a
+// DM's is DMWorkDir, so a DM never inherits the default.
 func (c Config) workDir(channel string) string {
+	if isDM(channel) {
+		return c.DMWorkDir
+	}
 	if d, ok := c.ChannelWorkDirs[channel]; ok {
 		return d
 	}
@@ -124,35 +168,75 @@ func ParseChannelWorkDirs(s string) (map[string]string, error) {
 	return out, nil
 }
 
-// ParseApprovers parses APPROVERS: Slack ids separated by commas or spaces.
-func ParseApprovers(s string) ([]string, error) {
-	var out []string
+// People says who may do something: anyone, or the listed Slack users
+// (U…, W…) and members of the listed user groups (S…). The zero value lets
+// nobody through; Anyone must be said.
+type People struct {
+	Anyone bool
+	IDs    []string
+}
+
+// IsZero reports whether p names nobody.
+func (p People) IsZero() bool { return !p.Anyone && len(p.IDs) == 0 }
+
+// ParsePeople parses APPROVERS or STARTERS: "*" for anyone, else Slack ids
+// separated by commas or blanks. Blank input gives the zero People.
+func ParsePeople(s string) (People, error) {
+	var p People
 	seen := map[string]bool{}
 	for _, id := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
+		if id == "*" {
+			p.Anyone = true
+			continue
+		}
 		if !isApproverID(id) {
-			return nil, fmt.Errorf("%w: approver %q is not a Slack user (U…, W…) or user group (S…) id", ErrConfig, id)
+			return People{}, fmt.Errorf("%w: %q is not a Slack user (U…, W…) or user group (S…) id, or *", ErrConfig, id)
 		}
 		if !seen[id] {
 			seen[id] = true
+			p.IDs = append(p.IDs, id)
+		}
+	}
+	if p.Anyone && len(p.IDs) > 0 {
+		return People{}, fmt.Errorf("%w: * (anyone) and a list of ids together: choose one", ErrConfig)
+	}
+	return p, nil
+}
+
+// ParseChannels parses ALLOWED_CHANNELS: channel ids separated by commas
+// or blanks; blank input or "*" gives nil (every channel).
+func ParseChannels(s string) ([]string, error) {
+	var out []string
+	for _, id := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
+		if id == "*" {
+			return nil, nil
+		}
+		if !isChannelID(id) {
+			return nil, fmt.Errorf("%w: %q is not a Slack channel id (C…, G…)", ErrConfig, id)
+		}
+		if !slices.Contains(out, id) {
 			out = append(out, id)
 		}
 	}
 	return out, nil
 }
 
-func isApproverID(id string) bool {
-	if len(id) < 2 {
-		return false
-	}
-	switch id[0] {
-	case 'U', 'W', 'S':
-	default:
-		return false
-	}
-	for _, r := range id[1:] {
+// isDM reports whether a channel id is a direct message with the bot.
+func isDM(channel string) bool { return strings.HasPrefix(channel, "D") }
+
+func isChannelID(id string) bool {
+	return len(id) > 1 && (id[0] == 'C' || id[0] == 'G') && upperAlnum(id[1:])
+}
+
+func upperAlnum(s string) bool {
+	for _, r := range s {
 		if (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
 			return false
 		}
 	}
 	return true
+}
+
+func isApproverID(id string) bool {
+	return len(id) > 1 && (id[0] == 'U' || id[0] == 'W' || id[0] == 'S') && upperAlnum(id[1:])
 }

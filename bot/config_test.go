@@ -46,27 +46,51 @@ func TestParseChannelWorkDirs(t *testing.T) {
 	}
 }
 
-func TestParseApprovers(t *testing.T) {
+func TestParsePeople(t *testing.T) {
 	tests := []struct {
 		name    string
 		in      string
-		want    []string
+		want    People
 		wantErr bool
 	}{
-		{name: "empty means anyone", in: "", want: nil},
-		{name: "users, enterprise users and groups, deduplicated", in: "U1, W2 S3,U1", want: []string{"U1", "W2", "S3"}},
+		{name: "empty names nobody", in: "", want: People{}},
+		{name: "a star is anyone", in: " * ", want: People{Anyone: true}},
+		{name: "users, enterprise users and groups, deduplicated", in: "U1, W2 S3,U1", want: People{IDs: []string{"U1", "W2", "S3"}}},
+		{name: "a star with ids is ambiguous", in: "*,U1", wantErr: true},
 		{name: "a channel id is refused", in: "C123", wantErr: true},
 		{name: "a name is refused", in: "@alice", wantErr: true},
 		{name: "lower case is refused", in: "u123", wantErr: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ParseApprovers(tt.in)
+			got, err := ParsePeople(tt.in)
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
 			}
-			if !tt.wantErr && !slices.Equal(got, tt.want) {
-				t.Errorf("got %v, want %v", got, tt.want)
+			if !tt.wantErr && (got.Anyone != tt.want.Anyone || !slices.Equal(got.IDs, tt.want.IDs)) {
+				t.Errorf("got %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestParseChannels(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []string
+		wantErr bool
+	}{
+		{in: "", want: nil},
+		{in: "*", want: nil},
+		{in: "C1, G2 C1", want: []string{"C1", "G2"}},
+		{in: "D1", wantErr: true},
+		{in: "#general", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseChannels(tt.in)
+			if (err != nil) != tt.wantErr || !slices.Equal(got, tt.want) {
+				t.Errorf("ParseChannels(%q) = %v, %v; want %v (error: %v)", tt.in, got, err, tt.want, tt.wantErr)
 			}
 		})
 	}
@@ -81,8 +105,14 @@ func TestNewRefusesIncompleteConfig(t *testing.T) {
 		{"a user token as bot token", Config{BotToken: "xoxp-1", AppToken: "xapp-1"}},
 		{"no transport", Config{BotToken: "xoxb-1"}},
 		{"a bot token as app token", Config{BotToken: "xoxb-1", AppToken: "xoxb-2"}},
-		{"a bad approver", Config{BotToken: "xoxb-1", SigningSecret: "s", Approvers: []string{"alice"}, SigningKey: testSigningKey}},
-		{"no signing key", Config{BotToken: "xoxb-1", AppToken: "xapp-1"}},
+		{"a bad approver", Config{BotToken: "xoxb-1", SigningSecret: "s", Approvers: People{IDs: []string{"alice"}}, SigningKey: testSigningKey}},
+		{"no signing key", Config{BotToken: "xoxb-1", AppToken: "xapp-1", Approvers: anyone}},
+		{"no approvers", Config{BotToken: "xoxb-1", SigningSecret: "s", SigningKey: testSigningKey}},
+		{"a bad starter", Config{BotToken: "xoxb-1", SigningSecret: "s", Approvers: anyone, Starters: People{IDs: []string{"C1"}}, SigningKey: testSigningKey}},
+		{"a bad channel", Config{BotToken: "xoxb-1", SigningSecret: "s", Approvers: anyone, AllowedChannels: []string{"general"}, SigningKey: testSigningKey}},
+		{"DMs without a workdir", Config{BotToken: "xoxb-1", SigningSecret: "s", Approvers: anyone, AllowDMs: true, SigningKey: testSigningKey}},
+		{"DMs with a relative workdir", Config{BotToken: "xoxb-1", SigningSecret: "s", Approvers: anyone, AllowDMs: true, DMWorkDir: "dm", SigningKey: testSigningKey}},
+		{"a negative limit", Config{BotToken: "xoxb-1", SigningSecret: "s", Approvers: anyone, MaxPromptBytes: -1, SigningKey: testSigningKey}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,7 +122,7 @@ func TestNewRefusesIncompleteConfig(t *testing.T) {
 		})
 	}
 	t.Run("either transport alone is enough", func(t *testing.T) {
-		for _, cfg := range []Config{{BotToken: "xoxb-1", AppToken: "xapp-1", SigningKey: testSigningKey}, {BotToken: "xoxb-1", SigningSecret: "s", SigningKey: testSigningKey}} {
+		for _, cfg := range []Config{{BotToken: "xoxb-1", AppToken: "xapp-1", Approvers: anyone, SigningKey: testSigningKey}, {BotToken: "xoxb-1", SigningSecret: "s", Approvers: anyone, SigningKey: testSigningKey}} {
 			if _, err := New(cfg, nopStore{}, zerolog.Nop()); err != nil {
 				t.Errorf("New(%+v) = %v", cfg, err)
 			}
@@ -102,6 +132,14 @@ func TestNewRefusesIncompleteConfig(t *testing.T) {
 
 // testSigningKey signs the decisions of every test bot.
 var testSigningKey = ed25519.NewKeyFromSeed([]byte("bot tests: decision signing seed"))
+var anyone = People{Anyone: true}
+
+func TestNoApproversErrorNamesBothOptions(t *testing.T) {
+	_, err := New(Config{BotToken: "xoxb-1", AppToken: "xapp-1"}, nopStore{}, zerolog.Nop())
+	if err == nil || !strings.Contains(err.Error(), "APPROVERS is required") || !strings.Contains(err.Error(), "APPROVERS=*") {
+		t.Errorf("New without approvers = %v, want the error naming a list and APPROVERS=*", err)
+	}
+}
 
 // nopStore satisfies store.Store for constructor tests that never use it.
 type nopStore struct{ store.Store }
@@ -110,7 +148,7 @@ func TestApproverGroupsAreCachedForTheirTTL(t *testing.T) {
 	clock := newFakeClock()
 	calls := 0
 	members := []string{"U1"}
-	a := newApprovers([]string{"U9", "S1"}, func(_ context.Context, g string) ([]string, error) {
+	a := newApprovers(People{IDs: []string{"U9", "S1"}}, func(_ context.Context, g string) ([]string, error) {
 		calls++
 		return members, nil
 	}, clock, time.Minute)
@@ -141,7 +179,7 @@ func TestApproverGroupsAreCachedForTheirTTL(t *testing.T) {
 }
 
 func TestApproversFailClosedWhenAGroupCannotBeListed(t *testing.T) {
-	a := newApprovers([]string{"S1"}, func(context.Context, string) ([]string, error) {
+	a := newApprovers(People{IDs: []string{"S1"}}, func(context.Context, string) ([]string, error) {
 		return nil, errors.New("missing_scope")
 	}, newFakeClock(), time.Minute)
 	ok, err := a.allowed(t.Context(), "U1")
@@ -150,16 +188,18 @@ func TestApproversFailClosedWhenAGroupCannotBeListed(t *testing.T) {
 	}
 }
 
-func TestEmptyApproverListLetsAnyoneDecide(t *testing.T) {
-	a := newApprovers(nil, nil, newFakeClock(), time.Minute)
-	if ok, err := a.allowed(t.Context(), "U42"); !ok || err != nil {
-		t.Errorf("allowed = %v, %v", ok, err)
+func TestStarLetsAnyoneDecideAndAnEmptyListNobody(t *testing.T) {
+	if ok, err := newApprovers(anyone, nil, newFakeClock(), time.Minute).allowed(t.Context(), "U42"); !ok || err != nil {
+		t.Errorf("APPROVERS=*: allowed = %v, %v; want true", ok, err)
+	}
+	if ok, err := newApprovers(People{}, nil, newFakeClock(), time.Minute).allowed(t.Context(), "U42"); ok || err != nil {
+		t.Errorf("no approvers: allowed = %v, %v; want false", ok, err)
 	}
 }
 
 func TestRunFailsFastOnABadBotToken(t *testing.T) {
 	fake := fakeslack.New(t, fakeslack.AllowRejections())
-	b, err := New(Config{BotToken: "xoxb-wrong", AppToken: fakeslack.AppToken, APIURL: fake.APIURL(), SigningKey: testSigningKey}, nopStore{}, zerolog.Nop())
+	b, err := New(Config{BotToken: "xoxb-wrong", AppToken: fakeslack.AppToken, APIURL: fake.APIURL(), Approvers: anyone, SigningKey: testSigningKey}, nopStore{}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}

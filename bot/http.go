@@ -26,8 +26,8 @@ const maxBodyBytes = 1 << 20
 func (b *Bot) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /slack/events", b.verified(b.serveEvents))
-	mux.HandleFunc("POST /slack/interactive", b.verified(b.serveInteractive))
-	mux.HandleFunc("POST /slack/commands", b.verified(b.serveCommands))
+	mux.HandleFunc("POST /slack/interactive", b.verified(b.once(b.serveInteractive)))
+	mux.HandleFunc("POST /slack/commands", b.verified(b.once(b.serveCommands)))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")
@@ -96,6 +96,36 @@ func (b *Bot) verified(next func(w http.ResponseWriter, r *http.Request, body []
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
+		next(w, r, body)
+	}
+}
+
+// replayTTL is how long a signature is remembered: slack-go accepts a
+// timestamp up to 5 minutes either side of now, so one signed request stays
+// acceptable for 10 minutes; one more covers clocks that disagree.
+const replayTTL = 11 * time.Minute
+
+// once refuses a signed request seen before. Slack never sends the same
+// interactive payload or slash command twice (it does not retry them), and
+// its signature covers the timestamp and the body, so a second sight of one
+// within the window is a replay by someone who captured it. The signature
+// is remembered in the shared store, so a replay to another replica is
+// caught too. Events are left to the event_id dedup: Slack retries them.
+func (b *Bot) once(next func(w http.ResponseWriter, r *http.Request, body []byte)) func(w http.ResponseWriter, r *http.Request, body []byte) {
+	return func(w http.ResponseWriter, r *http.Request, body []byte) {
+		log := b.log.With().Str("path", r.URL.Path).Str("remote", r.RemoteAddr).Logger()
+		first, err := b.st.FirstSeen(r.Context(), "slack-signature:"+r.Header.Get("X-Slack-Signature"), replayTTL)
+		if err != nil {
+			// Refuse: without the store nothing this request asks can be done.
+			log.Error().Err(err).Msg("cannot tell whether the request was seen before")
+			http.Error(w, "try again", http.StatusServiceUnavailable)
+			return
+		}
+		if !first {
+			log.Warn().Msg("replayed request")
+			http.Error(w, "replayed request", http.StatusUnauthorized)
+			return
+		}
 		next(w, r, body)
 	}
 }

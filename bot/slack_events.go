@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
+	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
@@ -61,6 +62,11 @@ func (b *Bot) onMessage(ctx context.Context, e *slackevents.MessageEvent) {
 		return
 	}
 	if e.ChannelType == "im" {
+		if !b.cfg.AllowDMs {
+			b.log.Info().Str("user", e.User).Msg("direct message refused: ALLOW_DMS is off")
+			b.ephemeral(ctx, e.Channel, e.ThreadTimeStamp, e.User, dmsOff)
+			return
+		}
 		thread := store.MessageRef{Channel: e.Channel, TS: e.ThreadTimeStamp}
 		if thread.TS == "" {
 			thread.TS = e.TimeStamp
@@ -102,6 +108,10 @@ func (b *Bot) onCommand(cmd slack.SlashCommand) any {
 	}
 	b.work.Go(func(ctx context.Context) {
 		log := b.log.With().Str("channel", cmd.ChannelID).Str("user", cmd.UserID).Logger()
+		tell := func(text string) { b.ephemeral(ctx, cmd.ChannelID, "", cmd.UserID, text) }
+		if !b.mayStart(ctx, log, cmd.ChannelID, cmd.UserID, prompt, tell) {
+			return
+		}
 		text := fmt.Sprintf("<@%s> started a Claude session: %s", cmd.UserID, blocks.Escape(prompt))
 		ts, err := b.out.Post(ctx, log, cmd.ChannelID, "", outMsg{Text: text})
 		if err != nil {
@@ -109,7 +119,7 @@ func (b *Bot) onCommand(cmd slack.SlashCommand) any {
 			b.ephemeral(ctx, cmd.ChannelID, "", cmd.UserID, "Sorry, I could not start the session: I cannot post in this channel. Is the app invited here?")
 			return
 		}
-		b.startOrContinue(ctx, store.MessageRef{Channel: cmd.ChannelID, TS: ts}, cmd.UserID, prompt)
+		b.createSession(ctx, log, store.MessageRef{Channel: cmd.ChannelID, TS: ts}, cmd.UserID, prompt)
 	})
 	return nil
 }
@@ -132,8 +142,17 @@ func (b *Bot) startOrContinue(ctx context.Context, thread store.MessageRef, user
 		b.tellUser(ctx, thread, user, "Sorry, I could not start a session (the session store is unavailable). Please try again.")
 		return
 	}
+	if !b.mayStart(ctx, log, thread.Channel, user, text, func(m string) { b.tellUser(ctx, thread, user, m) }) {
+		return
+	}
+	b.createSession(ctx, log, thread, user, text)
+}
+
+// createSession records a new session in thread and enqueues its first
+// prompt; the checks of mayStart have passed.
+func (b *Bot) createSession(ctx context.Context, log zerolog.Logger, thread store.MessageRef, user, text string) {
 	now := b.clock.Now()
-	s = store.Session{
+	s := store.Session{
 		ID:             uuid.NewString(),
 		Thread:         thread,
 		WorkDir:        b.cfg.workDir(thread.Channel),
@@ -174,9 +193,12 @@ func (b *Bot) followUp(ctx context.Context, s store.Session, user, text string) 
 	if text == "" {
 		return
 	}
-	log := b.log.With().Str("session_id", s.ID).Str("channel", s.Thread.Channel).Logger()
+	log := b.log.With().Str("session_id", s.ID).Str("channel", s.Thread.Channel).Str("user", user).Logger()
 	if isStop(text) {
-		b.stop(ctx, log.With().Str("user", user).Logger(), s, user)
+		b.stop(ctx, log, s, user)
+		return
+	}
+	if !b.mayQueue(ctx, log, s, user, text, func(m string) { b.tellUser(ctx, s.Thread, user, m) }) {
 		return
 	}
 	if _, err := b.st.Enqueue(ctx, store.Input{SessionID: s.ID, Text: text, User: user, At: b.clock.Now()}); err != nil {

@@ -43,7 +43,7 @@ func (h *harness) requireInterrupt(t testing.TB, s store.Session, user string) {
 func TestStopClickByAnApproverQueuesAnInterrupt(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
-			h := newHarness(t, tr, harnessOpts{cfg: func(c *Config) { c.Approvers = []string{"S0OPS"} }})
+			h := newHarness(t, tr, harnessOpts{cfg: func(c *Config) { c.Approvers = People{IDs: []string{"S0OPS"}} }})
 			h.fake.AddUserGroup("S0OPS", "U2")
 			s, status := h.workingSession(t, "sess-stop")
 			ctx := testCtx(t)
@@ -61,7 +61,7 @@ func TestStopClickByAnApproverQueuesAnInterrupt(t *testing.T) {
 func TestStopClickByAStrangerIsRefusedAndTheStarterMayStop(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
-			h := newHarness(t, tr, harnessOpts{cfg: func(c *Config) { c.Approvers = []string{"S0OPS"} }})
+			h := newHarness(t, tr, harnessOpts{cfg: func(c *Config) { c.Approvers = People{IDs: []string{"S0OPS"}} }})
 			h.fake.AddUserGroup("S0OPS", "U2")
 			s, status := h.workingSession(t, "sess-stranger")
 			ctx := testCtx(t)
@@ -90,7 +90,7 @@ func TestStopClickByAStrangerIsRefusedAndTheStarterMayStop(t *testing.T) {
 }
 
 func TestStopReplyInTheThreadInterruptsInsteadOfPrompting(t *testing.T) {
-	h := newHarness(t, transportSocket, harnessOpts{cfg: func(c *Config) { c.Approvers = []string{"U2"} }})
+	h := newHarness(t, transportSocket, harnessOpts{cfg: func(c *Config) { c.Approvers = People{IDs: []string{"U2"}} }})
 	ctx := testCtx(t)
 	for _, tt := range []struct {
 		name, user, text string

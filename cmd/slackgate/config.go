@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/caarlos0/env/v11"
 	"github.com/rs/zerolog"
 
+	"github.com/slackgate/slackgate/bot"
 	"github.com/slackgate/slackgate/relay"
 )
 
@@ -47,7 +49,6 @@ type Config struct {
 	SlackSigningSecret string `env:"SLACK_SIGNING_SECRET"`
 	SlackAPIURL        string `env:"SLACK_API_URL"`
 	HTTPAddr           string `env:"HTTP_ADDR" envDefault:":3000"`
-	Approvers          string `env:"APPROVERS"`
 	ChannelWorkDirs    string `env:"CHANNEL_WORKDIRS"`
 
 	// Slack's rate limits as the outbox spends them (see bot.Budgets).
@@ -61,6 +62,19 @@ type Config struct {
 	// workers the public one.
 	DecisionSigningKey string `env:"DECISION_SIGNING_KEY"`
 	DecisionVerifyKey  string `env:"DECISION_VERIFY_KEY"`
+
+	// Who may act, and how much.
+	Approvers          string `env:"APPROVERS"`
+	Starters           string `env:"STARTERS"`
+	AllowedChannels    string `env:"ALLOWED_CHANNELS"`
+	AllowDMs           bool   `env:"ALLOW_DMS"`
+	DMWorkDir          string `env:"DM_WORKDIR"`
+	MaxSessionsPerUser int    `env:"MAX_SESSIONS_PER_USER" envDefault:"3"`
+	MaxQueuedInputs    int    `env:"MAX_QUEUED_INPUTS" envDefault:"20"`
+	// MaxPromptBytes: 16 KiB holds any one message a person can send from
+	// Slack's client (4,000 characters, at most 4 bytes each in UTF-8) and
+	// stops a scripted client from filling the queue and Claude's context.
+	MaxPromptBytes int `env:"MAX_PROMPT_BYTES" envDefault:"16384"`
 
 	// Logs.
 	LogLevel  string `env:"LOG_LEVEL" envDefault:"info"`
@@ -113,6 +127,11 @@ func (c Config) validate() error {
 	}
 	if c.AuditRetention < 0 {
 		errs = append(errs, fmt.Errorf("AUDIT_RETENTION=%s: must be positive, or 0 to keep the audit log forever", c.AuditRetention))
+	}
+	for name, v := range map[string]int{"MAX_SESSIONS_PER_USER": c.MaxSessionsPerUser, "MAX_QUEUED_INPUTS": c.MaxQueuedInputs, "MAX_PROMPT_BYTES": c.MaxPromptBytes} {
+		if v < 1 {
+			errs = append(errs, fmt.Errorf("%s=%d: must be at least 1", name, v))
+		}
 	}
 	if _, err := zerolog.ParseLevel(strings.ToLower(c.LogLevel)); err != nil || c.LogLevel == "" {
 		errs = append(errs, fmt.Errorf("LOG_LEVEL=%q: want trace, debug, info, warn or error", c.LogLevel))
@@ -202,6 +221,12 @@ func (c Config) validateSlack() error {
 	}
 	if c.SlackAppToken == "" && c.SlackSigningSecret == "" {
 		return errors.New("config: set SLACK_APP_TOKEN (xapp-…, Socket Mode) or SLACK_SIGNING_SECRET (HTTP mode, with deploy/slack/manifest-http.yaml)")
+	}
+	if strings.TrimSpace(c.Approvers) == "" {
+		return errors.New("config: " + bot.ApproversRequired)
+	}
+	if c.AllowDMs && !filepath.IsAbs(c.DMWorkDir) {
+		return fmt.Errorf("config: ALLOW_DMS=true needs DM_WORKDIR, an absolute path for DM sessions to run in (got %q); they never run in CLAUDE_WORKDIR", c.DMWorkDir)
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		LogLevel: "info", LogFormat: "json",
 		SlackPostsPerSecond: 1, SlackPostBurst: 4, SlackUpdatesPerMinute: 50, SlackUpdateBurst: 20, SlackLiveEditInterval: 3 * time.Second,
 		Retention: 30 * 24 * time.Hour, AuditRetention: 365 * 24 * time.Hour,
+		MaxSessionsPerUser: 3, MaxQueuedInputs: 20, MaxPromptBytes: 16 << 10,
 	}
 	want.WorkDir = cfg.WorkDir // the current directory
 	if cfg.WorkDir == "" {
@@ -37,6 +38,8 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"CHANNEL_WORKDIRS=C1=/a", "UNRELATED=x",
 		"SLACK_POSTS_PER_SECOND=2", "SLACK_POST_BURST=3", "SLACK_UPDATES_PER_MINUTE=100", "SLACK_UPDATE_BURST=5", "SLACK_LIVE_EDIT_INTERVAL=1s",
 		"RETENTION=48h", "AUDIT_RETENTION=0",
+		"STARTERS=U3", "ALLOWED_CHANNELS=C1", "ALLOW_DMS=true", "DM_WORKDIR=/srv/dm",
+		"MAX_SESSIONS_PER_USER=5", "MAX_QUEUED_INPUTS=7", "MAX_PROMPT_BYTES=1000",
 	})
 	if err != nil {
 		t.Fatalf("loadConfig: %v", err)
@@ -49,6 +52,8 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		ChannelWorkDirs: "C1=/a", LogLevel: "debug", LogFormat: "console",
 		SlackPostsPerSecond: 2, SlackPostBurst: 3, SlackUpdatesPerMinute: 100, SlackUpdateBurst: 5, SlackLiveEditInterval: time.Second,
 		Retention: 48 * time.Hour, AuditRetention: 0,
+		Starters: "U3", AllowedChannels: "C1",
+		AllowDMs: true, DMWorkDir: "/srv/dm", MaxSessionsPerUser: 5, MaxQueuedInputs: 7, MaxPromptBytes: 1000,
 	}
 	if cfg != want {
 		t.Errorf("\n got %+v\nwant %+v", cfg, want)
@@ -67,6 +72,10 @@ func TestLoadConfigRejectsBadValuesNamingTheVariable(t *testing.T) {
 		{"RETENTION=-1h", "RETENTION"},
 		{"RETENTION=a month", "RETENTION"},
 		{"AUDIT_RETENTION=-1h", "AUDIT_RETENTION"},
+		{"MAX_SESSIONS_PER_USER=0", "MAX_SESSIONS_PER_USER"},
+		{"MAX_QUEUED_INPUTS=0", "MAX_QUEUED_INPUTS"},
+		{"MAX_PROMPT_BYTES=-1", "MAX_PROMPT_BYTES"},
+		{"ALLOW_DMS=maybe", "ALLOW_DMS"},
 		{"LOG_LEVEL=loud", "LOG_LEVEL"},
 		{"LOG_FORMAT=xml", "LOG_FORMAT"},
 		{`CLAUDE_ARGS=--append-system-prompt "unterminated`, "CLAUDE_ARGS"},
@@ -89,8 +98,12 @@ func TestValidateSlackExplainsWhatIsMissing(t *testing.T) {
 	}{
 		{"no bot token", Config{SlackAppToken: "xapp-1"}, "SLACK_BOT_TOKEN"},
 		{"no transport", Config{SlackBotToken: "xoxb-1"}, "SLACK_APP_TOKEN"},
-		{"socket mode", Config{SlackBotToken: "xoxb-1", SlackAppToken: "xapp-1"}, ""},
-		{"http mode", Config{SlackBotToken: "xoxb-1", SlackSigningSecret: "s"}, ""},
+		{"no approvers", Config{SlackBotToken: "xoxb-1", SlackAppToken: "xapp-1"}, "APPROVERS is required: list the Slack user ids (U…) and user group ids (S…) who may approve, or set APPROVERS=* to let anyone who can see a card decide"},
+		{"DMs without a workdir", Config{SlackBotToken: "xoxb-1", SlackAppToken: "xapp-1", Approvers: "*", AllowDMs: true}, "DM_WORKDIR"},
+		{"DMs with a relative workdir", Config{SlackBotToken: "xoxb-1", SlackAppToken: "xapp-1", Approvers: "*", AllowDMs: true, DMWorkDir: "dm"}, "DM_WORKDIR"},
+		{"socket mode", Config{SlackBotToken: "xoxb-1", SlackAppToken: "xapp-1", Approvers: "U1"}, ""},
+		{"http mode", Config{SlackBotToken: "xoxb-1", SlackSigningSecret: "s", Approvers: "*"}, ""},
+		{"DMs in their own workdir", Config{SlackBotToken: "xoxb-1", SlackAppToken: "xapp-1", Approvers: "*", AllowDMs: true, DMWorkDir: "/srv/dm"}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -54,6 +54,8 @@ const (
 type options struct {
 	transport transport
 	backend   backend
+	// approvers is APPROVERS; empty means "*" (anyone), which tests about
+	// something else than who may decide rely on.
 	approvers string
 	extraEnv  []string
 	// command is the subcommand the app runs: "run" (the default), or
@@ -112,7 +114,7 @@ func startApp(t testing.TB, o options, steps ...relaytest.Step) *app {
 		"CLAUDE_BIN="+claude,
 		"CLAUDE_WORKDIR="+a.workdir,
 		"CLAUDE_ARGS="+shellJoin(relaytest.HermeticArgs()),
-		"APPROVERS="+o.approvers,
+		"APPROVERS="+cmp.Or(o.approvers, "*"),
 		"WORKER_ID=e2e-"+strings.ReplaceAll(t.Name(), "/", "-"),
 		"LOG_LEVEL=debug",
 		"LOG_FORMAT=console",

@@ -235,26 +235,41 @@ func workDirs(cfg Config) []string {
 
 // botConfig is the Slack side's share of the configuration.
 func (p program) botConfig(cfg Config, sign ed25519.PrivateKey) (bot.Config, error) {
-	approvers, err := bot.ParseApprovers(cfg.Approvers)
+	approvers, err := bot.ParsePeople(cfg.Approvers)
 	if err != nil {
 		return bot.Config{}, fmt.Errorf("APPROVERS: %w", err)
+	}
+	starters, err := bot.ParsePeople(cfg.Starters)
+	if err != nil {
+		return bot.Config{}, fmt.Errorf("STARTERS: %w", err)
+	}
+	channels, err := bot.ParseChannels(cfg.AllowedChannels)
+	if err != nil {
+		return bot.Config{}, fmt.Errorf("ALLOWED_CHANNELS: %w", err)
 	}
 	dirs, err := bot.ParseChannelWorkDirs(cfg.ChannelWorkDirs)
 	if err != nil {
 		return bot.Config{}, fmt.Errorf("CHANNEL_WORKDIRS: %w", err)
 	}
 	return bot.Config{
-		BotToken:        cfg.SlackBotToken,
-		AppToken:        cfg.SlackAppToken,
-		SigningSecret:   cfg.SlackSigningSecret,
-		APIURL:          cfg.SlackAPIURL,
-		HTTPAddr:        cfg.HTTPAddr,
-		Listener:        p.listener,
-		Approvers:       approvers,
-		WorkDir:         cfg.WorkDir,
-		ChannelWorkDirs: dirs,
-		PermissionMode:  cfg.PermissionMode,
-		Model:           cfg.Model,
+		BotToken:           cfg.SlackBotToken,
+		AppToken:           cfg.SlackAppToken,
+		SigningSecret:      cfg.SlackSigningSecret,
+		APIURL:             cfg.SlackAPIURL,
+		HTTPAddr:           cfg.HTTPAddr,
+		Listener:           p.listener,
+		Approvers:          approvers,
+		Starters:           starters,
+		AllowedChannels:    channels,
+		AllowDMs:           cfg.AllowDMs,
+		DMWorkDir:          cfg.DMWorkDir,
+		MaxSessionsPerUser: cfg.MaxSessionsPerUser,
+		MaxQueuedInputs:    cfg.MaxQueuedInputs,
+		MaxPromptBytes:     cfg.MaxPromptBytes,
+		WorkDir:            cfg.WorkDir,
+		ChannelWorkDirs:    dirs,
+		PermissionMode:     cfg.PermissionMode,
+		Model:              cfg.Model,
 		Budgets: bot.Budgets{
 			PostsPerSecond:   cfg.SlackPostsPerSecond,
 			PostBurst:        cfg.SlackPostBurst,

@@ -46,9 +46,19 @@ func TestStartupFailuresSayWhatToFix(t *testing.T) {
 			want: []string{"SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET"}},
 		{name: "bad approvers", args: []string{"run"}, environ: append([]string{"APPROVERS=dana"}, slack...),
 			want: []string{"APPROVERS", `"dana"`}},
-		{name: "bad channel workdirs", args: []string{"run"}, environ: append([]string{"CHANNEL_WORKDIRS=C1"}, slack...),
+		{name: "no approvers", args: []string{"run"}, environ: slack,
+			want: []string{"APPROVERS is required", "user ids (U…)", "user group ids (S…)", "APPROVERS=*"}},
+		{name: "star and ids as approvers", args: []string{"run"}, environ: append([]string{"APPROVERS=*,U1"}, slack...),
+			want: []string{"APPROVERS", "choose one"}},
+		{name: "bad starters", args: []string{"run"}, environ: append([]string{"APPROVERS=*", "STARTERS=dana"}, slack...),
+			want: []string{"STARTERS", `"dana"`}},
+		{name: "bad allowed channels", args: []string{"run"}, environ: append([]string{"APPROVERS=*", "ALLOWED_CHANNELS=#general"}, slack...),
+			want: []string{"ALLOWED_CHANNELS", `"#general"`}},
+		{name: "DMs without their workdir", args: []string{"run"}, environ: append([]string{"APPROVERS=*", "ALLOW_DMS=true"}, slack...),
+			want: []string{"ALLOW_DMS", "DM_WORKDIR"}},
+		{name: "bad channel workdirs", args: []string{"run"}, environ: append([]string{"APPROVERS=*", "CHANNEL_WORKDIRS=C1"}, slack...),
 			want: []string{"CHANNEL_WORKDIRS"}},
-		{name: "bot needs redis", args: []string{"bot"}, environ: slack, want: []string{"REDIS_URL", "slackgate run"}},
+		{name: "bot needs redis", args: []string{"bot"}, environ: append([]string{"APPROVERS=*"}, slack...), want: []string{"REDIS_URL", "slackgate run"}},
 		{name: "worker needs redis", args: []string{"worker"}, want: []string{"REDIS_URL"}},
 		{name: "bot needs the signing key", args: []string{"bot"}, environ: append([]string{"REDIS_URL=redis://127.0.0.1:1/0"}, slack...),
 			want: []string{"DECISION_SIGNING_KEY", "slackgate keygen"}},
@@ -103,7 +113,7 @@ func TestSecondInstanceOnOneDataDirSaysWhoHasIt(t *testing.T) {
 	defer held.Close()
 	f := fakeslack.New(t)
 	_, err = runProgram(t, []string{"SLACK_BOT_TOKEN=" + fakeslack.BotToken, "SLACK_APP_TOKEN=" + fakeslack.AppToken,
-		"SLACK_API_URL=" + f.APIURL(), "DATA_DIR=" + dir}, "run")
+		"SLACK_API_URL=" + f.APIURL(), "DATA_DIR=" + dir, "APPROVERS=*"}, "run")
 	if err == nil || !strings.Contains(err.Error(), "DATA_DIR="+dir) || !strings.Contains(err.Error(), "another slackgate") {
 		t.Fatalf("run on a locked DATA_DIR = %v; want an error naming DATA_DIR and the likely cause", err)
 	}

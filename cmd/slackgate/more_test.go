@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -274,7 +276,8 @@ func TestUnansweredRequestExpiresAndALateClickChangesNothing(t *testing.T) {
 
 func TestDirectMessageStartsASessionInTheDM(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, options{},
+	dmDir := t.TempDir()
+	a := startApp(t, options{extraEnv: []string{"ALLOW_DMS=true", "DM_WORKDIR=" + dmDir}},
 		relaytest.ToolUse("toolu_1", "Bash", bash("echo private > dm.txt", "Write dm.txt")),
 		relaytest.Text("Done in the DM."))
 	dm := fakeslack.DMChannel(dana)
@@ -288,9 +291,10 @@ func TestDirectMessageStartsASessionInTheDM(t *testing.T) {
 	if res := a.toolResult("toolu_1"); res.IsError {
 		t.Fatalf("the model got an error result: %q", res.Content)
 	}
-	if got := a.file("dm.txt"); got != "private\n" {
-		t.Errorf("dm.txt = %q, want the command's output", got)
+	if got, err := os.ReadFile(filepath.Join(dmDir, "dm.txt")); string(got) != "private\n" {
+		t.Errorf("DM_WORKDIR/dm.txt = %q (%v), want the command's output: a DM session runs in DM_WORKDIR", got, err)
 	}
+	a.noFile("dm.txt") // never in CLAUDE_WORKDIR
 	if _, err := a.slack.WaitMessage(a.ctx, func(m fakeslack.Message) bool {
 		return m.Ref() == card.Ref() && m.HasText("Approved") && m.HasText("<@"+dana+">") && len(m.Buttons()) == 0
 	}); err != nil {

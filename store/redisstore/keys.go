@@ -25,6 +25,11 @@ func (k keys) session(id string) string { return k.tag + ":sess:" + id }
 // thread maps a Slack thread to the id of the session living in it.
 func (k keys) thread(channel, ts string) string { return k.tag + ":thread:" + channel + ":" + ts }
 
+// starter is the set of ids of the sessions a Slack user started, so their
+// active sessions are counted without a scan. Ids of sessions that no
+// longer exist are dropped when they are next counted.
+func (k keys) starter(user string) string { return k.tag + ":starter:" + user }
+
 // inbox is a list of the session's queued Input JSON, oldest first.
 func (k keys) inbox(sessionID string) string { return k.tag + ":inbox:" + sessionID }
 

@@ -119,22 +119,27 @@ redis.call('HSET', KEYS[1], 'card', ARGV[1])
 return 1
 `)
 
-// createSession stores a new session and indexes it by thread.
+// createSession stores a new session, indexes it by thread and adds it to
+// its starter's set (see keys.starter).
 //
-// KEYS[1] session key    KEYS[2] thread key (absent when the session has no thread)
+// KEYS[1] session key    KEYS[2] thread key    KEYS[3] starter set
 // ARGV[1] session JSON   ARGV[2] session id
+// ARGV[3] "1" when the session has a thread   ARGV[4] "1" when it has a starter
 //
 // Returns 0 when the id or the thread is taken (ErrExists), 1 when stored.
 var createSession = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then
 	return 0
 end
-if KEYS[2] and redis.call('EXISTS', KEYS[2]) == 1 then
+if ARGV[3] == '1' and redis.call('EXISTS', KEYS[2]) == 1 then
 	return 0
 end
 redis.call('SET', KEYS[1], ARGV[1])
-if KEYS[2] then
+if ARGV[3] == '1' then
 	redis.call('SET', KEYS[2], ARGV[2])
+end
+if ARGV[4] == '1' then
+	redis.call('SADD', KEYS[3], ARGV[2])
 end
 return 1
 `)

@@ -24,11 +24,8 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
 	if err != nil {
 		return fmt.Errorf("redisstore: create session %s: %w", sess.ID, err)
 	}
-	keys := []string{s.keys.session(sess.ID)}
-	if !sess.Thread.IsZero() {
-		keys = append(keys, s.keys.thread(sess.Thread.Channel, sess.Thread.TS))
-	}
-	n, err := createSession.Run(ctx, s.rdb, keys, b, sess.ID).Int()
+	keys := []string{s.keys.session(sess.ID), s.keys.thread(sess.Thread.Channel, sess.Thread.TS), s.keys.starter(sess.StartedBy)}
+	n, err := createSession.Run(ctx, s.rdb, keys, b, sess.ID, flag(!sess.Thread.IsZero()), flag(sess.StartedBy != "")).Int()
 	if err != nil {
 		return fmt.Errorf("redisstore: create session %s: %w", sess.ID, err)
 	}

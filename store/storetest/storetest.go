@@ -78,6 +78,7 @@ func Run(t *testing.T, newStore NewFunc, opts ...Option) {
 	t.Run("Queue", h.testQueue)
 	t.Run("Bus", h.testBus)
 	t.Run("Dedup", h.testDedup)
+	t.Run("Counts", h.testCounts)
 	t.Run("Audit", h.testAudit)
 	t.Run("Refuse", h.testRefuse)
 	t.Run("Validation", h.testValidation)

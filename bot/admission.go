@@ -1,0 +1,99 @@
+package bot
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/rs/zerolog"
+
+	"github.com/slackgate/slackgate/store"
+)
+
+// mayStart is every check in front of a new session: the prompt's size,
+// where it was asked (DMs, ALLOWED_CHANNELS), who asks (STARTERS) and how
+// many sessions they already have. A refused person is told why; nothing is
+// created.
+func (b *Bot) mayStart(ctx context.Context, log zerolog.Logger, channel, user, text string, tell func(string)) bool {
+	if !b.promptFits(log, text, tell) {
+		return false
+	}
+	if isDM(channel) && !b.cfg.AllowDMs {
+		log.Info().Msg("direct message refused: ALLOW_DMS is off")
+		tell(dmsOff)
+		return false
+	}
+	if !isDM(channel) && len(b.cfg.AllowedChannels) > 0 && !slices.Contains(b.cfg.AllowedChannels, channel) {
+		log.Info().Msg("start refused: channel not in ALLOWED_CHANNELS")
+		tell("Claude sessions cannot be started in this channel (it is not in ALLOWED_CHANNELS). Nothing was started.")
+		return false
+	}
+	if !b.may(ctx, log, user, startSession, tell) {
+		return false
+	}
+	return b.underSessionQuota(ctx, log, user, tell)
+}
+
+// dmsOff is what a direct message gets while ALLOW_DMS is off.
+const dmsOff = "Direct messages to me are turned off in this workspace (ALLOW_DMS), so nothing was started. Mention me in a channel instead."
+
+// underSessionQuota reports whether user may have one more active session.
+// The count comes from the store, so every bot replica sees the same one;
+// a store that cannot count refuses, rather than let a person past it.
+func (b *Bot) underSessionQuota(ctx context.Context, log zerolog.Logger, user string, tell func(string)) bool {
+	limit := b.cfg.MaxSessionsPerUser
+	if limit == 0 {
+		return true
+	}
+	n, err := b.st.ActiveSessionsBy(ctx, user)
+	if err != nil {
+		log.Error().Err(err).Msg("count the user's active sessions")
+		tell("Sorry, I could not start a session (the session store is unavailable). Please try again.")
+		return false
+	}
+	if n >= limit {
+		log.Info().Int("active", n).Int("limit", limit).Msg("start refused: MAX_SESSIONS_PER_USER")
+		tell(fmt.Sprintf("You already have %d Claude sessions queued or running, the most one person may have (MAX_SESSIONS_PER_USER=%d). Nothing was started: wait for one to finish or stop one, then try again.", n, limit))
+		return false
+	}
+	return true
+}
+
+// mayQueue is every check in front of a message for an existing session:
+// who sends it (the starter or an approver), its size and the session's
+// backlog. A refused person is told why; nothing is queued.
+func (b *Bot) mayQueue(ctx context.Context, log zerolog.Logger, s store.Session, user, text string, tell func(string)) bool {
+	if !b.may(ctx, log, user, replyTo(s), tell) || !b.promptFits(log, text, tell) {
+		return false
+	}
+	limit := b.cfg.MaxQueuedInputs
+	if limit == 0 {
+		return true
+	}
+	// Counted before the enqueue, not with it: replicas racing past the
+	// count add at most one message each, which a bound against floods
+	// tolerates.
+	n, err := b.st.QueuedInputs(ctx, s.ID)
+	if err != nil {
+		log.Error().Err(err).Msg("count queued inputs")
+		tell("Sorry, I could not pass your message to Claude (the session store is unavailable). Please try again.")
+		return false
+	}
+	if n >= limit {
+		log.Info().Int("queued", n).Int("limit", limit).Msg("follow-up refused: MAX_QUEUED_INPUTS")
+		tell(fmt.Sprintf("Claude already has %d messages waiting in this thread (MAX_QUEUED_INPUTS=%d). Yours was not queued: send it again once Claude has caught up.", n, limit))
+		return false
+	}
+	return true
+}
+
+// promptFits reports whether text is within MAX_PROMPT_BYTES.
+func (b *Bot) promptFits(log zerolog.Logger, text string, tell func(string)) bool {
+	limit := b.cfg.MaxPromptBytes
+	if limit == 0 || len(text) <= limit {
+		return true
+	}
+	log.Info().Int("bytes", len(text)).Int("limit", limit).Msg("message refused: MAX_PROMPT_BYTES")
+	tell(fmt.Sprintf("Your message is %d bytes; Claude takes at most %d bytes per message (MAX_PROMPT_BYTES). Nothing was sent: shorten it or split it.", len(text), limit))
+	return false
+}

@@ -1,0 +1,55 @@
+package boltstore
+
+import (
+	"context"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/slackgate/slackgate/store"
+)
+
+// ActiveSessionsBy scans every session: one machine holds few enough (ended
+// ones expire) that an index would cost more in upkeep than it saves.
+func (s *Store) ActiveSessionsBy(ctx context.Context, user string) (int, error) {
+	n := 0
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bktSessions).ForEach(func(_, v []byte) error {
+			var sess struct {
+				StartedBy string             `json:"started_by"`
+				State     store.SessionState `json:"state"`
+			}
+			if err := jsonUnmarshal(v, &sess); err != nil {
+				return err
+			}
+			if sess.StartedBy == user && sess.State.Active() {
+				n++
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("boltstore: active sessions by %s: %w", user, err)
+	}
+	return n, nil
+}
+
+// QueuedInputs counts the keys of the session's inbox bucket.
+func (s *Store) QueuedInputs(ctx context.Context, sessionID string) (int, error) {
+	n := 0
+	err := s.db.View(func(tx *bolt.Tx) error {
+		inbox := tx.Bucket(bktInbox).Bucket([]byte(sessionID))
+		if inbox == nil {
+			return nil
+		}
+		c := inbox.Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			n++
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("boltstore: queued inputs of %s: %w", sessionID, err)
+	}
+	return n, nil
+}

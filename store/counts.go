@@ -1,0 +1,18 @@
+package store
+
+import "context"
+
+// Counts answers what the Slack side's limits ask, from the shared record,
+// so every bot replica counts the same sessions and inputs.
+type Counts interface {
+	// ActiveSessionsBy counts the sessions user started (Session.StartedBy)
+	// that are queued or running; 0 for a user who started none.
+	ActiveSessionsBy(ctx context.Context, user string) (int, error)
+	// QueuedInputs counts the inputs waiting in a session's inbox that no
+	// worker has taken yet; 0 for a session with none, or an unknown one.
+	QueuedInputs(ctx context.Context, sessionID string) (int, error)
+}
+
+// Active reports whether a session in state st holds a place in its
+// starter's quota: it waits for a worker or has one.
+func (st SessionState) Active() bool { return st == SessionQueued || st == SessionRunning }

@@ -1,0 +1,94 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/slackgate/slackgate/store"
+)
+
+func (h *harness) testCounts(t *testing.T) {
+	t.Run("ActiveSessionsByCountsQueuedAndRunningOfThatStarter", func(t *testing.T) {
+		s1, s2 := h.pair(t)
+		ctx := h.ctx(t)
+		user, other := uniq("U"), uniq("U")
+		n, err := s1.ActiveSessionsBy(ctx, user)
+		requireNoError(t, err, "ActiveSessionsBy")
+		if n != 0 {
+			t.Fatalf("ActiveSessionsBy of a user without sessions = %d, want 0", n)
+		}
+		for _, tc := range []struct {
+			by    string
+			state store.SessionState
+		}{
+			{user, store.SessionQueued}, {user, store.SessionRunning}, {user, store.SessionIdle},
+			{user, store.SessionFailed}, {other, store.SessionQueued},
+		} {
+			sess := newSession()
+			sess.StartedBy, sess.State = tc.by, tc.state
+			requireNoError(t, s1.CreateSession(ctx, sess), "CreateSession")
+		}
+		for _, tc := range []struct {
+			s    store.Store
+			user string
+			want int
+		}{{s1, user, 2}, {s2, user, 2}, {s2, other, 1}} {
+			n, err := tc.s.ActiveSessionsBy(ctx, tc.user)
+			requireNoError(t, err, "ActiveSessionsBy")
+			if n != tc.want {
+				t.Errorf("ActiveSessionsBy(%s) = %d, want %d", tc.user, n, tc.want)
+			}
+		}
+	})
+	t.Run("ActiveSessionsByFollowsStateChanges", func(t *testing.T) {
+		s := h.newStore(t)
+		ctx := h.ctx(t)
+		sess := newSession()
+		sess.StartedBy = uniq("U")
+		requireNoError(t, s.CreateSession(ctx, sess), "CreateSession")
+		for _, tc := range []struct {
+			state store.SessionState
+			want  int
+		}{{store.SessionRunning, 1}, {store.SessionIdle, 0}, {store.SessionQueued, 1}, {store.SessionFailed, 0}} {
+			_, err := s.UpdateSession(ctx, sess.ID, func(x *store.Session) error { x.State = tc.state; return nil })
+			requireNoError(t, err, "UpdateSession")
+			n, err := s.ActiveSessionsBy(ctx, sess.StartedBy)
+			requireNoError(t, err, "ActiveSessionsBy")
+			if n != tc.want {
+				t.Errorf("after %s: ActiveSessionsBy = %d, want %d", tc.state, n, tc.want)
+			}
+		}
+	})
+	t.Run("QueuedInputsCountsWhatNoWorkerTookYet", func(t *testing.T) {
+		s1, s2 := h.pair(t)
+		ctx := h.ctx(t)
+		sess := createSession(t, ctx, s1)
+		count := func(want int) {
+			t.Helper()
+			n, err := s2.QueuedInputs(ctx, sess.ID)
+			requireNoError(t, err, "QueuedInputs")
+			if n != want {
+				t.Errorf("QueuedInputs = %d, want %d", n, want)
+			}
+		}
+		count(0)
+		for _, text := range []string{"one", "two", "three"} {
+			_, err := s1.Enqueue(ctx, store.Input{SessionID: sess.ID, Text: text})
+			requireNoError(t, err, "Enqueue")
+		}
+		count(3)
+		worker := uniq("w")
+		id, err := s1.Claim(ctx, worker)
+		requireNoError(t, err, "Claim")
+		if id != sess.ID {
+			t.Fatalf("claimed %s, want %s", id, sess.ID)
+		}
+		_, err = s1.NextInput(ctx, sess.ID, worker)
+		requireNoError(t, err, "NextInput")
+		count(2)
+		n, err := s1.QueuedInputs(ctx, uniq("unknown"))
+		requireNoError(t, err, "QueuedInputs of an unknown session")
+		if n != 0 {
+			t.Errorf("QueuedInputs of an unknown session = %d, want 0", n)
+		}
+	})
+}
