@@ -45,10 +45,15 @@ const (
 // retainSessionScript gives a session at rest, and its thread key, a TTL of
 // the retention, or removes both TTLs when the session is not at rest. The
 // state is read here, so of two writers the one that runs this last leaves
-// the TTL that fits the state it leaves.
+// the TTL that fits the state it leaves. The starter's set of sessions (see
+// keys.starter) follows the same way: it expires a retention after the
+// last of its sessions came to rest, and is kept while one is taken up. A
+// session active, without ever resting, for a whole retention after a
+// sibling rested would leave the set first; the bound it serves
+// (MAX_SESSIONS_PER_USER) then undercounts that one session.
 //
 // KEYS[1] session key    KEYS[2] owner key      KEYS[3] inbox list
-// KEYS[4] thread key (absent when the session has no thread)
+// KEYS[4] thread key     KEYS[5] the starter's set of sessions
 // ARGV[1] retention ms (0: keep forever)       ARGV[2] "1" when a request of the session is pending
 // ARGV[3] session id
 //
@@ -60,18 +65,25 @@ if not raw then
 	return 0
 end
 local st = cjson.decode(raw).state
-local thread = KEYS[4] and redis.call('GET', KEYS[4]) == ARGV[3]
+local thread = redis.call('GET', KEYS[4]) == ARGV[3]
+local starter = redis.call('SISMEMBER', KEYS[5], ARGV[3]) == 1
 if tonumber(ARGV[1]) > 0 and (st == 'idle' or st == 'failed') and ARGV[2] == '0'
 	and redis.call('EXISTS', KEYS[2]) == 0 and redis.call('LLEN', KEYS[3]) == 0 then
 	redis.call('PEXPIRE', KEYS[1], ARGV[1])
 	if thread then
 		redis.call('PEXPIRE', KEYS[4], ARGV[1])
 	end
+	if starter then
+		redis.call('PEXPIRE', KEYS[5], ARGV[1])
+	end
 	return 1
 end
 redis.call('PERSIST', KEYS[1])
 if thread then
 	redis.call('PERSIST', KEYS[4])
+end
+if starter then
+	redis.call('PERSIST', KEYS[5])
 end
 return 2
 `)
@@ -89,10 +101,10 @@ func (s *Store) retainSession(ctx context.Context, sess store.Session) error {
 			pending = "1"
 		}
 	}
-	keys := []string{s.keys.session(sess.ID), s.keys.owner(sess.ID), s.keys.inbox(sess.ID)}
-	if !sess.Thread.IsZero() {
-		keys = append(keys, s.keys.thread(sess.Thread.Channel, sess.Thread.TS))
-	}
+	// A session without a thread or a starter names keys that hold no
+	// member of it: the script leaves them alone.
+	keys := []string{s.keys.session(sess.ID), s.keys.owner(sess.ID), s.keys.inbox(sess.ID),
+		s.keys.thread(sess.Thread.Channel, sess.Thread.TS), s.keys.starter(sess.StartedBy)}
 	err := retainSessionScript.Run(ctx, s.rdb, keys, s.cfg.retention.Milliseconds(), pending, sess.ID).Err()
 	if err != nil {
 		return fmt.Errorf("retain session %s: %w", sess.ID, err)
