@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/redis/go-redis/v9"
@@ -100,6 +101,9 @@ func (p program) run(ctx context.Context, args []string) error {
 
 	g, gctx := errgroup.WithContext(ctx)
 	if cmd == "run" || cmd == "worker" {
+		if err := keepOut(cfg); err != nil {
+			return err
+		}
 		runAs, err := p.claudeUser(ctx, cfg)
 		if err != nil {
 			return err
@@ -218,9 +222,10 @@ func (p program) claudeUser(ctx context.Context, cfg Config) (*relay.RunAs, erro
 	return u, nil
 }
 
-// workDirs are the directories sessions may run in: CLAUDE_WORKDIR and
-// CHANNEL_WORKDIRS (a worker started without the bot's settings knows only
-// the first; a session elsewhere fails when it starts, saying why).
+// workDirs are the directories sessions may run in: CLAUDE_WORKDIR,
+// CHANNEL_WORKDIRS and DM_WORKDIR (a worker started without the bot's
+// settings knows only the first; a session elsewhere fails when it starts,
+// saying why).
 func workDirs(cfg Config) []string {
 	dirs := []string{cfg.WorkDir}
 	byChannel, _ := bot.ParseChannelWorkDirs(cfg.ChannelWorkDirs) // validated by botConfig
@@ -229,8 +234,41 @@ func workDirs(cfg Config) []string {
 			dirs = append(dirs, d)
 		}
 	}
+	if cfg.AllowDMs && cfg.DMWorkDir != "" && !slices.Contains(dirs, cfg.DMWorkDir) {
+		dirs = append(dirs, cfg.DMWorkDir)
+	}
 	slices.Sort(dirs[1:])
 	return dirs
+}
+
+// keepOut refuses a working directory that holds slackgate's own files.
+// Claude reads files in its working directory without asking anyone, so
+// the directory slackgate runs in (where `make run` reads .env, the
+// tokens) and DATA_DIR (the embedded store) must lie outside every one.
+func keepOut(cfg Config) error {
+	type own struct{ what, path string }
+	var mine []own
+	if wd, err := os.Getwd(); err == nil {
+		mine = append(mine, own{"slackgate's own directory, where `make run` reads .env", wd})
+	}
+	if cfg.RedisURL == "" {
+		if d, err := filepath.Abs(cfg.DataDir); err == nil {
+			mine = append(mine, own{"DATA_DIR, where slackgate keeps its store", d})
+		}
+	}
+	for _, dir := range workDirs(cfg) {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			continue
+		}
+		for _, m := range mine {
+			if rel, err := filepath.Rel(abs, m.path); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+				return fmt.Errorf("config: the working directory %s contains %s (%s), and Claude may read any file there without asking: "+
+					"set CLAUDE_WORKDIR (and CHANNEL_WORKDIRS, DM_WORKDIR) to the repositories Claude should work in, outside it", dir, m.what, m.path)
+			}
+		}
+	}
+	return nil
 }
 
 // botConfig is the Slack side's share of the configuration.

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -179,5 +180,36 @@ func TestRunWithoutKeysMakesAPairInMemory(t *testing.T) {
 	k, err := resolveKeys("run", Config{})
 	if err != nil || !k.generated || k.sign == nil || !k.verify.Equal(k.sign.Public()) {
 		t.Fatalf("resolveKeys(run, no keys) = %+v, %v; want a fresh pair", k, err)
+	}
+}
+
+func TestWorkDirHoldingSlackgatesOwnFilesIsRefused(t *testing.T) {
+	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := t.TempDir()
+	base := []string{"SLACK_BOT_TOKEN=" + fakeslack.BotToken, "SLACK_APP_TOKEN=" + fakeslack.AppToken,
+		"SLACK_API_URL=" + fakeslack.New(t).APIURL(), "APPROVERS=*"}
+	tests := []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"the default workdir is slackgate's own directory", []string{"DATA_DIR=" + data}, "where `make run` reads .env"},
+		{"a parent of slackgate's directory", []string{"DATA_DIR=" + data, "CLAUDE_WORKDIR=" + filepath.Dir(here)}, "where `make run` reads .env"},
+		{"DATA_DIR inside the workdir", []string{"DATA_DIR=" + filepath.Join(data, "state"), "CLAUDE_WORKDIR=" + data}, "DATA_DIR, where slackgate keeps its store"},
+		{"DATA_DIR inside a channel's workdir", []string{"DATA_DIR=" + filepath.Join(data, "state"), "CLAUDE_WORKDIR=" + t.TempDir(),
+			"CHANNEL_WORKDIRS=C1=" + data}, "DATA_DIR"},
+		{"DATA_DIR inside the DM workdir", []string{"DATA_DIR=" + filepath.Join(data, "state"), "CLAUDE_WORKDIR=" + t.TempDir(),
+			"ALLOW_DMS=true", "DM_WORKDIR=" + data}, "DATA_DIR"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := runProgram(t, append(tt.env, base...), "run")
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "CLAUDE_WORKDIR") {
+				t.Fatalf("run = %v; want a refusal naming %q and CLAUDE_WORKDIR", err, tt.want)
+			}
+		})
 	}
 }
