@@ -35,13 +35,6 @@ func (s *Store) auditMinID() string {
 	return strconv.FormatInt(time.Now().Add(-s.cfg.auditRetention).UnixMilli(), 10)
 }
 
-// Replies of retainSessionScript.
-const (
-	retainGone  = 0
-	retainArmed = 1
-	retainHeld  = 2
-)
-
 // retainSessionScript gives a session at rest, and its thread key, a TTL of
 // the retention, or removes both TTLs when the session is not at rest. The
 // state is read here, so of two writers the one that runs this last leaves
