@@ -65,7 +65,7 @@ func TestEverySettingIsKeptFromClaude(t *testing.T) {
 }
 
 func TestClaudeUserStartupFailuresSayHowToFix(t *testing.T) {
-	base := []string{"SLACK_BOT_TOKEN=xoxb-1", "SLACK_APP_TOKEN=xapp-1", "DATA_DIR=" + t.TempDir(), "CLAUDE_WORKDIR=" + t.TempDir()}
+	base := []string{"SLACK_BOT_TOKEN=xoxb-1", "SLACK_APP_TOKEN=xapp-1", "APPROVERS=*", "DATA_DIR=" + t.TempDir(), "CLAUDE_WORKDIR=" + t.TempDir()}
 	check := func(t *testing.T, env []string, want ...string) {
 		t.Helper()
 		_, err := runProgram(t, append(slices.Clone(base), env...), "run")
