@@ -54,6 +54,11 @@ type Config struct {
 	GroupCacheTTL time.Duration
 	// Clock replaces the wall clock (tests). Nil: the real one.
 	Clock Clock
+	// ReconcileInterval is how often pending requests without a card are
+	// looked for (0: DefaultReconcileInterval); CardClaimTTL how long a
+	// claim to post a card stands (0: DefaultCardClaimTTL). See reconcile.go.
+	ReconcileInterval time.Duration
+	CardClaimTTL      time.Duration
 }
 
 // ErrConfig marks configuration mistakes, so cmd can tell them from runtime
