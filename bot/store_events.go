@@ -167,22 +167,38 @@ func (b *Bot) cardPosted(ctx context.Context, log zerolog.Logger, r store.Reques
 	if err != nil {
 		return fmt.Errorf("bot: set card %s: %w", r.ID, err)
 	}
-	if card.fullInput != "" {
-		name := cmp.Or(card.fullInputName, "request-"+r.ID+".txt")
-		if err := b.out.Upload(ctx, log, s.Thread.Channel, s.Thread.TS, name, "Full input of "+r.ToolName, card.fullInput); err != nil {
-			// The card is up; a missing attachment is not worth posting it twice.
-			log.Error().Err(err).Msg("upload full input")
-		}
-	}
+	opts := b.attachFullInput(ctx, log, r, s, card)
 	// Settled while it was being posted (another replica showed the
 	// settlement before the card existed): show the final state now.
 	if now, err := b.st.GetRequest(ctx, r.ID); err == nil && !now.Pending() && r.Pending() {
-		if err := b.out.Update(ctx, log, ref, renderCard(now, s).msg); err != nil {
+		if err := b.out.Update(ctx, log, ref, renderCardWith(now, s, opts).msg); err != nil {
+			return err
+		}
+	} else if opts.AttachmentFailed {
+		// The card promised the full input in the thread; say it is not
+		// there, so nobody approves what they think they can read.
+		if err := b.out.Update(ctx, log, ref, renderCardWith(r, s, opts).msg); err != nil {
 			return err
 		}
 	}
 	b.refreshStatus(ctx, s.ID, statusKeep)
 	return nil
+}
+
+// attachFullInput uploads the input a card had to truncate, and returns
+// the options the card must be rendered with from now on.
+func (b *Bot) attachFullInput(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, card renderedCard) blocks.CardOptions {
+	if card.fullInput == "" {
+		return blocks.CardOptions{}
+	}
+	name := cmp.Or(card.fullInputName, "request-"+r.ID+".txt")
+	if err := b.out.Upload(ctx, log, s.Thread.Channel, s.Thread.TS, name, "Full input of "+r.ToolName, card.fullInput); err != nil {
+		// The card is up; a missing attachment is not worth posting it
+		// twice, only worth saying on the card.
+		log.Error().Err(err).Msg("upload full input")
+		return blocks.CardOptions{AttachmentFailed: true}
+	}
+	return blocks.CardOptions{}
 }
 
 // slackErrCode is Slack's short error code when there is one.
