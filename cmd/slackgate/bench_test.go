@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -64,4 +65,86 @@ func p50(ds []time.Duration) float64 {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return float64(s[len(s)/2].Microseconds()) / 1000
+}
+
+// approvalScript is a model that asks for n commands, one after another,
+// each needing approval, then says done.
+func approvalScript(n int) []relaytest.Step {
+	step := relaytest.Func(func(req relaytest.Request) relaytest.Reply {
+		i := len(req.ToolResults())
+		if i >= n {
+			return relaytest.Text("all done")
+		}
+		return relaytest.ToolUse(fmt.Sprint("toolu_", i), "Bash", bash(fmt.Sprintf("echo %d > out-%d.txt", i, i), "bench"))
+	})
+	steps := make([]relaytest.Step, n+1)
+	for i := range steps {
+		steps[i] = step
+	}
+	return steps
+}
+
+// BenchmarkTwentyApprovals measures one session of 20 approvals, each card
+// clicked the moment it appears, with `slackgate run`'s defaults and
+// fakeslack's rate model: from the mention to "all done" in the thread,
+// and the Slack writes (posts and edits in the thread) per approval.
+// Compare with BenchmarkTwentyApprovalsInProcess (./relay) and the Slack
+// floor: 20 cards at 1 a second with a burst of 4 take 16 s.
+//
+//	CLAUDE_BIN=… go test -run '^$' -bench TwentyApprovals -benchtime 1x ./cmd/slackgate
+func BenchmarkTwentyApprovals(b *testing.B) {
+	const n = 20
+	for range b.N {
+		b.StopTimer()
+		a := startApp(b, options{approvers: lee}, approvalScript(n)...)
+		callsBefore := len(a.slack.Calls())
+		b.StartTimer()
+		start := time.Now()
+		thread := a.mention("run them")
+		for i := range n {
+			a.click(lee, a.card(thread, fmt.Sprintf("out-%d.txt", i)).Ref(), "Approve")
+		}
+		a.threadText(thread, "all done")
+		total := time.Since(start)
+		b.StopTimer()
+		posts, edits := threadWrites(a, thread, callsBefore)
+		b.ReportMetric(total.Seconds(), "total-s")
+		b.ReportMetric(float64(posts+edits)/n, "writes/approval")
+		b.ReportMetric(float64(posts), "posts")
+		b.ReportMetric(float64(edits), "edits")
+		b.ReportMetric(float64(limited(a, callsBefore)), "429s")
+		a.stop()
+	}
+}
+
+// threadWrites counts the chat.postMessage and chat.update calls Slack
+// took for a thread's messages, from call index from on.
+func threadWrites(a *app, thread string, from int) (posts, edits int) {
+	inThread := map[string]bool{}
+	for _, m := range a.slack.Thread(general, thread) {
+		inThread[m.TS] = true
+	}
+	for _, c := range a.slack.Calls()[from:] {
+		if c.Status != http.StatusOK || c.Error != "" {
+			continue
+		}
+		switch {
+		case c.Method == "chat.postMessage" && c.Params.Get("thread_ts") == thread:
+			posts++
+		case c.Method == "chat.update" && inThread[c.Params.Get("ts")]:
+			edits++
+		}
+	}
+	return posts, edits
+}
+
+// limited counts the calls Slack answered with 429, from call index from on.
+func limited(a *app, from int) int {
+	n := 0
+	for _, c := range a.slack.Calls()[from:] {
+		if c.Status == http.StatusTooManyRequests {
+			n++
+		}
+	}
+	return n
 }
