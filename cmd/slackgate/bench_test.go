@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/slackgate/slackgate/bot/fakeslack"
 	"github.com/slackgate/slackgate/relay/relaytest"
 )
 
@@ -147,4 +149,89 @@ func limited(a *app, from int) int {
 		}
 	}
 	return n
+}
+
+// BenchmarkConcurrentSessions starts sessions in 5 channels at once, each
+// asking for approvals clicked the moment their card appears, and checks
+// what people would see: every card and every final answer arrives, cards
+// keep their order in each thread, no 429 surfaces as a failed write. Card
+// latency is measured from the mention (first card) or the previous
+// click (later cards) to the card in Slack, so it includes Claude Code's
+// own turn.
+//
+//	CLAUDE_BIN=… go test -run '^$' -bench ConcurrentSessions -benchtime 1x ./cmd/slackgate
+func BenchmarkConcurrentSessions(b *testing.B) {
+	const sessions, channels, approvals = 10, 5, 2
+	step := relaytest.Func(func(req relaytest.Request) relaytest.Reply {
+		i := len(req.ToolResults())
+		s := strings.TrimPrefix(req.LastUserText(), "run ")
+		if i >= approvals {
+			return relaytest.Text("all done " + s)
+		}
+		return relaytest.ToolUse(fmt.Sprintf("toolu_%s_%d", s, i), "Bash", bash(fmt.Sprintf("echo %d > out-%s-%d.txt", i, s, i), "bench"))
+	})
+	for range b.N {
+		b.StopTimer()
+		steps := make([]relaytest.Step, sessions*(approvals+1))
+		for i := range steps {
+			steps[i] = step
+		}
+		a := startApp(b, options{approvers: lee, extraEnv: []string{"MAX_SESSIONS=" + fmt.Sprint(sessions)}}, steps...)
+		for c := range channels {
+			a.slack.AddChannel(fmt.Sprintf("CB%d", c), fmt.Sprintf("bench-%d", c))
+		}
+		from := len(a.slack.Calls())
+		b.StartTimer()
+		lat := make(chan time.Duration, sessions*approvals)
+		var wg sync.WaitGroup
+		for s := range sessions {
+			wg.Go(func() { runBenchSession(a, fmt.Sprintf("CB%d", s%channels), fmt.Sprint("s", s), approvals, lat) })
+		}
+		wg.Wait()
+		b.StopTimer()
+		close(lat)
+		var ds []time.Duration
+		for d := range lat {
+			ds = append(ds, d)
+		}
+		slices.Sort(ds)
+		b.ReportMetric(p50(ds), "card-latency-p50-ms")
+		b.ReportMetric(float64(ds[len(ds)*99/100].Microseconds())/1000, "card-latency-p99-ms")
+		b.ReportMetric(float64(limited(a, from)), "429s")
+		a.stop()
+	}
+}
+
+// runBenchSession runs one session in channel and checks its thread.
+func runBenchSession(a *app, channel, name string, approvals int, lat chan<- time.Duration) {
+	start := time.Now()
+	thread, err := a.slack.Mention(a.ctx, dana, channel, "run "+name)
+	if err != nil {
+		a.t.Errorf("mention: %v", err)
+		return
+	}
+	var cards []string
+	for i := range approvals {
+		want := fmt.Sprintf("out-%s-%d.txt", name, i)
+		card, err := a.slack.WaitThread(a.ctx, channel, thread, func(m fakeslack.Message) bool {
+			return m.FromBot() && m.HasText(want) && len(m.Buttons()) > 0
+		})
+		if err != nil {
+			a.t.Errorf("session %s: card %d lost: %v", name, i, err)
+			return
+		}
+		lat <- time.Since(start)
+		cards = append(cards, card.TS)
+		start = time.Now()
+		if err := a.slack.Click(a.ctx, lee, card.Ref(), "Approve"); err != nil {
+			a.t.Errorf("session %s: click: %v", name, err)
+			return
+		}
+	}
+	if _, err := a.slack.WaitThread(a.ctx, channel, thread, fakeslack.Text("all done "+name)); err != nil {
+		a.t.Errorf("session %s: final answer lost: %v", name, err)
+	}
+	if !slices.IsSorted(cards) {
+		a.t.Errorf("session %s: cards out of order: %v", name, cards)
+	}
 }
