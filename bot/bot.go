@@ -35,6 +35,10 @@ type Bot struct {
 	starters  *approvers
 	work      tasks
 	status    statusBook
+	posting   cardsPosting
+
+	// afterReconcile, when set (tests), runs after each reconcile pass.
+	afterReconcile func()
 
 	// botUserID comes from auth.test at the start of Run; handlers run only
 	// after it is set.
@@ -60,6 +64,8 @@ func New(cfg Config, st store.Store, log zerolog.Logger) (*Bot, error) {
 		cfg.ConsumerName = "bot-" + cmp.Or(host, "local")
 	}
 	ttl := cmp.Or(cfg.GroupCacheTTL, DefaultGroupCacheTTL)
+	cfg.ReconcileInterval = cmp.Or(cfg.ReconcileInterval, DefaultReconcileInterval)
+	cfg.CardClaimTTL = cmp.Or(cfg.CardClaimTTL, DefaultCardClaimTTL)
 
 	opts := []slack.Option{}
 	if cfg.APIURL != "" {
@@ -116,6 +122,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.work.start(gctx)
 	g.Go(func() error { return b.out.Run(gctx) })
 	g.Go(func() error { return b.consume(gctx) })
+	g.Go(func() error { return b.reconcile(gctx) })
 	if b.cfg.socketMode() {
 		g.Go(func() error { return b.runSocketMode(gctx) })
 	} else {

@@ -40,6 +40,7 @@ type harness struct {
 	bot   *Bot
 	base  string // HTTP mode: the bot's base URL
 	clock *fakeClock
+	stop  func() // stops the bot and waits for Run to return; idempotent
 }
 
 type harnessOpts struct {
@@ -51,6 +52,8 @@ type harnessOpts struct {
 	wrap func(store.Store) store.Store
 	// seed, when set, runs on the store before the bot starts.
 	seed func(testing.TB, store.Store)
+	// before, when set, runs on the bot before it starts.
+	before func(*Bot)
 }
 
 func newHarness(t testing.TB, transport string, o harnessOpts) *harness {
@@ -119,15 +122,19 @@ func newHarness(t testing.TB, transport string, o harnessOpts) *harness {
 		t.Fatal(err)
 	}
 	h.bot = b
+	if o.before != nil {
+		o.before(b)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- b.Run(ctx) }()
-	t.Cleanup(func() {
+	h.stop = sync.OnceFunc(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Run returned %v after cancel, want nil", err)
 		}
 	})
+	t.Cleanup(h.stop)
 	// Ready: Socket Mode is connected, or HTTP mode serves (the listener
 	// is bound already, so this request waits until Run serves it).
 	if err := h.fake.WaitConnected(testCtx(t)); err != nil {
@@ -507,7 +514,9 @@ func TestClickOnDecidedCardSaysWhoDecidedAndRefreshesIt(t *testing.T) {
 	if _, err := h.st.Decide(ctx, r.ID, first); err != nil {
 		t.Fatal(err)
 	}
-	h.clock.WaitTimers(t, 1)
+	// Two waits on the clock: the reconciler's next pass and the edit's
+	// Retry-After.
+	h.clock.WaitTimers(t, 2)
 	if err := h.fake.Click(ctx, "U2", card.Ref(), "Approve"); err != nil {
 		t.Fatal(err)
 	}

@@ -77,6 +77,12 @@ type Config struct {
 	// act only on decisions that verify with its public half, so a
 	// decision written into the store by anyone else is refused.
 	SigningKey ed25519.PrivateKey
+
+	// ReconcileInterval is how often pending requests without a card are
+	// looked for (0: DefaultReconcileInterval); CardClaimTTL how long a
+	// claim to post a card stands (0: DefaultCardClaimTTL). See reconcile.go.
+	ReconcileInterval time.Duration
+	CardClaimTTL      time.Duration
 }
 
 // ErrConfig marks configuration mistakes, so cmd can tell them from runtime

@@ -24,6 +24,8 @@ package bot
 //	stop.go          Stop from the status message or a "stop" reply
 //	store_events.go  store → Slack: the bus consumer that posts cards,
 //	                 settles them and shows what Claude said and did
+//	reconcile.go     cards lost in a crash posted at start and every 30 s;
+//	                 one poster per card (a claim in the store)
 //	status.go        the one status message per session (statusBook)
 //	outbox.go        every post and edit: paced, coalesced, retried
 //	ephemeral.go     messages only one person sees

@@ -17,7 +17,11 @@ type renderedCard struct {
 }
 
 func renderCard(r store.Request, s store.Session) renderedCard {
-	m := blocks.Card(r, s)
+	return renderCardWith(r, s, blocks.CardOptions{})
+}
+
+func renderCardWith(r store.Request, s store.Session, o blocks.CardOptions) renderedCard {
+	m := blocks.CardWith(r, s, o)
 	return renderedCard{msg: toMsg(m), fullInput: m.FullInput, fullInputName: m.FullInputName}
 }
 

@@ -14,9 +14,14 @@ import (
 	"github.com/slackgate/slackgate/store"
 )
 
-// consume shows the store's events in Slack until ctx ends. Each event is
-// acknowledged only once Slack has what it shows, so a crash or a Slack
-// outage leads to a redelivery, not a gap in the thread.
+// consume shows the store's events in Slack until ctx ends. An event is
+// acknowledged once Slack has what it shows, or once the write has waited
+// handOff in the outbox (see awaitWrite). In the first case a crash or a
+// Slack outage leads to a redelivery. In the second a crash loses the
+// write: for a card, the reconciler (reconcile.go) posts it after the
+// restart or from another replica; outcomes never take that path (they
+// wait, see showSettled); a lost result or progress line is a gap in the
+// thread, not a stuck request.
 func (b *Bot) consume(ctx context.Context) error {
 	if err := b.st.Consume(ctx, consumerGroup, b.cfg.ConsumerName, b.handleEvent); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("bot: consume events: %w", err)
@@ -73,7 +78,8 @@ func retryable(ctx context.Context, err error) bool {
 // are consumed one at a time for every channel, so a write waiting for its
 // channel's budget must not hold up a card in another channel. The event
 // is then acknowledged before Slack has the write: the outbox still never
-// drops it while the bot runs, but a crash in that window loses it.
+// drops it while the bot runs, but a crash in that window loses it; for
+// cards the reconciler makes up for that.
 const handOff = 200 * time.Millisecond
 
 // awaitWrite waits up to handOff for res and runs then with the outcome;
@@ -119,10 +125,20 @@ func (b *Bot) showRequest(ctx context.Context, log zerolog.Logger, id string) er
 		// rather than posting a second one.
 		return b.out.Update(ctx, log, r.Card, card.msg)
 	}
+	// One poster per card across the event path, the reconciler and every
+	// replica (see reconcile.go). Not ours: acknowledge, the holder posts.
+	claimed, err := b.claimCard(ctx, log, r.ID)
+	if err != nil {
+		return fmt.Errorf("bot: claim card %s: %w", r.ID, err)
+	}
+	if !claimed {
+		return nil
+	}
 	res := b.out.post(log, laneCard, s.Thread.Channel, s.Thread.TS, card.msg)
 	// The card shows the call: take it out of the turn's fold.
 	b.showProgress(log, s, store.Event{Type: store.EventRequestCreated}, &r)
 	return b.awaitWrite(log, res, func(pr opResult) error {
+		defer b.posting.done(r.ID)
 		return b.cardPosted(ctx, log, r, s, card, pr)
 	})
 }
@@ -152,22 +168,38 @@ func (b *Bot) cardPosted(ctx context.Context, log zerolog.Logger, r store.Reques
 	if err != nil {
 		return fmt.Errorf("bot: set card %s: %w", r.ID, err)
 	}
-	if card.fullInput != "" {
-		name := cmp.Or(card.fullInputName, "request-"+r.ID+".txt")
-		if err := b.out.Upload(ctx, log, s.Thread.Channel, s.Thread.TS, name, "Full input of "+r.ToolName, card.fullInput); err != nil {
-			// The card is up; a missing attachment is not worth posting it twice.
-			log.Error().Err(err).Msg("upload full input")
-		}
-	}
+	opts := b.attachFullInput(ctx, log, r, s, card)
 	// Settled while it was being posted (another replica showed the
 	// settlement before the card existed): show the final state now.
 	if now, err := b.st.GetRequest(ctx, r.ID); err == nil && !now.Pending() && r.Pending() {
-		if err := b.out.Update(ctx, log, ref, renderCard(b.shown(now), s).msg); err != nil {
+		if err := b.out.Update(ctx, log, ref, renderCardWith(b.shown(now), s, opts).msg); err != nil {
+			return err
+		}
+	} else if opts.AttachmentFailed {
+		// The card promised the full input in the thread; say it is not
+		// there, so nobody approves what they think they can read.
+		if err := b.out.Update(ctx, log, ref, renderCardWith(r, s, opts).msg); err != nil {
 			return err
 		}
 	}
 	b.refreshStatus(ctx, s.ID, statusKeep)
 	return nil
+}
+
+// attachFullInput uploads the input a card had to truncate, and returns
+// the options the card must be rendered with from now on.
+func (b *Bot) attachFullInput(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, card renderedCard) blocks.CardOptions {
+	if card.fullInput == "" {
+		return blocks.CardOptions{}
+	}
+	name := cmp.Or(card.fullInputName, "request-"+r.ID+".txt")
+	if err := b.out.Upload(ctx, log, s.Thread.Channel, s.Thread.TS, name, "Full input of "+r.ToolName, card.fullInput); err != nil {
+		// The card is up; a missing attachment is not worth posting it
+		// twice, only worth saying on the card.
+		log.Error().Err(err).Msg("upload full input")
+		return blocks.CardOptions{AttachmentFailed: true}
+	}
+	return blocks.CardOptions{}
 }
 
 // slackErrCode is Slack's short error code when there is one.
@@ -179,7 +211,11 @@ func slackErrCode(err error) string {
 	return "error"
 }
 
-// showSettled replaces a card's buttons with its outcome.
+// showSettled replaces a card's buttons with its outcome. It waits until
+// Slack has the edit (no handOff), so the settled event is acknowledged
+// only then and a crash leads to a redelivery: settled requests cannot be
+// listed cheaply for a reconciler to find, and outcomes share the cards'
+// first lane, so the wait is short.
 func (b *Bot) showSettled(ctx context.Context, log zerolog.Logger, id string) error {
 	r, err := b.st.GetRequest(ctx, id)
 	if err != nil {

@@ -124,6 +124,7 @@ type Fake struct {
 	rejections  []Rejection
 	failures    []DeliveryFailure
 	rateLimits  map[string]*rateLimit
+	failNext    map[string]*injectedFailure
 	buckets     map[string]*tokenBucket // the rate model's, by "post:"+channel and "update"
 	users       map[string]*User
 	groups      map[string][]string
@@ -182,6 +183,7 @@ func New(t testing.TB, opts ...Option) *Fake {
 		closing:      make(chan struct{}),
 		changed:      make(chan struct{}),
 		rateLimits:   map[string]*rateLimit{},
+		failNext:     map[string]*injectedFailure{},
 		buckets:      map[string]*tokenBucket{},
 		users:        map[string]*User{BotUserID: {ID: BotUserID, Name: BotName}},
 		groups:       map[string][]string{},
@@ -333,6 +335,22 @@ func (f *Fake) CallsTo(method string) []Call {
 	return out
 }
 
+// WaitCall blocks until a Web API call matching match has arrived and
+// returns the first such call.
+func (f *Fake) WaitCall(ctx context.Context, match func(Call) bool) (Call, error) {
+	var got Call
+	err := f.waitFor(ctx, "a matching Web API call", func() bool {
+		for _, c := range f.calls {
+			if match(c) {
+				got = c
+				return true
+			}
+		}
+		return false
+	})
+	return got, err
+}
+
 // Rejections returns the Web API calls the fake refused.
 func (f *Fake) Rejections() []Rejection {
 	f.mu.Lock()
@@ -365,6 +383,21 @@ func (f *Fake) RateLimit(method string, n int, retryAfter time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.rateLimits[method] = &rateLimit{n: n, retryAfter: retryAfter}
+}
+
+// FailNext makes the next n calls to method fail with Slack error code
+// (ok: false), the way Slack refuses a call the workspace does not allow
+// (files.getUploadURLExternal with "restricted_action", say). The failures
+// are the test's own doing, so they are not counted as rejections.
+func (f *Fake) FailNext(method string, n int, code string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.failNext[method] = &injectedFailure{n: n, code: code}
+}
+
+type injectedFailure struct {
+	n    int
+	code string
 }
 
 func (f *Fake) userLocked(id string) (*User, error) {

@@ -130,6 +130,12 @@ func (f *Fake) handleCall(method string, r *http.Request, p params, perr error, 
 		f.calls = append(f.calls, call)
 		return nil, int(math.Ceil(rl.retryAfter.Seconds()))
 	}
+	if fl := f.failNext[method]; fl != nil && fl.n > 0 {
+		fl.n--
+		call.Error = fl.code
+		f.calls = append(f.calls, call)
+		return map[string]any{"ok": false, "error": fl.code}, -1
+	}
 	if perr == nil {
 		if after := f.overBudgetLocked(method, p); after >= 0 {
 			call.Status = http.StatusTooManyRequests

@@ -2,11 +2,14 @@ package main
 
 import (
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/slackgate/slackgate/bot/fakeslack"
 	"github.com/slackgate/slackgate/relay/relaytest"
 )
 
@@ -64,4 +67,171 @@ func p50(ds []time.Duration) float64 {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return float64(s[len(s)/2].Microseconds()) / 1000
+}
+
+// approvalScript is a model that asks for n commands, one after another,
+// each needing approval, then says done.
+func approvalScript(n int) []relaytest.Step {
+	step := relaytest.Func(func(req relaytest.Request) relaytest.Reply {
+		i := len(req.ToolResults())
+		if i >= n {
+			return relaytest.Text("all done")
+		}
+		return relaytest.ToolUse(fmt.Sprint("toolu_", i), "Bash", bash(fmt.Sprintf("echo %d > out-%d.txt", i, i), "bench"))
+	})
+	steps := make([]relaytest.Step, n+1)
+	for i := range steps {
+		steps[i] = step
+	}
+	return steps
+}
+
+// BenchmarkTwentyApprovals measures one session of 20 approvals, each card
+// clicked the moment it appears, with `slackgate run`'s defaults and
+// fakeslack's rate model: from the mention to "all done" in the thread,
+// and the Slack writes (posts and edits in the thread) per approval.
+// Compare with BenchmarkTwentyApprovalsInProcess (./relay) and the Slack
+// floor: 20 cards at 1 a second with a burst of 4 take 16 s.
+//
+//	CLAUDE_BIN=… go test -run '^$' -bench TwentyApprovals -benchtime 1x ./cmd/slackgate
+func BenchmarkTwentyApprovals(b *testing.B) {
+	const n = 20
+	for range b.N {
+		b.StopTimer()
+		a := startApp(b, options{approvers: lee}, approvalScript(n)...)
+		callsBefore := len(a.slack.Calls())
+		b.StartTimer()
+		start := time.Now()
+		thread := a.mention("run them")
+		for i := range n {
+			a.click(lee, a.card(thread, fmt.Sprintf("out-%d.txt", i)).Ref(), "Approve")
+		}
+		a.threadText(thread, "all done")
+		total := time.Since(start)
+		b.StopTimer()
+		posts, edits := threadWrites(a, thread, callsBefore)
+		b.ReportMetric(total.Seconds(), "total-s")
+		b.ReportMetric(float64(posts+edits)/n, "writes/approval")
+		b.ReportMetric(float64(posts), "posts")
+		b.ReportMetric(float64(edits), "edits")
+		b.ReportMetric(float64(limited(a, callsBefore)), "429s")
+		a.stop()
+	}
+}
+
+// threadWrites counts the chat.postMessage and chat.update calls Slack
+// took for a thread's messages, from call index from on.
+func threadWrites(a *app, thread string, from int) (posts, edits int) {
+	inThread := map[string]bool{}
+	for _, m := range a.slack.Thread(general, thread) {
+		inThread[m.TS] = true
+	}
+	for _, c := range a.slack.Calls()[from:] {
+		if c.Status != http.StatusOK || c.Error != "" {
+			continue
+		}
+		switch {
+		case c.Method == "chat.postMessage" && c.Params.Get("thread_ts") == thread:
+			posts++
+		case c.Method == "chat.update" && inThread[c.Params.Get("ts")]:
+			edits++
+		}
+	}
+	return posts, edits
+}
+
+// limited counts the calls Slack answered with 429, from call index from on.
+func limited(a *app, from int) int {
+	n := 0
+	for _, c := range a.slack.Calls()[from:] {
+		if c.Status == http.StatusTooManyRequests {
+			n++
+		}
+	}
+	return n
+}
+
+// BenchmarkConcurrentSessions starts sessions in 5 channels at once, each
+// asking for approvals clicked the moment their card appears, and checks
+// what people would see: every card and every final answer arrives, cards
+// keep their order in each thread, no 429 surfaces as a failed write. Card
+// latency is measured from the mention (first card) or the previous
+// click (later cards) to the card in Slack, so it includes Claude Code's
+// own turn.
+//
+//	CLAUDE_BIN=… go test -run '^$' -bench ConcurrentSessions -benchtime 1x ./cmd/slackgate
+func BenchmarkConcurrentSessions(b *testing.B) {
+	const sessions, channels, approvals = 10, 5, 2
+	step := relaytest.Func(func(req relaytest.Request) relaytest.Reply {
+		i := len(req.ToolResults())
+		s := strings.TrimPrefix(req.LastUserText(), "run ")
+		if i >= approvals {
+			return relaytest.Text("all done " + s)
+		}
+		return relaytest.ToolUse(fmt.Sprintf("toolu_%s_%d", s, i), "Bash", bash(fmt.Sprintf("echo %d > out-%s-%d.txt", i, s, i), "bench"))
+	})
+	for range b.N {
+		b.StopTimer()
+		steps := make([]relaytest.Step, sessions*(approvals+1))
+		for i := range steps {
+			steps[i] = step
+		}
+		a := startApp(b, options{approvers: lee, extraEnv: []string{"MAX_SESSIONS=" + fmt.Sprint(sessions)}}, steps...)
+		for c := range channels {
+			a.slack.AddChannel(fmt.Sprintf("CB%d", c), fmt.Sprintf("bench-%d", c))
+		}
+		from := len(a.slack.Calls())
+		b.StartTimer()
+		lat := make(chan time.Duration, sessions*approvals)
+		var wg sync.WaitGroup
+		for s := range sessions {
+			wg.Go(func() { runBenchSession(a, fmt.Sprintf("CB%d", s%channels), fmt.Sprint("s", s), approvals, lat) })
+		}
+		wg.Wait()
+		b.StopTimer()
+		close(lat)
+		var ds []time.Duration
+		for d := range lat {
+			ds = append(ds, d)
+		}
+		slices.Sort(ds)
+		b.ReportMetric(p50(ds), "card-latency-p50-ms")
+		b.ReportMetric(float64(ds[len(ds)*99/100].Microseconds())/1000, "card-latency-p99-ms")
+		b.ReportMetric(float64(limited(a, from)), "429s")
+		a.stop()
+	}
+}
+
+// runBenchSession runs one session in channel and checks its thread.
+func runBenchSession(a *app, channel, name string, approvals int, lat chan<- time.Duration) {
+	start := time.Now()
+	thread, err := a.slack.Mention(a.ctx, dana, channel, "run "+name)
+	if err != nil {
+		a.t.Errorf("mention: %v", err)
+		return
+	}
+	var cards []string
+	for i := range approvals {
+		want := fmt.Sprintf("out-%s-%d.txt", name, i)
+		card, err := a.slack.WaitThread(a.ctx, channel, thread, func(m fakeslack.Message) bool {
+			return m.FromBot() && m.HasText(want) && len(m.Buttons()) > 0
+		})
+		if err != nil {
+			a.t.Errorf("session %s: card %d lost: %v", name, i, err)
+			return
+		}
+		lat <- time.Since(start)
+		cards = append(cards, card.TS)
+		start = time.Now()
+		if err := a.slack.Click(a.ctx, lee, card.Ref(), "Approve"); err != nil {
+			a.t.Errorf("session %s: click: %v", name, err)
+			return
+		}
+	}
+	if _, err := a.slack.WaitThread(a.ctx, channel, thread, fakeslack.Text("all done "+name)); err != nil {
+		a.t.Errorf("session %s: final answer lost: %v", name, err)
+	}
+	if !slices.IsSorted(cards) {
+		a.t.Errorf("session %s: cards out of order: %v", name, cards)
+	}
 }
