@@ -77,7 +77,7 @@ func TestPendingRequestWhoseCardWasLostGetsItWhenTheBotStarts(t *testing.T) {
 func startSecondBot(t *testing.T, h *harness, afterReconcile func(), tune func(*Config)) {
 	t.Helper()
 	cfg := Config{BotToken: fakeslack.BotToken, AppToken: fakeslack.AppToken, APIURL: h.fake.APIURL(),
-		WorkDir: testWorkDir, ConsumerName: "bot-test-2"}
+		WorkDir: testWorkDir, ConsumerName: "bot-test-2", Approvers: People{Anyone: true}, SigningKey: testSigningKey}
 	if tune != nil {
 		tune(&cfg)
 	}
