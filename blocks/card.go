@@ -78,28 +78,93 @@ type card struct {
 }
 
 func (c *card) render() {
-	head := headline(c.r)
-	c.add(section(head))
+	c.add(section(c.lead()))
 	top := len(c.msg.Blocks)
 	c.body()
-	if len(c.hidden) > 0 {
+	if c.r.Decision != nil {
+		// A settled card keeps only its lead: what the body would have
+		// hidden still decides whether the thread holds the full input.
+		c.msg.Blocks = c.msg.Blocks[:top]
+		c.settledNote()
+	} else if len(c.hidden) > 0 {
 		c.add(slack.NewContextBlock("", mrkdwn(c.attachNote())))
 	}
 	c.add(c.context())
 	if c.r.Decision == nil {
 		c.controls()
-	} else {
-		c.add(section(cutSafe(outcome(c.r), MaxText)))
-	}
-	if len(c.hidden) > 0 {
-		c.msg.FullInput = c.full
-		c.msg.FullInputName = c.fullName
+		if len(c.hidden) > 0 {
+			c.msg.FullInput = c.full
+			c.msg.FullInputName = c.fullName
+		}
 	}
 	c.warnings()
 	if len(c.flags) > 0 {
 		c.msg.Blocks = slices.Insert(c.msg.Blocks, top, slack.Block(section(strings.Join(c.flags, "\n"))))
 	}
-	c.msg.Text = c.fallback(head)
+	c.msg.Text = c.fallback()
+}
+
+// lead is the card's first block: pending, what Claude wants (where, for
+// whom); settled, the outcome and what ran.
+func (c *card) lead() string {
+	if c.r.Decision != nil {
+		return cutSafe(outcomeWith(c.r, c.ran()), MaxText)
+	}
+	return cutSafe(c.headline()+c.where(), MaxText)
+}
+
+// headline is what Claude wants in the session's terms.
+func (c *card) headline() string {
+	if c.r.Kind != store.KindTool {
+		return headline(c.r)
+	}
+	a := toolAct(c.r, c.s.WorkDir)
+	return "Claude wants to " + a.verb + " " + a.object
+}
+
+// ran words, for a settled tool card, what was done (the input actually
+// applied, edited or not) or what was not.
+func (c *card) ran() string {
+	d := c.r.Decision
+	if c.r.Kind != store.KindTool {
+		return ""
+	}
+	applied := c.r
+	edited := d.Outcome == store.OutcomeAllow && len(d.UpdatedInput) > 0
+	if edited {
+		applied.Input = maskJSON(d.UpdatedInput)
+	}
+	a := toolAct(applied, c.s.WorkDir)
+	if d.Outcome != store.OutcomeAllow {
+		return "did not " + a.verb + " " + a.object
+	}
+	out := pastTense[a.verb] + " " + a.object
+	if edited {
+		out += " (edited before approval)"
+	}
+	return out
+}
+
+// settledNote says where the whole input is once the card shows only its
+// summary: in the thread when the pending card attached it.
+func (c *card) settledNote() {
+	if c.r.Kind == store.KindQuestion {
+		return
+	}
+	note := ""
+	switch {
+	case len(c.hidden) > 0 && !c.o.AttachmentFailed:
+		note = "Full input in the thread."
+	case len(c.hidden) > 0:
+		note = "⚠️ The full input could not be attached to the thread."
+	}
+	if d := c.r.Decision; d.Outcome == store.OutcomeAllow && len(d.UpdatedInput) > 0 {
+		// What ran is the edited input: the bot may attach it too.
+		c.msg.FullInput, c.msg.FullInputName = pretty(maskJSON(d.UpdatedInput)), "edited-input.json"
+	}
+	if note != "" {
+		c.add(slack.NewContextBlock("", mrkdwn(note)))
+	}
 }
 
 func (c *card) add(bs ...slack.Block) { c.msg.Blocks = append(c.msg.Blocks, bs...) }
@@ -132,10 +197,13 @@ func (c *card) attachNote() string {
 	return "Part of the input is not shown here: the full input is attached in the thread."
 }
 
-func (c *card) fallback(head string) string {
-	t := head
+func (c *card) fallback() string {
+	t := c.headline()
+	if p := project(c.s); p != "" {
+		t += " in " + Escape(cut(p, 60))
+	}
 	if c.r.Decision != nil {
-		t = outcomeWord(c.r) + ": " + head
+		t = outcomeWord(c.r) + ": " + t
 	}
 	if len(c.short) > 0 {
 		t += " (" + strings.Join(c.short, ", ") + ")"
@@ -165,8 +233,6 @@ var toolHeadlines = map[string]struct{ verb, field string }{
 // notification can show.
 func headline(r store.Request) string {
 	r = normalize(r)
-	f := decodeInput(r.Input)
-	code := func(key string) string { return inlineCode(f.str(key), headRunes) }
 	switch r.Kind {
 	case store.KindPlan:
 		return "📋 Claude has a plan for your approval"
@@ -181,17 +247,8 @@ func headline(r store.Request) string {
 			return fmt.Sprintf("❓ Claude has %d questions", len(qs))
 		}
 	}
-	if h, ok := toolHeadlines[r.ToolName]; ok {
-		return "Claude wants to " + h.verb + " " + code(h.field)
-	}
-	if server, tool, ok := mcpName(r.ToolName); ok {
-		return "Claude wants to use " + inlineCode(tool, headRunes) + " from MCP server " + inlineCode(server, headRunes)
-	}
-	name := r.ToolName
-	if r.DisplayName != "" {
-		name = r.DisplayName
-	}
-	return "Claude wants to use " + inlineCode(name, headRunes)
+	a := toolAct(r, "")
+	return "Claude wants to " + a.verb + " " + a.object
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -382,34 +439,71 @@ func picker(q question) slack.BlockElement {
 	}
 }
 
-// suggestionLabel words a permission suggestion as an "Always allow" button;
-// ok is false for suggestions that do not grant anything.
+// suggestionLabel lists what a permission suggestion grants (its rules,
+// mode or directories) in plain words; ok is false for suggestions that do
+// not grant anything.
 func suggestionLabel(s store.Suggestion) (string, bool) {
+	names, _, ok := suggestionWords(s)
+	return strings.Join(names, ", "), ok
+}
+
+// suggestionRules is suggestionLabel with each rule as code, for mrkdwn.
+func suggestionRules(s store.Suggestion) (string, bool) {
+	names, _, ok := suggestionWords(s)
+	for i, n := range names {
+		names[i] = inlineCode(n, 1000)
+	}
+	return strings.Join(names, ", "), ok
+}
+
+// suggestionWords names what a suggestion grants and says what that does
+// for the rest of the session.
+func suggestionWords(s store.Suggestion) (names []string, does string, ok bool) {
 	switch s.Type {
 	case "addRules", "replaceRules":
 		if s.Behavior != "" && s.Behavior != "allow" {
-			return "", false
+			return nil, "", false
 		}
-		var rules []string
 		for _, r := range s.Rules {
-			rules = append(rules, ruleString(r))
+			names = append(names, ruleString(r))
 		}
-		if len(rules) == 0 {
-			return "", false
+		if len(names) == 0 {
+			return nil, "", false
 		}
-		return "Always allow " + strings.Join(rules, ", "), true
+		return names, rulesDo(s.Rules), true
 	case "setMode":
 		if s.Mode == "" || s.Mode == "default" || s.Mode == "plan" {
-			return "", false
+			return nil, "", false
 		}
-		return "Always allow: " + s.Mode + " mode", true
+		does = "switches to " + s.Mode + " mode"
+		switch s.Mode {
+		case "acceptEdits":
+			does = "file edits run without asking"
+		case "bypassPermissions":
+			does = "everything runs without asking"
+		}
+		return []string{s.Mode + " mode"}, does, true
 	case "addDirectories":
 		if len(s.Directories) == 0 {
-			return "", false
+			return nil, "", false
 		}
-		return "Always allow access to " + strings.Join(s.Directories, ", "), true
+		return s.Directories, "Claude may work in these directories too", true
 	}
-	return "", false
+	return nil, "", false
+}
+
+// rulesDo says what allow rules do: a prefix rule's commands, a tool's use.
+func rulesDo(rules []store.SuggestionRule) string {
+	if len(rules) == 1 {
+		r := rules[0]
+		if p, ok := strings.CutSuffix(r.RuleContent, ":*"); ok && r.ToolName == "Bash" {
+			return "commands starting “" + p + "” run without asking"
+		}
+		if r.RuleContent == "" {
+			return r.ToolName + " runs without asking"
+		}
+	}
+	return "what these rules match runs without asking"
 }
 
 func ruleString(r store.SuggestionRule) string {
@@ -558,8 +652,13 @@ func outcomeWord(r store.Request) string {
 	return "Settled"
 }
 
-// outcome is the final state's line: what happened, who, when and why.
-func outcome(r store.Request) string {
+// outcome is the settled card's lead without the summary of what ran.
+func outcome(r store.Request) string { return outcomeWith(r, "") }
+
+// outcomeWith is the settled card's lead: what happened, who, when, and (ran)
+// what was done or not; then the details (rules added, answers, the
+// reason given). One case per outcome.
+func outcomeWith(r store.Request, ran string) string {
 	d := r.Decision
 	when := dateToken(d.At)
 	word := outcomeWord(r)
@@ -567,22 +666,6 @@ func outcome(r store.Request) string {
 	switch d.Outcome {
 	case store.OutcomeAllow:
 		fmt.Fprintf(&b, "✅ *%s*%s %s", word, byWhom(d), when)
-		if len(d.UpdatedInput) > 0 {
-			b.WriteString(" with an edited input")
-			if cmd := decodeInput(d.UpdatedInput).str("command"); r.ToolName == "Bash" && cmd != "" {
-				b.WriteString(": " + inlineCode(cmd, 500))
-			}
-		}
-		for _, p := range d.Permissions {
-			if label, ok := suggestionLabel(p); ok {
-				b.WriteString("\n🔓 " + codeSafe(label) + " — for this session")
-			}
-		}
-		if len(d.Answers) > 0 {
-			for _, q := range answerOrder(r, d.Answers) {
-				b.WriteString("\n• *" + codeSafe(cut(oneLine(q), 200)) + "* → " + codeSafe(cut(oneLine(d.Answers[q]), 500)))
-			}
-		}
 	case store.OutcomeDeny:
 		icon := "🚫"
 		if r.Kind == store.KindPlan {
@@ -591,12 +674,6 @@ func outcome(r store.Request) string {
 			icon = "⏭️"
 		}
 		fmt.Fprintf(&b, "%s *%s*%s %s", icon, word, byWhom(d), when)
-		if d.Interrupt {
-			b.WriteString(" · Claude's turn was stopped")
-		}
-		if d.Message != "" && !d.Skipped {
-			b.WriteString("\n> " + codeSafe(cut(oneLine(d.Message), 1500)))
-		}
 	case store.OutcomeExpired:
 		fmt.Fprintf(&b, "⌛ *Expired* %s: nobody answered in time, so Claude was told no", when)
 	case store.OutcomeCancelled:
@@ -607,8 +684,39 @@ func outcome(r store.Request) string {
 	default:
 		fmt.Fprintf(&b, "*%s*%s %s", codeSafe(string(d.Outcome)), byWhom(d), when)
 	}
-	if d.Outcome != store.OutcomeAllow && d.Outcome != store.OutcomeDeny && d.Message != "" {
-		b.WriteString("\n_" + codeSafe(cut(oneLine(d.Message), 1000)) + "_")
+	if ran != "" {
+		b.WriteString(" · " + ran)
+	}
+	b.WriteString(outcomeDetails(r))
+	return b.String()
+}
+
+// outcomeDetails are the lines under the outcome: the rules an approval
+// added (as code), the answers, the reason or message given.
+func outcomeDetails(r store.Request) string {
+	d := r.Decision
+	var b strings.Builder
+	switch d.Outcome {
+	case store.OutcomeAllow:
+		for _, p := range d.Permissions {
+			if rules, ok := suggestionRules(p); ok {
+				b.WriteString("\n🔓 Allowed for the rest of this session: " + rules)
+			}
+		}
+		for _, q := range answerOrder(r, d.Answers) {
+			b.WriteString("\n• *" + codeSafe(cut(oneLine(q), 200)) + "* → " + codeSafe(cut(oneLine(d.Answers[q]), 500)))
+		}
+	case store.OutcomeDeny:
+		if d.Interrupt {
+			b.WriteString(" · Claude's turn was stopped")
+		}
+		if d.Message != "" && !d.Skipped {
+			b.WriteString("\n> " + codeSafe(cut(oneLine(d.Message), 1500)))
+		}
+	default:
+		if d.Message != "" {
+			b.WriteString("\n_" + codeSafe(cut(oneLine(d.Message), 1000)) + "_")
+		}
 	}
 	return b.String()
 }
