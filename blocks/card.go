@@ -32,7 +32,12 @@ const (
 	planSections = 3    // sections of plan text before truncating
 	bodyChunk    = 2900 // one section of converted markdown
 	maxEdits     = 5    // MultiEdit edits shown
-	maxButtons   = 10   // "Always allow" buttons shown
+	maxButtons   = 10   // "Approve and allow" options offered
+	// A pending card's preview of a long input stays within what Slack's
+	// app shows before "Show more" (about 700 characters), so the note on
+	// what is hidden is seen, and Approve stays on a phone's first screen.
+	previewLines = 12
+	previewRunes = 560
 )
 
 // CardOptions are what the bot knows about a card beyond the request.
@@ -75,6 +80,7 @@ type card struct {
 	fullName string
 	flags    []string // warnings under the headline
 	short    []string // the same warnings for the notification text
+	said     string   // Claude's own words about the request, for the context line
 }
 
 func (c *card) render() {
@@ -86,7 +92,7 @@ func (c *card) render() {
 		// hidden still decides whether the thread holds the full input.
 		c.msg.Blocks = c.msg.Blocks[:top]
 		c.settledNote()
-	} else if len(c.hidden) > 0 {
+	} else if len(c.hidden) > 0 && c.o.AttachmentFailed {
 		c.add(slack.NewContextBlock("", mrkdwn(c.attachNote())))
 	}
 	c.add(c.context())
@@ -187,6 +193,14 @@ func (c *card) warnings() {
 		(strings.Contains(shown, mask) && !strings.Contains(string(c.real.Input), mask)) {
 		c.flags = append(c.flags, "🔒 Secrets in the input are masked on this card; Claude gets the input unchanged")
 	}
+}
+
+// whereFull says, next to what a preview hides, where the rest is.
+func (c *card) whereFull() string {
+	if c.o.AttachmentFailed {
+		return "the full input could not be attached"
+	}
+	return "full input in the thread"
 }
 
 // attachNote says where the full input is.
@@ -294,7 +308,7 @@ func (c *card) codeSection(label, raw string, lines, runesMax int, full, name, w
 	cl := clip(raw, lines, budget)
 	text := codeBlock(cl.head)
 	if cl.hidden != "" {
-		text += "\n_… " + cl.hidden + " …_\n" + codeBlock(cl.tail)
+		text += "\n_… " + cl.hidden + " · " + c.whereFull() + " …_\n" + codeBlock(cl.tail)
 		c.hide(what+": "+cl.hidden, full, name)
 	}
 	if label != "" {
@@ -374,7 +388,8 @@ func approxLines(chunks []string) int {
 	return n
 }
 
-// questionText renders one question with its options for the card.
+// questionText renders one question (header, text) for the card or the
+// modal; its options are shown by the control that picks them.
 func questionText(q question) string {
 	var b strings.Builder
 	if q.Header != "" {
@@ -384,14 +399,49 @@ func questionText(q question) string {
 	if q.MultiSelect {
 		b.WriteString(" _(pick any)_")
 	}
+	return b.String()
+}
+
+// maxButtonLabel is the longest option label a one-tap button shows whole
+// on a phone; longer ones are numbered, with the text above the buttons.
+const maxButtonLabel = 24
+
+// numbered reports whether a one-tap question's buttons are numbers.
+func numbered(q question) bool {
 	for _, o := range q.Options {
-		line := "\n• *" + codeSafe(cut(oneLine(o.Label), 100)) + "*"
-		if d := strings.TrimSpace(o.Description); d != "" {
-			line += " — " + codeSafe(cut(oneLine(d), 200))
+		if runes(oneLine(o.Label)) > maxButtonLabel {
+			return true
+		}
+	}
+	return false
+}
+
+// optionList is the text over a one-tap question's buttons: numbered
+// options (label and description) when the buttons are numbers, else
+// only the descriptions the buttons cannot carry.
+func optionList(q question) string {
+	var b strings.Builder
+	num := numbered(q)
+	for i, o := range q.Options {
+		d := strings.TrimSpace(o.Description)
+		var line string
+		switch {
+		case num:
+			line = "*" + strconv.Itoa(i+1) + ".* " + codeSafe(cut(oneLine(o.Label), 200))
+			if d != "" {
+				line += " — _" + codeSafe(cut(oneLine(d), 200)) + "_"
+			}
+		case d != "":
+			line = "*" + codeSafe(cut(oneLine(o.Label), 100)) + "*: " + codeSafe(cut(oneLine(d), 200))
+		default:
+			continue
 		}
 		if runes(b.String())+runes(line) > MaxText-100 {
 			b.WriteString("\n…")
 			break
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n")
 		}
 		b.WriteString(line)
 	}
@@ -407,6 +457,10 @@ func allHaveOptions(qs []question) bool {
 	return true
 }
 
+// formOnly reports whether a question card is too long for pickers on a
+// phone's first screen: it lists the questions and answers in the modal.
+func formOnly(qs []question) bool { return len(qs) > 2 }
+
 // oneTap reports whether the question card answers with one button per
 // option: a single single-select question with few options.
 func oneTap(qs []question) bool {
@@ -414,8 +468,9 @@ func oneTap(qs []question) bool {
 }
 
 // picker is the menu for one question in a card (or modal): a select for
-// single choice, checkboxes or a multi-select for several.
-func picker(q question) slack.BlockElement {
+// single choice, checkboxes or a multi-select for several. picked (option
+// indexes) start selected.
+func picker(q question, picked ...int) slack.BlockElement {
 	opts := make([]*slack.OptionBlockObject, len(q.Options))
 	for i, o := range q.Options {
 		var desc *slack.TextBlockObject
@@ -428,14 +483,28 @@ func picker(q question) slack.BlockElement {
 		}
 		opts[i] = slack.NewOptionBlockObject(strconv.Itoa(i), plainInput(label, MaxOptionText), desc)
 	}
+	var initial []*slack.OptionBlockObject
+	for _, i := range picked {
+		if i >= 0 && i < len(opts) {
+			initial = append(initial, opts[i])
+		}
+	}
 	const pickAction = string(ActionPick)
 	switch {
 	case !q.MultiSelect:
-		return slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plain("Choose an answer"), pickAction, opts...)
+		el := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plain("Choose an answer"), pickAction, opts...)
+		if len(initial) > 0 {
+			el.InitialOption = initial[0]
+		}
+		return el
 	case len(opts) <= MaxChoiceOpts:
-		return slack.NewCheckboxGroupsBlockElement(pickAction, opts...)
+		el := slack.NewCheckboxGroupsBlockElement(pickAction, opts...)
+		el.InitialOptions = initial
+		return el
 	default:
-		return slack.NewOptionsMultiSelectBlockElement(slack.MultiOptTypeStatic, plain("Choose answers"), pickAction, opts...)
+		el := slack.NewOptionsMultiSelectBlockElement(slack.MultiOptTypeStatic, plain("Choose answers"), pickAction, opts...)
+		el.InitialOptions = initial
+		return el
 	}
 }
 
@@ -513,27 +582,43 @@ func ruleString(r store.SuggestionRule) string {
 	return r.ToolName + "(" + r.RuleContent + ")"
 }
 
-// context is the small print: session, directory, who started it, why the
-// CLI asked.
+// context is the small print, on one line: Claude's description, the
+// session's directory, the subagent, why the CLI asked when that says more
+// than "it needs approval", and what newer CLIs add.
 func (c *card) context() slack.Block {
-	parts := []string{}
-	if c.s.ID != "" {
-		parts = append(parts, "Session "+inlineCode(short(c.s.ID), 40))
+	var parts []string
+	if c.said != "" && c.r.Decision == nil {
+		parts = append(parts, c.said)
 	}
 	if c.s.WorkDir != "" {
-		parts = append(parts, "in "+inlineCode(c.s.WorkDir, 300))
-	}
-	if c.s.StartedBy != "" {
-		parts = append(parts, "started by <@"+c.s.StartedBy+">")
+		parts = append(parts, inlineCode(c.s.WorkDir, 300))
 	}
 	if c.r.AgentID != "" {
 		parts = append(parts, "subagent "+inlineCode(c.r.AgentID, 60))
 	}
-	els := []slack.MixedElement{mrkdwn(orDash(strings.Join(parts, " · ")))}
+	if why := c.why(); why != "" && c.r.Decision == nil {
+		parts = append(parts, why)
+	}
+	if c.s.StartedBy == "" && c.s.ID != "" {
+		parts = append(parts, "session "+inlineCode(short(c.s.ID), 40)) // nobody to name: the id tells sessions apart
+	}
+	if about := c.about(); len(about) > 0 && c.r.Decision == nil {
+		parts = append(parts, about...)
+	}
+	return slack.NewContextBlock("", mrkdwn(cutSafe(orDash(strings.Join(parts, " · ")), MaxText)))
+}
+
+// generic are reasons that only say the request needs approval.
+var generic = map[string]bool{"other": true, "mode": true, "subcommandResults": true}
+
+// why is the CLI's reason for asking, when it says something.
+func (c *card) why() string {
 	var why []string
-	if c.r.DecisionReason != "" {
-		why = append(why, "Reason: "+codeSafe(cut(oneLine(c.r.DecisionReason), 800)))
-	} else if t := c.r.DecisionReasonType; t != "" {
+	switch r := c.r.DecisionReason; {
+	case r != "" && !strings.HasPrefix(strings.ToLower(r), "this command requires approval"):
+		why = append(why, "Reason: "+codeSafe(cut(oneLine(r), 800)))
+	case r == "" && c.r.DecisionReasonType != "" && !generic[c.r.DecisionReasonType]:
+		t := c.r.DecisionReasonType
 		if words, ok := reasonTypes[t]; ok {
 			t = words
 		}
@@ -542,13 +627,7 @@ func (c *card) context() slack.Block {
 	if c.r.BlockedPath != "" {
 		why = append(why, "Blocked path: "+inlineCode(c.r.BlockedPath, 800))
 	}
-	if len(why) > 0 {
-		els = append(els, mrkdwn(strings.Join(why, " · ")))
-	}
-	if about := c.about(); len(about) > 0 {
-		els = append(els, mrkdwn(strings.Join(about, " · ")))
-	}
-	return slack.NewContextBlock("", els...)
+	return strings.Join(why, " · ")
 }
 
 // about is what the CLI says about the request beyond its input: the

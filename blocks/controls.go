@@ -89,23 +89,24 @@ func (c *card) controls() {
 func questionButtons(qs []question, v func(q, o int) string) []slack.BlockElement {
 	var els []slack.BlockElement
 	if oneTap(qs) {
+		num := numbered(qs[0])
 		for o, opt := range qs[0].Options {
 			label := oneLine(opt.Label)
-			if label == "" {
-				label = "Option " + strconv.Itoa(o+1)
+			if label == "" || num {
+				label = strconv.Itoa(o + 1)
 			}
 			els = append(els, button(actionID(ActionAnswer, o), label, v(0, o)))
 		}
-	} else if len(qs) > 0 && allHaveOptions(qs) {
+	} else if len(qs) > 0 && allHaveOptions(qs) && !formOnly(qs) {
 		els = append(els, button(string(ActionSubmit), "Submit answers", v(0, 0)).WithStyle(slack.StylePrimary))
 	}
-	other := "Other…"
-	if !allHaveOptions(qs) {
-		other = "Answer…" // free-text questions are answered in the modal
+	other := button(string(ActionOther), "Other…", v(0, 0))
+	if !allHaveOptions(qs) || formOnly(qs) {
+		// Free-text questions, and forms too long for a phone's first
+		// screen, are answered in the modal.
+		other = button(string(ActionOther), "Answer…", v(0, 0)).WithStyle(slack.StylePrimary)
 	}
-	return append(els,
-		button(string(ActionOther), other, v(0, 0)),
-		button(string(ActionSkip), "Skip", v(0, 0)))
+	return append(els, other, button(string(ActionSkip), "Skip", v(0, 0)))
 }
 
 // maxRuleText bounds a suggestion's escaped label: longer rule sets could
