@@ -290,10 +290,10 @@ func (c *card) plan(f fields) {
 		chunks := splitText(Markdown(plan), previewRunes/2)
 		if len(chunks) > 1 && c.r.Decision == nil {
 			// The first part, and the note, above Slack's "Show more".
-			what := plural(approxLines(chunks[1:]), "more line")
-			c.hide("plan: "+what+" not shown", plan, "plan.md")
-			head := strings.ReplaceAll(strings.TrimSpace(chunks[0]), "\n\n", "\n")
-			chunks = []string{head + "\n_… " + what + ": " + c.whereFull() + "_"}
+			what := plural(approxLines(chunks[1:len(chunks)-1]), "line")
+			c.hide("plan: "+what+" hidden", plan, "plan.md")
+			tight := func(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n\n", "\n") }
+			chunks = []string{tight(chunks[0]) + "\n_… " + what + " hidden … (" + c.whereFull() + ")_\n" + tight(chunks[len(chunks)-1])}
 		}
 		for _, ch := range chunks {
 			c.add(section(ch))

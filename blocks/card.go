@@ -151,6 +151,14 @@ func (c *card) ran() string {
 	return out
 }
 
+// ranWhole reports whether the settled lead shows an applied input whole:
+// a one-line command of one step.
+func (c *card) ranWhole(input json.RawMessage) bool {
+	cmd := decodeInput(input).str("command")
+	_, others := mainStep(cmd, c.s.WorkDir)
+	return c.r.ToolName == "Bash" && others == 0 && runes(cmd) <= headRunes && !strings.Contains(strings.TrimSpace(cmd), "\n")
+}
+
 // settledNote says where the whole input is once the card shows only its
 // summary: in the thread when the pending card attached it.
 func (c *card) settledNote() {
@@ -164,8 +172,9 @@ func (c *card) settledNote() {
 	case len(c.hidden) > 0:
 		note = "⚠️ The full input could not be attached to the thread."
 	}
-	if d := c.r.Decision; d.Outcome == store.OutcomeAllow && len(d.UpdatedInput) > 0 {
-		// What ran is the edited input: the bot may attach it too.
+	if d := c.r.Decision; d.Outcome == store.OutcomeAllow && len(d.UpdatedInput) > 0 && !c.ranWhole(d.UpdatedInput) {
+		// What ran is the edited input, and the lead shows only part of
+		// it: it is the card's full input now.
 		c.msg.FullInput, c.msg.FullInputName = pretty(maskJSON(d.UpdatedInput)), "edited-input.json"
 	}
 	if note != "" {
@@ -308,7 +317,7 @@ func (c *card) codeSection(label, raw string, lines, runesMax int, full, name, w
 	cl := clip(raw, lines, budget)
 	text := codeBlock(cl.head)
 	if cl.hidden != "" {
-		text += "\n_… " + cl.hidden + " · " + c.whereFull() + " …_\n" + codeBlock(cl.tail)
+		text += "\n_… " + cl.hidden + " … (" + c.whereFull() + ")_\n" + codeBlock(cl.tail)
 		c.hide(what+": "+cl.hidden, full, name)
 	}
 	if label != "" {

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"testing"
 	"time"
 
+	"github.com/slack-go/slack"
 	"github.com/slackgate/slackgate/store"
 )
 
@@ -174,5 +176,60 @@ func realCards() map[string]store.Request {
 		"final_real_questions_skipped":  decided(fourQuestionsRequest(), skipped),
 		"final_real_plan_approved":      decided(longPlanRequest(), allow),
 		"final_real_plan_sent_back":     decided(longPlanRequest(), sentBack),
+	}
+}
+
+func TestDeployHeadlineNamesTheProdStep(t *testing.T) {
+	m := Card(deployRequest(), payments)
+	want := "<@U0LEE> Claude wants to run `kubectl --context prod-eu-west-1 -n payments set image deployment/payments"
+	if !strings.HasPrefix(m.Text, want) || !strings.Contains(m.Text, "and 3 other steps in payments") {
+		t.Errorf("notification %q, want it to start %q and count the other steps", m.Text, want)
+	}
+	if strings.Contains(m.Text, "cd /srv/payments") {
+		t.Errorf("the session's own cd is news in %q", m.Text)
+	}
+	if js := mustJSON(t, m.Blocks); !strings.Contains(js, "cd /srv/payments \\u0026amp;\\u0026amp; docker build") ||
+		!strings.Contains(js, "rollout status deployment/payments --timeout=5m") {
+		t.Errorf("the body does not show the whole command: %s", js)
+	}
+}
+
+func TestApproveAndAllowMenuAndOlderButtonsDecodeAlike(t *testing.T) {
+	r := deployRequest()
+	menu := &slack.BlockAction{ActionID: string(ActionAlways), BlockID: blockAlways,
+		SelectedOption: slack.OptionBlockObject{Value: value(0, 1, r.ID)}}
+	older := &slack.BlockAction{ActionID: actionID(ActionAlways, 1), BlockID: blockActions, Value: value(0, 1, r.ID)}
+	for name, ba := range map[string]*slack.BlockAction{"menu": menu, "older button": older} {
+		a, ok := ParseAction(ba)
+		if !ok || a.Kind != ActionAlways || a.Index != 1 || a.RequestID != r.ID {
+			t.Fatalf("%s: ParseAction = %+v, %v", name, a, ok)
+		}
+		d, next, err := DecideAction(a, r, nil, alice, t0)
+		if err != nil || next != NextDecide || d.Outcome != store.OutcomeAllow || len(d.Permissions) != 1 ||
+			d.Permissions[0].Rules[0].RuleContent != "kubectl --context prod-eu-west-1 -n payments set image:*" {
+			t.Errorf("%s: decided %+v, %v, %v", name, d, next, err)
+		}
+	}
+}
+
+func TestAnswerModalStartsFromThePicksOnTheCard(t *testing.T) {
+	r := questionRequest(severalQuestions)
+	cb := &slack.InteractionCallback{BlockActionState: &slack.BlockActionStates{Values: map[string]map[string]slack.BlockAction{
+		questionBlockID(0, r.ID): {string(ActionPick): {SelectedOption: slack.OptionBlockObject{Value: "1"}}},
+		questionBlockID(1, r.ID): {string(ActionPick): {SelectedOptions: []slack.OptionBlockObject{{Value: "0"}, {Value: "2"}}}},
+	}}}
+	v, ok := ModalFor(ModalOther, r, cardRef, cb)
+	if !ok {
+		t.Fatal("no answer modal")
+	}
+	if err := ValidateView(v); err != nil {
+		t.Fatal(err)
+	}
+	js := mustJSON(t, v.Blocks)
+	if !strings.Contains(js, `"initial_option":{"type":"plain_text"`) && !strings.Contains(js, `"initial_option"`) {
+		t.Errorf("the single choice does not start from the card's pick: %s", js)
+	}
+	if !strings.Contains(js, `"initial_options"`) || !strings.Contains(js, `"SQLite"`) {
+		t.Errorf("the picks are not carried over: %s", js)
 	}
 }
