@@ -146,7 +146,7 @@ func (c *card) ran() string {
 	}
 	out := pastTense[a.verb] + " " + a.object
 	if edited {
-		out += " (edited before approval)"
+		out += " (input edited in Slack)"
 	}
 	return out
 }
@@ -222,11 +222,14 @@ func (c *card) attachNote() string {
 
 func (c *card) fallback() string {
 	t := c.headline()
+	if c.r.Decision != nil {
+		t = outcomeWord(c.r)
+		if ran := c.ran(); ran != "" {
+			t += ": " + ran
+		}
+	}
 	if p := project(c.s); p != "" {
 		t += " in " + Escape(cut(p, 60))
-	}
-	if c.r.Decision != nil {
-		t = outcomeWord(c.r) + ": " + t
 	}
 	if len(c.short) > 0 {
 		t += " (" + strings.Join(c.short, ", ") + ")"

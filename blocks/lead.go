@@ -17,6 +17,10 @@ var pastTense = map[string]string{
 	"fetch": "fetched", "search the web for": "searched the web for", "use": "used",
 }
 
+// stepRunes bounds the step of a compound command the lead names: enough
+// for the command and its target on a phone's lock screen.
+const stepRunes = 64
+
 // act is what a tool request does: verb and object, as the headline words it.
 type act struct{ verb, object string }
 
@@ -29,7 +33,11 @@ func toolAct(r store.Request, workdir string) act {
 		switch r.ToolName {
 		case "Bash":
 			step, others := mainStep(v, workdir)
-			obj := inlineCode(step, headRunes)
+			n := headRunes
+			if others > 0 {
+				n = stepRunes // the body shows every step whole
+			}
+			obj := inlineCode(step, n)
 			if others > 0 {
 				obj += " and " + plural(others, "other step")
 			}

@@ -181,7 +181,7 @@ func realCards() map[string]store.Request {
 
 func TestDeployHeadlineNamesTheProdStep(t *testing.T) {
 	m := Card(deployRequest(), payments)
-	want := "<@U0LEE> Claude wants to run `kubectl --context prod-eu-west-1 -n payments set image deployment/payments"
+	want := "<@U0LEE> Claude wants to run `kubectl --context prod-eu-west-1 -n payments set image"
 	if !strings.HasPrefix(m.Text, want) || !strings.Contains(m.Text, "and 3 other steps in payments") {
 		t.Errorf("notification %q, want it to start %q and count the other steps", m.Text, want)
 	}
