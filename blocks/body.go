@@ -330,7 +330,9 @@ func (c *card) questions(f fields) {
 		return
 	}
 	for i, q := range qs {
-		c.add(section(questionText(q)))
+		if len(qs) > 1 || q.MultiSelect || q.Question != oneLine(q.Question) || runes(q.Question) > 200 {
+			c.add(section(questionText(q))) // one short question is the headline already
+		}
 		switch {
 		case !pending:
 		case oneTap(qs):

@@ -174,8 +174,12 @@ func (c *card) settledNote() {
 	}
 	if d := c.r.Decision; d.Outcome == store.OutcomeAllow && len(d.UpdatedInput) > 0 && !c.ranWhole(d.UpdatedInput) {
 		// What ran is the edited input, and the lead shows only part of
-		// it: it is the card's full input now.
+		// it: it is the card's full input now. The thread's attachment,
+		// if any, is the input as Claude asked.
 		c.msg.FullInput, c.msg.FullInputName = pretty(maskJSON(d.UpdatedInput)), "edited-input.json"
+		if note != "" {
+			note = "The input as Claude asked it is in the thread."
+		}
 	}
 	if note != "" {
 		c.add(slack.NewContextBlock("", mrkdwn(note)))

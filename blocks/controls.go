@@ -147,7 +147,7 @@ func (c *card) alwaysMenu() slack.BlockElement {
 		rules, _ := suggestionRules(s)
 		code = append(code, "• "+rules)
 		opts = append(opts, slack.NewOptionBlockObject(value(0, i, c.r.ID), plainInput(text, MaxOptionText),
-			plainInput("Approves this, and "+does, MaxOptionText)))
+			plainInput(strings.ToUpper(does[:1])+does[1:], MaxOptionText)))
 	}
 	if len(opts) == 0 {
 		return nil
