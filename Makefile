@@ -13,7 +13,7 @@ STATICCHECK_VERSION ?= v0.8.2
 TOOLS ?= $(CURDIR)/.cache/tools
 STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
-.PHONY: all build run test test-go test-cli-197 fuzz bench lint gofmt vet tidy staticcheck claude-code
+.PHONY: all build run test test-go test-cli-197 fuzz bench lint gofmt vet tidy staticcheck claude-code cards
 
 all: build
 
@@ -82,3 +82,22 @@ $(STATICCHECK):
 bench:
 	CLAUDE_BIN="$$(.ci/claude-code.sh $(CLAUDE_CODE_VERSION))" \
 	.ci/with-redis.sh $(GO) test -run '^$$' -bench . -benchmem ./store/...
+
+## cards: regenerate the card golden files (the realistic set among them)
+## and, when cardview and chromium are at hand, measure them on a 375 px
+## phone: where Approve/Deny end (target: above 553 px, an iPhone SE's first
+## screen) and where a settled card's outcome starts (target: top 150 px).
+## Without them it only regenerates (and says so); make test never needs them.
+CARDVIEW ?= $(firstword $(wildcard $(CURDIR)/../shared/tools/cardview/cardview) $(shell command -v cardview 2>/dev/null))
+cards:
+	$(GO) test -count=1 -run '^TestGoldenCards$$' ./blocks -update
+	$(GO) test -count=1 -run '^(TestGolden|TestEveryGoldenFileIsValid)' ./blocks
+	@if [ -z "$(CARDVIEW)" ] || ! command -v $${CHROMIUM:-chromium} >/dev/null 2>&1; then \
+		echo "cards: regenerated; not measured (cardview or chromium not found; set CARDVIEW=path/to/cardview)"; \
+	else \
+		cd blocks/testdata && $(CARDVIEW) measure card_*.golden.json final_*.golden.json | tee /dev/stderr | \
+		awk '/primary_bottom=[0-9]/ { split($$4, p, "="); if (p[2] + 0 > 553) { print "cards: " $$1 " Approve ends at " p[2] " px, below 553"; bad = 1 } } \
+		     /danger_bottom=[0-9]/ { split($$5, d, "="); if (d[2] + 0 > 553) { print "cards: " $$1 " Deny ends at " d[2] " px, below 553"; bad = 1 } } \
+		     /^final_.*outcome_top=[0-9]/ { split($$6, o, "="); if (o[2] + 0 > 150) { print "cards: " $$1 " outcome starts at " o[2] " px, below 150"; bad = 1 } } \
+		     END { exit bad }'; \
+	fi

@@ -24,7 +24,7 @@ const (
 	ActionApprove ActionKind = Prefix + "approve" // allow as is (tool, plan)
 	ActionDeny    ActionKind = Prefix + "deny"    // open the deny modal (tool) or the feedback modal (plan)
 	ActionEdit    ActionKind = Prefix + "edit"    // open the edit modal (Bash, Write, Edit)
-	ActionAlways  ActionKind = Prefix + "always"  // allow and apply suggestion Index for the session
+	ActionAlways  ActionKind = Prefix + "always"  // allow and apply suggestion Index for the session (menu option or older cards' button)
 	ActionAnswer  ActionKind = Prefix + "answer"  // the one question's option Index: answers at once
 	ActionPick    ActionKind = Prefix + "pick"    // a menu or checkbox of question Question changed: nothing to decide yet
 	ActionSubmit  ActionKind = Prefix + "submit"  // send the answers picked in the message
@@ -66,6 +66,12 @@ func ParseAction(a *slack.BlockAction) (Action, bool) {
 		return Action{}, false
 	}
 	val := a.Value
+	if kind == ActionAlways && val == "" {
+		// The menu carries the chosen suggestion in its option's value;
+		// cards posted before it had one button per suggestion, whose value
+		// is the same "<0>|<index>|<request id>".
+		val = a.SelectedOption.Value
+	}
 	if kind == ActionPick { // menus have no value of their own; the block id carries it
 		val = strings.TrimPrefix(a.BlockID, blockQuestion)
 	}
@@ -105,6 +111,7 @@ func actionID(k ActionKind, n int) string { return string(k) + "." + strconv.Ito
 const (
 	blockQuestion = Prefix + "q:"
 	blockActions  = Prefix + "actions"
+	blockAlways   = Prefix + "always" // the "Approve and allow for this session…" menu
 	blockOutcome  = Prefix + "outcome"
 	blockStatus   = Prefix + "status_actions" // the status message's Stop button
 )

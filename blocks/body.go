@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/slack-go/slack"
@@ -70,12 +71,31 @@ func (c *card) body() {
 		render(c, f)
 		return
 	}
-	label := ""
-	if server, tool, ok := mcpName(c.r.ToolName); ok {
-		label = "*Server:* " + inlineCode(server, 200) + " · *Tool:* " + inlineCode(tool, 200) + "\n*Arguments:*"
-	}
 	full := pretty(c.r.Input)
-	c.add(c.codeSection(label, full, codeLines, codeRunes, full, "input.json", "input"))
+	c.add(c.codeSection("", keyValues(c.r.Input), previewLines, previewRunes, full, "input.json", "input"))
+}
+
+// keyValues shows an object input as "key: value" lines (a multi-line
+// string indented under its key), anything else as indented JSON.
+func keyValues(raw json.RawMessage) string {
+	f := decodeInput(raw)
+	if len(f) == 0 {
+		return pretty(raw)
+	}
+	keys := unknownKeys(f, known{})
+	var lines []string
+	for _, k := range keys {
+		v := valueText(f[k])
+		if jsonType(f[k]) == jsonString && strings.Contains(v, "\n") {
+			lines = append(lines, k+":")
+			for _, l := range strings.Split(strings.TrimRight(v, "\n"), "\n") {
+				lines = append(lines, "  "+l)
+			}
+			continue
+		}
+		lines = append(lines, k+": "+v)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // truthy reads a flag the way a lenient tool would: true or "true".
@@ -90,13 +110,13 @@ func truthy(raw json.RawMessage) bool {
 
 func (c *card) bash(f fields) {
 	cmd := f.str("command")
-	c.add(c.codeSection("", cmd, codeLines, codeRunes, cmd, "command.sh", "command"))
+	c.add(c.codeSection("", cmd, previewLines, previewRunes, cmd, "command.sh", "command"))
 	desc := f.str("description")
 	if desc == "" && c.r.Description != cmd {
 		desc = c.r.Description
 	}
 	if strings.TrimSpace(desc) != "" {
-		c.add(section("_" + c.oneLine("description", desc, 500) + "_"))
+		c.said = "_" + c.oneLine("description", desc, 300) + "_"
 	}
 	if truthy(f["dangerouslyDisableSandbox"]) {
 		c.flag("⚠️ *Sandbox disabled*: this command runs outside the sandbox", "sandbox disabled")
@@ -113,19 +133,18 @@ func (c *card) write(f fields) {
 	if content != "" && !strings.HasSuffix(content, "\n") {
 		lines++
 	}
-	label := fmt.Sprintf("*File:* %s · %s · %s", c.inline("file_path", f.str("file_path"), 500),
-		plural(lines, "line"), size(len(content)))
-	c.add(c.codeSection(label, strings.TrimSuffix(content, "\n"), 30, codeRunes, content, baseName(f.str("file_path")), "content"))
+	label := c.pathLabel(f.str("file_path")) + plural(lines, "line") + " · " + size(len(content))
+	c.add(c.codeSection(label, strings.TrimSuffix(content, "\n"), previewLines, previewRunes, content, baseName(f.str("file_path")), "content"))
 	c.extras(f, known{"file_path": jsonString, "content": jsonString})
 }
 
 func (c *card) edit(f fields) {
-	label := "*File:* " + c.inline("file_path", f.str("file_path"), 500)
+	label := strings.TrimSuffix(c.pathLabel(f.str("file_path")), " · ")
 	if truthy(f["replace_all"]) {
-		label += " · replace all"
+		label = strings.TrimPrefix(label+" · replace all", " · ")
 	}
 	full := pretty(c.r.Input)
-	c.add(c.codeSection(label, diff(f.str("old_string"), f.str("new_string")), codeLines, codeRunes, full, "input.json", "edit"))
+	c.add(c.codeSection(label, diff(f.str("old_string"), f.str("new_string")), previewLines, previewRunes, full, "input.json", "edit"))
 	c.extras(f, known{"file_path": jsonString, "old_string": jsonString, "new_string": jsonString, "replace_all": jsonBool})
 }
 
@@ -234,6 +253,15 @@ func (c *card) extras(f fields, k known, more ...string) {
 	c.add(c.codeSection("*Other input:*", strings.Join(lines, "\n"), 20, 1500, pretty(c.r.Input), "input.json", "other input"))
 }
 
+// pathLabel repeats a file path under the headline only when the headline
+// could not show it whole; it ends with " · " when not empty.
+func (c *card) pathLabel(p string) string {
+	if rel := relPath(p, c.s.WorkDir); runes(rel) <= headRunes && !strings.Contains(rel, "\n") && rel == strings.TrimSpace(rel) {
+		return ""
+	}
+	return "*File:* " + c.inline("file_path", p, 500) + " · "
+}
+
 // inline quotes one field as `code`, recording when the card shortened it.
 func (c *card) inline(field, raw string, max int) string {
 	if runes(raw) > max || strings.Contains(strings.TrimSpace(raw), "\n") {
@@ -259,19 +287,20 @@ func (c *card) plan(f fields) {
 	if strings.TrimSpace(plan) == "" {
 		c.add(section("_Claude wants to leave plan mode and start working; it sent no plan text._"))
 	} else {
-		chunks := splitText(Markdown(plan), bodyChunk)
-		if len(chunks) > planSections {
-			hiddenChunks := chunks[planSections-1 : len(chunks)-1]
-			what := plural(approxLines(hiddenChunks), "line") + " hidden"
-			c.hide("plan: "+what, plan, "plan.md")
-			chunks = append(chunks[:planSections-1:planSections-1], "_… "+what+" …_", chunks[len(chunks)-1])
+		chunks := splitText(Markdown(plan), previewRunes/2)
+		if len(chunks) > 1 && c.r.Decision == nil {
+			// The first part, and the note, above Slack's "Show more".
+			what := plural(approxLines(chunks[1:len(chunks)-1]), "line")
+			c.hide("plan: "+what+" hidden", plan, "plan.md")
+			tight := func(s string) string { return strings.ReplaceAll(strings.TrimSpace(s), "\n\n", "\n") }
+			chunks = []string{tight(chunks[0]) + "\n_… " + what + " hidden … (" + c.whereFull() + ")_\n" + tight(chunks[len(chunks)-1])}
 		}
 		for _, ch := range chunks {
 			c.add(section(ch))
 		}
 	}
 	if p := f.str("planFilePath"); p != "" {
-		c.add(slack.NewContextBlock("", mrkdwn("Plan file on the worker: "+c.inline("planFilePath", p, 500))))
+		c.said = "Plan file " + c.inline("planFilePath", p, 500)
 	}
 }
 
@@ -287,9 +316,30 @@ func (c *card) questions(f fields) {
 		return
 	}
 	pending := c.r.Decision == nil
+	if pending && formOnly(qs) {
+		var b strings.Builder
+		for i, q := range qs {
+			line := "*" + strconv.Itoa(i+1) + ".* " + codeSafe(cut(oneLine(q.Question), 300))
+			if q.Header != "" {
+				line = "*" + strconv.Itoa(i+1) + ". " + codeSafe(cut(oneLine(q.Header), 60)) + ":* " + codeSafe(cut(oneLine(q.Question), 300))
+			}
+			b.WriteString(line + " _(" + plural(len(q.Options), "option") + ")_\n")
+		}
+		c.add(section(cutSafe(strings.TrimSuffix(b.String(), "\n"), MaxText)))
+		c.extras(f, known{"questions": jsonArray})
+		return
+	}
 	for i, q := range qs {
-		c.add(section(questionText(q)))
-		if pending && !oneTap(qs) && len(q.Options) > 0 {
+		if len(qs) > 1 || q.MultiSelect || q.Question != oneLine(q.Question) || runes(q.Question) > 200 {
+			c.add(section(questionText(q))) // one short question is the headline already
+		}
+		switch {
+		case !pending:
+		case oneTap(qs):
+			if list := optionList(q); list != "" {
+				c.add(section(list))
+			}
+		case len(q.Options) > 0:
 			c.add(slack.NewActionBlock(questionBlockID(i, c.r.ID), picker(q)))
 		}
 	}

@@ -32,7 +32,12 @@ const (
 	planSections = 3    // sections of plan text before truncating
 	bodyChunk    = 2900 // one section of converted markdown
 	maxEdits     = 5    // MultiEdit edits shown
-	maxButtons   = 10   // "Always allow" buttons shown
+	maxButtons   = 10   // "Approve and allow" options offered
+	// A pending card's preview of a long input stays within what Slack's
+	// app shows before "Show more" (about 700 characters), so the note on
+	// what is hidden is seen, and Approve stays on a phone's first screen.
+	previewLines = 12
+	previewRunes = 560
 )
 
 // CardOptions are what the bot knows about a card beyond the request.
@@ -75,31 +80,110 @@ type card struct {
 	fullName string
 	flags    []string // warnings under the headline
 	short    []string // the same warnings for the notification text
+	said     string   // Claude's own words about the request, for the context line
 }
 
 func (c *card) render() {
-	head := headline(c.r)
-	c.add(section(head))
+	c.add(section(c.lead()))
 	top := len(c.msg.Blocks)
 	c.body()
-	if len(c.hidden) > 0 {
+	if c.r.Decision != nil {
+		// A settled card keeps only its lead: what the body would have
+		// hidden still decides whether the thread holds the full input.
+		c.msg.Blocks = c.msg.Blocks[:top]
+		c.settledNote()
+	} else if len(c.hidden) > 0 && c.o.AttachmentFailed {
 		c.add(slack.NewContextBlock("", mrkdwn(c.attachNote())))
 	}
 	c.add(c.context())
 	if c.r.Decision == nil {
 		c.controls()
-	} else {
-		c.add(section(cutSafe(outcome(c.r), MaxText)))
-	}
-	if len(c.hidden) > 0 {
-		c.msg.FullInput = c.full
-		c.msg.FullInputName = c.fullName
+		if len(c.hidden) > 0 {
+			c.msg.FullInput = c.full
+			c.msg.FullInputName = c.fullName
+		}
 	}
 	c.warnings()
 	if len(c.flags) > 0 {
 		c.msg.Blocks = slices.Insert(c.msg.Blocks, top, slack.Block(section(strings.Join(c.flags, "\n"))))
 	}
-	c.msg.Text = c.fallback(head)
+	c.msg.Text = c.fallback()
+}
+
+// lead is the card's first block: pending, what Claude wants (where, for
+// whom); settled, the outcome and what ran.
+func (c *card) lead() string {
+	if c.r.Decision != nil {
+		return cutSafe(outcomeWith(c.r, c.ran()), MaxText)
+	}
+	return cutSafe(c.headline()+c.where(), MaxText)
+}
+
+// headline is what Claude wants in the session's terms.
+func (c *card) headline() string {
+	if c.r.Kind != store.KindTool {
+		return headline(c.r)
+	}
+	a := toolAct(c.r, c.s.WorkDir)
+	return "Claude wants to " + a.verb + " " + a.object
+}
+
+// ran words, for a settled tool card, what was done (the input actually
+// applied, edited or not) or what was not.
+func (c *card) ran() string {
+	d := c.r.Decision
+	if c.r.Kind != store.KindTool {
+		return ""
+	}
+	applied := c.r
+	edited := d.Outcome == store.OutcomeAllow && len(d.UpdatedInput) > 0
+	if edited {
+		applied.Input = maskJSON(d.UpdatedInput)
+	}
+	a := toolAct(applied, c.s.WorkDir)
+	if d.Outcome != store.OutcomeAllow {
+		return "did not " + a.verb + " " + a.object
+	}
+	out := pastTense[a.verb] + " " + a.object
+	if edited {
+		out += " (input edited in Slack)"
+	}
+	return out
+}
+
+// ranWhole reports whether the settled lead shows an applied input whole:
+// a one-line command of one step.
+func (c *card) ranWhole(input json.RawMessage) bool {
+	cmd := decodeInput(input).str("command")
+	_, others := mainStep(cmd, c.s.WorkDir)
+	return c.r.ToolName == "Bash" && others == 0 && runes(cmd) <= headRunes && !strings.Contains(strings.TrimSpace(cmd), "\n")
+}
+
+// settledNote says where the whole input is once the card shows only its
+// summary: in the thread when the pending card attached it.
+func (c *card) settledNote() {
+	if c.r.Kind == store.KindQuestion {
+		return
+	}
+	note := ""
+	switch {
+	case len(c.hidden) > 0 && !c.o.AttachmentFailed:
+		note = "Full input in the thread."
+	case len(c.hidden) > 0:
+		note = "⚠️ The full input could not be attached to the thread."
+	}
+	if d := c.r.Decision; d.Outcome == store.OutcomeAllow && len(d.UpdatedInput) > 0 && !c.ranWhole(d.UpdatedInput) {
+		// What ran is the edited input, and the lead shows only part of
+		// it: it is the card's full input now. The thread's attachment,
+		// if any, is the input as Claude asked.
+		c.msg.FullInput, c.msg.FullInputName = pretty(maskJSON(d.UpdatedInput)), "edited-input.json"
+		if note != "" {
+			note = "The input as Claude asked it is in the thread."
+		}
+	}
+	if note != "" {
+		c.add(slack.NewContextBlock("", mrkdwn(note)))
+	}
 }
 
 func (c *card) add(bs ...slack.Block) { c.msg.Blocks = append(c.msg.Blocks, bs...) }
@@ -124,6 +208,14 @@ func (c *card) warnings() {
 	}
 }
 
+// whereFull says, next to what a preview hides, where the rest is.
+func (c *card) whereFull() string {
+	if c.o.AttachmentFailed {
+		return "the full input could not be attached"
+	}
+	return "full input in the thread"
+}
+
 // attachNote says where the full input is.
 func (c *card) attachNote() string {
 	if c.o.AttachmentFailed {
@@ -132,10 +224,16 @@ func (c *card) attachNote() string {
 	return "Part of the input is not shown here: the full input is attached in the thread."
 }
 
-func (c *card) fallback(head string) string {
-	t := head
+func (c *card) fallback() string {
+	t := c.headline()
 	if c.r.Decision != nil {
-		t = outcomeWord(c.r) + ": " + head
+		t = outcomeWord(c.r)
+		if ran := c.ran(); ran != "" {
+			t += ": " + ran
+		}
+	}
+	if p := project(c.s); p != "" {
+		t += " in " + Escape(cut(p, 60))
 	}
 	if len(c.short) > 0 {
 		t += " (" + strings.Join(c.short, ", ") + ")"
@@ -165,8 +263,6 @@ var toolHeadlines = map[string]struct{ verb, field string }{
 // notification can show.
 func headline(r store.Request) string {
 	r = normalize(r)
-	f := decodeInput(r.Input)
-	code := func(key string) string { return inlineCode(f.str(key), headRunes) }
 	switch r.Kind {
 	case store.KindPlan:
 		return "📋 Claude has a plan for your approval"
@@ -181,17 +277,8 @@ func headline(r store.Request) string {
 			return fmt.Sprintf("❓ Claude has %d questions", len(qs))
 		}
 	}
-	if h, ok := toolHeadlines[r.ToolName]; ok {
-		return "Claude wants to " + h.verb + " " + code(h.field)
-	}
-	if server, tool, ok := mcpName(r.ToolName); ok {
-		return "Claude wants to use " + inlineCode(tool, headRunes) + " from MCP server " + inlineCode(server, headRunes)
-	}
-	name := r.ToolName
-	if r.DisplayName != "" {
-		name = r.DisplayName
-	}
-	return "Claude wants to use " + inlineCode(name, headRunes)
+	a := toolAct(r, "")
+	return "Claude wants to " + a.verb + " " + a.object
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
@@ -237,7 +324,7 @@ func (c *card) codeSection(label, raw string, lines, runesMax int, full, name, w
 	cl := clip(raw, lines, budget)
 	text := codeBlock(cl.head)
 	if cl.hidden != "" {
-		text += "\n_… " + cl.hidden + " …_\n" + codeBlock(cl.tail)
+		text += "\n_… " + cl.hidden + " … (" + c.whereFull() + ")_\n" + codeBlock(cl.tail)
 		c.hide(what+": "+cl.hidden, full, name)
 	}
 	if label != "" {
@@ -317,7 +404,8 @@ func approxLines(chunks []string) int {
 	return n
 }
 
-// questionText renders one question with its options for the card.
+// questionText renders one question (header, text) for the card or the
+// modal; its options are shown by the control that picks them.
 func questionText(q question) string {
 	var b strings.Builder
 	if q.Header != "" {
@@ -327,14 +415,49 @@ func questionText(q question) string {
 	if q.MultiSelect {
 		b.WriteString(" _(pick any)_")
 	}
+	return b.String()
+}
+
+// maxButtonLabel is the longest option label a one-tap button shows whole
+// on a phone; longer ones are numbered, with the text above the buttons.
+const maxButtonLabel = 24
+
+// numbered reports whether a one-tap question's buttons are numbers.
+func numbered(q question) bool {
 	for _, o := range q.Options {
-		line := "\n• *" + codeSafe(cut(oneLine(o.Label), 100)) + "*"
-		if d := strings.TrimSpace(o.Description); d != "" {
-			line += " — " + codeSafe(cut(oneLine(d), 200))
+		if runes(oneLine(o.Label)) > maxButtonLabel {
+			return true
+		}
+	}
+	return false
+}
+
+// optionList is the text over a one-tap question's buttons: numbered
+// options (label and description) when the buttons are numbers, else
+// only the descriptions the buttons cannot carry.
+func optionList(q question) string {
+	var b strings.Builder
+	num := numbered(q)
+	for i, o := range q.Options {
+		d := strings.TrimSpace(o.Description)
+		var line string
+		switch {
+		case num:
+			line = "*" + strconv.Itoa(i+1) + ".* " + codeSafe(cut(oneLine(o.Label), 200))
+			if d != "" {
+				line += " — _" + codeSafe(cut(oneLine(d), 200)) + "_"
+			}
+		case d != "":
+			line = "*" + codeSafe(cut(oneLine(o.Label), 100)) + "*: " + codeSafe(cut(oneLine(d), 200))
+		default:
+			continue
 		}
 		if runes(b.String())+runes(line) > MaxText-100 {
 			b.WriteString("\n…")
 			break
+		}
+		if b.Len() > 0 {
+			b.WriteString("\n")
 		}
 		b.WriteString(line)
 	}
@@ -350,6 +473,10 @@ func allHaveOptions(qs []question) bool {
 	return true
 }
 
+// formOnly reports whether a question card is too long for pickers on a
+// phone's first screen: it lists the questions and answers in the modal.
+func formOnly(qs []question) bool { return len(qs) > 2 }
+
 // oneTap reports whether the question card answers with one button per
 // option: a single single-select question with few options.
 func oneTap(qs []question) bool {
@@ -357,8 +484,9 @@ func oneTap(qs []question) bool {
 }
 
 // picker is the menu for one question in a card (or modal): a select for
-// single choice, checkboxes or a multi-select for several.
-func picker(q question) slack.BlockElement {
+// single choice, checkboxes or a multi-select for several. picked (option
+// indexes) start selected.
+func picker(q question, picked ...int) slack.BlockElement {
 	opts := make([]*slack.OptionBlockObject, len(q.Options))
 	for i, o := range q.Options {
 		var desc *slack.TextBlockObject
@@ -371,45 +499,96 @@ func picker(q question) slack.BlockElement {
 		}
 		opts[i] = slack.NewOptionBlockObject(strconv.Itoa(i), plainInput(label, MaxOptionText), desc)
 	}
+	var initial []*slack.OptionBlockObject
+	for _, i := range picked {
+		if i >= 0 && i < len(opts) {
+			initial = append(initial, opts[i])
+		}
+	}
 	const pickAction = string(ActionPick)
 	switch {
 	case !q.MultiSelect:
-		return slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plain("Choose an answer"), pickAction, opts...)
+		el := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plain("Choose an answer"), pickAction, opts...)
+		if len(initial) > 0 {
+			el.InitialOption = initial[0]
+		}
+		return el
 	case len(opts) <= MaxChoiceOpts:
-		return slack.NewCheckboxGroupsBlockElement(pickAction, opts...)
+		el := slack.NewCheckboxGroupsBlockElement(pickAction, opts...)
+		el.InitialOptions = initial
+		return el
 	default:
-		return slack.NewOptionsMultiSelectBlockElement(slack.MultiOptTypeStatic, plain("Choose answers"), pickAction, opts...)
+		el := slack.NewOptionsMultiSelectBlockElement(slack.MultiOptTypeStatic, plain("Choose answers"), pickAction, opts...)
+		el.InitialOptions = initial
+		return el
 	}
 }
 
-// suggestionLabel words a permission suggestion as an "Always allow" button;
-// ok is false for suggestions that do not grant anything.
+// suggestionLabel lists what a permission suggestion grants (its rules,
+// mode or directories) in plain words; ok is false for suggestions that do
+// not grant anything.
 func suggestionLabel(s store.Suggestion) (string, bool) {
+	names, _, ok := suggestionWords(s)
+	return strings.Join(names, ", "), ok
+}
+
+// suggestionRules is suggestionLabel with each rule as code, for mrkdwn.
+func suggestionRules(s store.Suggestion) (string, bool) {
+	names, _, ok := suggestionWords(s)
+	for i, n := range names {
+		names[i] = inlineCode(n, 1000)
+	}
+	return strings.Join(names, ", "), ok
+}
+
+// suggestionWords names what a suggestion grants and says what that does
+// for the rest of the session.
+func suggestionWords(s store.Suggestion) (names []string, does string, ok bool) {
 	switch s.Type {
 	case "addRules", "replaceRules":
 		if s.Behavior != "" && s.Behavior != "allow" {
-			return "", false
+			return nil, "", false
 		}
-		var rules []string
 		for _, r := range s.Rules {
-			rules = append(rules, ruleString(r))
+			names = append(names, ruleString(r))
 		}
-		if len(rules) == 0 {
-			return "", false
+		if len(names) == 0 {
+			return nil, "", false
 		}
-		return "Always allow " + strings.Join(rules, ", "), true
+		return names, rulesDo(s.Rules), true
 	case "setMode":
 		if s.Mode == "" || s.Mode == "default" || s.Mode == "plan" {
-			return "", false
+			return nil, "", false
 		}
-		return "Always allow: " + s.Mode + " mode", true
+		does = "switches to " + s.Mode + " mode"
+		switch s.Mode {
+		case "acceptEdits":
+			does = "file edits run without asking"
+		case "bypassPermissions":
+			does = "everything runs without asking"
+		}
+		return []string{s.Mode + " mode"}, does, true
 	case "addDirectories":
 		if len(s.Directories) == 0 {
-			return "", false
+			return nil, "", false
 		}
-		return "Always allow access to " + strings.Join(s.Directories, ", "), true
+		return s.Directories, "Claude may work in these directories too", true
 	}
-	return "", false
+	return nil, "", false
+}
+
+// rulesDo says what allow rules do: a prefix rule's commands, a tool's use.
+func rulesDo(rules []store.SuggestionRule) string {
+	if len(rules) == 1 {
+		r := rules[0]
+		if p, ok := strings.CutSuffix(r.RuleContent, ":*"); ok && r.ToolName == "Bash" {
+			return "commands starting “" + p + "” run without asking"
+		}
+		if r.RuleContent == "" {
+			return r.ToolName + " runs without asking"
+		}
+	}
+	return "what these rules match runs without asking"
 }
 
 func ruleString(r store.SuggestionRule) string {
@@ -419,27 +598,43 @@ func ruleString(r store.SuggestionRule) string {
 	return r.ToolName + "(" + r.RuleContent + ")"
 }
 
-// context is the small print: session, directory, who started it, why the
-// CLI asked.
+// context is the small print, on one line: Claude's description, the
+// session's directory, the subagent, why the CLI asked when that says more
+// than "it needs approval", and what newer CLIs add.
 func (c *card) context() slack.Block {
-	parts := []string{}
-	if c.s.ID != "" {
-		parts = append(parts, "Session "+inlineCode(short(c.s.ID), 40))
+	var parts []string
+	if c.said != "" && c.r.Decision == nil {
+		parts = append(parts, c.said)
 	}
 	if c.s.WorkDir != "" {
-		parts = append(parts, "in "+inlineCode(c.s.WorkDir, 300))
-	}
-	if c.s.StartedBy != "" {
-		parts = append(parts, "started by <@"+c.s.StartedBy+">")
+		parts = append(parts, inlineCode(c.s.WorkDir, 300))
 	}
 	if c.r.AgentID != "" {
 		parts = append(parts, "subagent "+inlineCode(c.r.AgentID, 60))
 	}
-	els := []slack.MixedElement{mrkdwn(orDash(strings.Join(parts, " · ")))}
+	if why := c.why(); why != "" && c.r.Decision == nil {
+		parts = append(parts, why)
+	}
+	if c.s.StartedBy == "" && c.s.ID != "" {
+		parts = append(parts, "session "+inlineCode(short(c.s.ID), 40)) // nobody to name: the id tells sessions apart
+	}
+	if about := c.about(); len(about) > 0 && c.r.Decision == nil {
+		parts = append(parts, about...)
+	}
+	return slack.NewContextBlock("", mrkdwn(cutSafe(orDash(strings.Join(parts, " · ")), MaxText)))
+}
+
+// generic are reasons that only say the request needs approval.
+var generic = map[string]bool{"other": true, "mode": true, "subcommandResults": true}
+
+// why is the CLI's reason for asking, when it says something.
+func (c *card) why() string {
 	var why []string
-	if c.r.DecisionReason != "" {
-		why = append(why, "Reason: "+codeSafe(cut(oneLine(c.r.DecisionReason), 800)))
-	} else if t := c.r.DecisionReasonType; t != "" {
+	switch r := c.r.DecisionReason; {
+	case r != "" && !strings.HasPrefix(strings.ToLower(r), "this command requires approval"):
+		why = append(why, "Reason: "+codeSafe(cut(oneLine(r), 800)))
+	case r == "" && c.r.DecisionReasonType != "" && !generic[c.r.DecisionReasonType]:
+		t := c.r.DecisionReasonType
 		if words, ok := reasonTypes[t]; ok {
 			t = words
 		}
@@ -448,13 +643,7 @@ func (c *card) context() slack.Block {
 	if c.r.BlockedPath != "" {
 		why = append(why, "Blocked path: "+inlineCode(c.r.BlockedPath, 800))
 	}
-	if len(why) > 0 {
-		els = append(els, mrkdwn(strings.Join(why, " · ")))
-	}
-	if about := c.about(); len(about) > 0 {
-		els = append(els, mrkdwn(strings.Join(about, " · ")))
-	}
-	return slack.NewContextBlock("", els...)
+	return strings.Join(why, " · ")
 }
 
 // about is what the CLI says about the request beyond its input: the
@@ -560,8 +749,13 @@ func outcomeWord(r store.Request) string {
 	return "Settled"
 }
 
-// outcome is the final state's line: what happened, who, when and why.
-func outcome(r store.Request) string {
+// outcome is the settled card's lead without the summary of what ran.
+func outcome(r store.Request) string { return outcomeWith(r, "") }
+
+// outcomeWith is the settled card's lead: what happened, who, when, and (ran)
+// what was done or not; then the details (rules added, answers, the
+// reason given). One case per outcome.
+func outcomeWith(r store.Request, ran string) string {
 	d := r.Decision
 	when := dateToken(d.At)
 	word := outcomeWord(r)
@@ -569,22 +763,6 @@ func outcome(r store.Request) string {
 	switch d.Outcome {
 	case store.OutcomeAllow:
 		fmt.Fprintf(&b, "✅ *%s*%s %s", word, byWhom(d), when)
-		if len(d.UpdatedInput) > 0 {
-			b.WriteString(" with an edited input")
-			if cmd := decodeInput(d.UpdatedInput).str("command"); r.ToolName == "Bash" && cmd != "" {
-				b.WriteString(": " + inlineCode(cmd, 500))
-			}
-		}
-		for _, p := range d.Permissions {
-			if label, ok := suggestionLabel(p); ok {
-				b.WriteString("\n🔓 " + codeSafe(label) + " — for this session")
-			}
-		}
-		if len(d.Answers) > 0 {
-			for _, q := range answerOrder(r, d.Answers) {
-				b.WriteString("\n• *" + codeSafe(cut(oneLine(q), 200)) + "* → " + codeSafe(cut(oneLine(d.Answers[q]), 500)))
-			}
-		}
 	case store.OutcomeDeny:
 		icon := "🚫"
 		if r.Kind == store.KindPlan {
@@ -593,12 +771,6 @@ func outcome(r store.Request) string {
 			icon = "⏭️"
 		}
 		fmt.Fprintf(&b, "%s *%s*%s %s", icon, word, byWhom(d), when)
-		if d.Interrupt {
-			b.WriteString(" · Claude's turn was stopped")
-		}
-		if d.Message != "" && !d.Skipped {
-			b.WriteString("\n> " + codeSafe(cut(oneLine(d.Message), 1500)))
-		}
 	case store.OutcomeExpired:
 		fmt.Fprintf(&b, "⌛ *Expired* %s: nobody answered in time, so Claude was told no", when)
 	case store.OutcomeCancelled:
@@ -611,8 +783,39 @@ func outcome(r store.Request) string {
 	default:
 		fmt.Fprintf(&b, "*%s*%s %s", codeSafe(string(d.Outcome)), byWhom(d), when)
 	}
-	if d.Outcome != store.OutcomeAllow && d.Outcome != store.OutcomeDeny && d.Message != "" {
-		b.WriteString("\n_" + codeSafe(cut(oneLine(d.Message), 1000)) + "_")
+	if ran != "" {
+		b.WriteString(" · " + ran)
+	}
+	b.WriteString(outcomeDetails(r))
+	return b.String()
+}
+
+// outcomeDetails are the lines under the outcome: the rules an approval
+// added (as code), the answers, the reason or message given.
+func outcomeDetails(r store.Request) string {
+	d := r.Decision
+	var b strings.Builder
+	switch d.Outcome {
+	case store.OutcomeAllow:
+		for _, p := range d.Permissions {
+			if rules, ok := suggestionRules(p); ok {
+				b.WriteString("\n🔓 Allowed for the rest of this session: " + rules)
+			}
+		}
+		for _, q := range answerOrder(r, d.Answers) {
+			b.WriteString("\n• *" + codeSafe(cut(oneLine(q), 200)) + "* → " + codeSafe(cut(oneLine(d.Answers[q]), 500)))
+		}
+	case store.OutcomeDeny:
+		if d.Interrupt {
+			b.WriteString(" · Claude's turn was stopped")
+		}
+		if d.Message != "" && !d.Skipped {
+			b.WriteString("\n> " + codeSafe(cut(oneLine(d.Message), 1500)))
+		}
+	default:
+		if d.Message != "" {
+			b.WriteString("\n_" + codeSafe(cut(oneLine(d.Message), 1000)) + "_")
+		}
 	}
 	return b.String()
 }

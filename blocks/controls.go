@@ -58,6 +58,9 @@ func (c *card) guard(b *slack.ButtonBlockElement, verb string) *slack.ButtonBloc
 	return b
 }
 
+// controls are the card's decisions: Approve and Deny first, side by side
+// (with Edit & approve), then "Approve and allow for this session…" as one
+// menu naming each rule.
 func (c *card) controls() {
 	r := c.r
 	v := func(q, o int) string { return value(q, o, r.ID) }
@@ -70,36 +73,40 @@ func (c *card) controls() {
 	case store.KindQuestion:
 		els = questionButtons(questions(r), v)
 	default:
-		els = append(els, c.guard(button(string(ActionApprove), "Approve", v(0, 0)).WithStyle(slack.StylePrimary), "Approve"))
-		els = append(els, c.alwaysButtons()...)
+		els = append(els,
+			c.guard(button(string(ActionApprove), "Approve", v(0, 0)).WithStyle(slack.StylePrimary), "Approve"),
+			button(string(ActionDeny), "Deny", v(0, 0)).WithStyle(slack.StyleDanger))
 		if Editable(c.real) {
 			els = append(els, button(string(ActionEdit), "Edit & approve", v(0, 0)))
 		}
-		els = append(els, button(string(ActionDeny), "Deny", v(0, 0)).WithStyle(slack.StyleDanger))
 	}
 	c.add(slack.NewActionBlock(blockActions, els...))
+	if menu := c.alwaysMenu(); menu != nil {
+		c.add(slack.NewActionBlock(blockAlways, menu))
+	}
 }
 
 func questionButtons(qs []question, v func(q, o int) string) []slack.BlockElement {
 	var els []slack.BlockElement
 	if oneTap(qs) {
+		num := numbered(qs[0])
 		for o, opt := range qs[0].Options {
 			label := oneLine(opt.Label)
-			if label == "" {
-				label = "Option " + strconv.Itoa(o+1)
+			if label == "" || num {
+				label = strconv.Itoa(o + 1)
 			}
 			els = append(els, button(actionID(ActionAnswer, o), label, v(0, o)))
 		}
-	} else if len(qs) > 0 && allHaveOptions(qs) {
+	} else if len(qs) > 0 && allHaveOptions(qs) && !formOnly(qs) {
 		els = append(els, button(string(ActionSubmit), "Submit answers", v(0, 0)).WithStyle(slack.StylePrimary))
 	}
-	other := "Other…"
-	if !allHaveOptions(qs) {
-		other = "Answer…" // free-text questions are answered in the modal
+	other := button(string(ActionOther), "Other…", v(0, 0))
+	if !allHaveOptions(qs) || formOnly(qs) {
+		// Free-text questions, and forms too long for a phone's first
+		// screen, are answered in the modal.
+		other = button(string(ActionOther), "Answer…", v(0, 0)).WithStyle(slack.StylePrimary)
 	}
-	return append(els,
-		button(string(ActionOther), other, v(0, 0)),
-		button(string(ActionSkip), "Skip", v(0, 0)))
+	return append(els, other, button(string(ActionSkip), "Skip", v(0, 0)))
 }
 
 // maxRuleText bounds a suggestion's escaped label: longer rule sets could
@@ -111,39 +118,51 @@ func alwaysOffered(r store.Request, x newer) bool {
 	return normalize(r).Kind == store.KindTool && !x.SuppressAlwaysAllow
 }
 
-// alwaysButtons offers one "Always allow" button per suggestion. A label
-// that does not fit a button, or a card that hides part of the input, gets
-// a confirmation naming every rule the button adds; rules too many for
-// the confirmation are listed on the card itself.
-func (c *card) alwaysButtons() []slack.BlockElement {
+// alwaysMenu offers the suggestions as one menu, "Approve and allow for
+// this session…": each option names its rules (the option's text) and
+// what they do (its description). When an option's rules do not fit its
+// text, or the card hides part of the input, choosing asks first in a
+// confirmation that lists every option's rules; rules too many for it are
+// listed on the card itself. Nil when nothing is offered.
+func (c *card) alwaysMenu() slack.BlockElement {
 	if !alwaysOffered(c.real, c.x) {
 		return nil
 	}
-	var els []slack.BlockElement
-	var listed []string
+	var opts []*slack.OptionBlockObject
+	var all, code []string
+	cutOne := false
 	for i, s := range c.r.Suggestions {
-		label, ok := suggestionLabel(s)
-		if !ok || len(els) == maxButtons || runes(codeSafe(label)) > maxRuleText {
+		names, does, ok := suggestionWords(s)
+		label := strings.Join(names, ", ")
+		if !ok || len(opts) == maxButtons || runes(codeSafe(label)) > maxRuleText {
 			continue // a rule set too long to show in full is not offered
 		}
-		b := button(actionID(ActionAlways, i), label, value(0, i, c.r.ID))
-		shown := visible(maskSecrets(label))
-		if runes(shown) > MaxButtonText || len(c.hidden) > 0 {
-			text := c.hiddenNote() + "For the rest of this session: " + shown + "."
-			if runes(text) > MaxConfirmText {
-				n := len(listed) + 1
-				listed = append(listed, strconv.Itoa(n)+". "+codeSafe(label))
-				text = c.hiddenNote() + "Adds the rules listed on the card as “" + strconv.Itoa(n) + ".” for the rest of this session."
+		n := strconv.Itoa(len(opts) + 1)
+		text := label
+		if runes(visible(maskSecrets(text))) > MaxOptionText {
+			text = plural(len(names), "rule") + ": " + label
+			cutOne = true
+		}
+		all = append(all, n+". "+visible(maskSecrets(label)))
+		rules, _ := suggestionRules(s)
+		code = append(code, "• "+rules)
+		opts = append(opts, slack.NewOptionBlockObject(value(0, i, c.r.ID), plainInput(text, MaxOptionText),
+			plainInput(strings.ToUpper(does[:1])+does[1:], MaxOptionText)))
+	}
+	if len(opts) == 0 {
+		return nil
+	}
+	menu := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plain("Approve and allow for this session…"), string(ActionAlways), opts...)
+	if cutOne || len(c.hidden) > 0 {
+		text := c.hiddenNote() + "Approves this request and, for the rest of this session, allows: " + strings.Join(all, "; ") + "."
+		if runes(text) > MaxConfirmText {
+			c.add(section("*“Approve and allow” adds, for the rest of this session:*"))
+			for _, l := range code {
+				c.add(section(cutSafe(l, MaxText)))
 			}
-			b = b.WithConfirm(confirm("Always allow for this session?", text, "Always allow", "Go back"))
+			text = c.hiddenNote() + "Approves this request and adds the rules listed on the card for the rest of this session."
 		}
-		els = append(els, b)
+		menu = menu.WithConfirm(confirm("Approve and allow?", text, "Approve and allow", "Go back"))
 	}
-	if len(listed) > 0 {
-		c.add(section("*“Always allow” adds, for this session:*"))
-		for _, l := range listed {
-			c.add(section(l))
-		}
-	}
-	return els
+	return menu
 }

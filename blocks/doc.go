@@ -26,35 +26,49 @@
 //	CardWith(r, s, CardOptions{AttachmentFailed: true}) Message
 //
 // renders a pending request (buttons) or, when r.Decision is set, its final
-// state (outcome, <@who>, a <!date^…> token, no buttons; the summary stays
-// for the audit trail). Message.Text mentions s.StartedBy.
+// state. Laid out for a phone: the first line (also Message.Text, which
+// mentions s.StartedBy) says what Claude wants (for a compound command its
+// weightiest step; a leading `cd <s.WorkDir>` is implied), the project
+// (s.WorkDir's base name) and for whom; the input once; one context line;
+// then Approve and Deny side by side (and Edit & approve), and one menu,
+// "Approve and allow for this session…", whose options name each
+// suggestion's rules and what they do. A settled card leads with the
+// outcome, who and when (a <!date^…> token) and what ran: the applied
+// input, Decision.UpdatedInput when edited (then Message.FullInput holds it
+// when the lead shows only part). The outcome cases live in outcomeWith,
+// one per store.Outcome. `make cards` regenerates the golden cards and
+// measures them on a 375 px phone.
 //
 // What you see is what runs: every input field is on the card (fields a
 // tool's card does not render itself are listed as "key: value" under
-// "Other input"); Bash's dangerouslyDisableSandbox and run_in_background
-// are flagged under the headline. A long input shows its head and its tail
-// with "… 812 lines hidden …" between; the card then says the full input
-// is attached in the thread, Message.FullInput holds it (to upload as
-// Message.FullInputName), and Approve, Approve plan and Always allow ask
-// for confirmation saying what is hidden. When the upload failed the bot
-// re-renders with CardOptions.AttachmentFailed and the card and the
-// confirmations say so. An "Always allow" label cut to fit a button gets a
-// confirmation naming every rule it adds. Only Claude Code's AskUserQuestion,
-// or an MCP mcp__<server>__AskUserQuestion whose input is exactly the
-// question schema (store.IsQuestionForm), becomes a form; anything else is a tool
-// card.
+// "Other input"; MCP arguments are "key: value" lines); Bash's
+// dangerouslyDisableSandbox and run_in_background are flagged under the
+// headline. A long input shows a preview within what Slack shows before
+// "Show more": its head and its tail with "… 812 lines hidden … (full
+// input in the thread)" between; Message.FullInput holds it (to upload as
+// Message.FullInputName), and Approve, Approve plan and the Approve-and-
+// allow menu ask for confirmation saying what is hidden. When the upload
+// failed the bot re-renders with CardOptions.AttachmentFailed and the card
+// and the confirmations say so. A rule set too long for its menu option
+// is listed in the menu's confirmation (or on the card). Only Claude
+// Code's AskUserQuestion, or an MCP mcp__<server>__AskUserQuestion whose
+// input is exactly the question schema (store.IsQuestionForm), becomes a
+// form; anything else is a tool card. Three or more questions are answered
+// in the answer modal (ModalFor starts it from the card's picks).
 //
 // # Clicks
 //
 // Every action_id, block_id and callback_id starts with Prefix ("sg_").
-// Button values are "<question>|<option>|<request id>".
+// Button values, and the Approve-and-allow menu's option values, are
+// "<question>|<option>|<request id>" (cards posted before the menu had one
+// sg_always.<n> button per suggestion; they decode alike).
 //
 //	a, ok := ParseAction(blockAction)            // ok=false: not ours, ignore
 //	d, next, err := DecideAction(a, r, cb, Who{ID, Name}, now)
 //	switch next {
 //	case NextDecide:  store.Decide(ctx, r.ID, d)    // err: ErrMismatch, ErrIncomplete, store.ErrAlreadyDecided
 //	case NextNothing: // a menu changed; wait for Submit
-//	default:          view, _ := Modal(next.Modal(), r, r.Card); views.open(trigger_id, view)
+//	default:          view, _ := ModalFor(next.Modal(), r, r.Card, cb); views.open(trigger_id, view)
 //	}
 //
 // The status message's Stop button (shown while the phase is working or

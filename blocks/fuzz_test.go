@@ -161,6 +161,7 @@ func fuzzRequests() []store.Request {
 func FuzzDecodeBlockActions(f *testing.F) {
 	seedPayloads(f)
 	f.Add([]byte(`{"type":"block_actions","actions":[{"action_id":"sg_always.99","value":"0|99|req-bash"}]}`))
+	f.Add([]byte(`{"type":"block_actions","actions":[{"action_id":"sg_always","type":"static_select","selected_option":{"value":"0|1|req-bash"}}]}`))
 	rs := fuzzRequests()
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var cb slack.InteractionCallback

@@ -256,9 +256,20 @@ func checkGolden(t *testing.T, name string, v any) {
 }
 
 func TestGoldenCards(t *testing.T) {
+	type sessionCard struct {
+		r store.Request
+		s store.Session
+	}
+	all := map[string]sessionCard{}
 	for name, r := range cards() {
+		all[name] = sessionCard{r, session}
+	}
+	for name, r := range realCards() {
+		all[name] = sessionCard{r, payments}
+	}
+	for name, c := range all {
 		t.Run(name, func(t *testing.T) {
-			m := Card(r, session)
+			m := Card(c.r, c.s)
 			if err := ValidateMessage(m.Text, m.Blocks); err != nil {
 				t.Errorf("card breaks Slack's limits: %v", err)
 			}

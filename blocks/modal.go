@@ -46,15 +46,44 @@ func modal(kind ModalKind, r store.Request, card store.MessageRef, title, submit
 
 // Modal builds the modal of the given kind (what Next.Modal() names).
 func Modal(kind ModalKind, r store.Request, card store.MessageRef) (slack.ModalViewRequest, bool) {
+	return ModalFor(kind, r, card, nil)
+}
+
+// ModalFor is Modal for the click cb that asks for it: the answer modal
+// starts from the options already picked on the card.
+func ModalFor(kind ModalKind, r store.Request, card store.MessageRef, cb *slack.InteractionCallback) (slack.ModalViewRequest, bool) {
 	switch kind {
 	case ModalDeny:
 		return DenyModal(r, card), true
 	case ModalEdit:
 		return EditModal(r, card), true
 	case ModalOther:
-		return OtherModal(r, card), true
+		return otherModal(r, card, cardPicks(r, cb)), true
 	}
 	return slack.ModalViewRequest{}, false
+}
+
+// cardPicks reads, per question, the option indexes picked on the card.
+func cardPicks(r store.Request, cb *slack.InteractionCallback) map[int][]int {
+	if cb == nil || cb.BlockActionState == nil {
+		return nil
+	}
+	picks := map[int][]int{}
+	for i, q := range questions(r) {
+		a, ok := cb.BlockActionState.Values[questionBlockID(i, r.ID)][string(ActionPick)]
+		if !ok {
+			continue
+		}
+		for j, o := range q.Options {
+			for _, l := range selected(q, a) {
+				if l == o.Label {
+					picks[i] = append(picks[i], j)
+					break
+				}
+			}
+		}
+	}
+	return picks
 }
 
 func textInput(multiline bool, initial string, max int) *slack.PlainTextInputBlockElement {
@@ -117,11 +146,15 @@ func EditModal(r store.Request, card store.MessageRef) slack.ModalViewRequest {
 // OtherModal lets a person answer every question in their own words: per
 // question a menu of its options and a free-text field (the text wins).
 func OtherModal(r store.Request, card store.MessageRef) slack.ModalViewRequest {
+	return otherModal(r, card, nil)
+}
+
+func otherModal(r store.Request, card store.MessageRef, picks map[int][]int) slack.ModalViewRequest {
 	bs := []slack.Block{}
 	for i, q := range questions(r) {
 		bs = append(bs, section(questionText(q)))
 		if len(q.Options) > 0 {
-			bs = append(bs, slack.NewInputBlock(blockPickQ+strconv.Itoa(i), plain("Choose"), nil, picker(q)).WithOptional(true))
+			bs = append(bs, slack.NewInputBlock(blockPickQ+strconv.Itoa(i), plain("Choose"), nil, picker(q, picks[i]...)).WithOptional(true))
 		}
 		bs = append(bs, slack.NewInputBlock(blockTextQ+strconv.Itoa(i), plain("Or answer in your own words"), nil,
 			textInput(true, "", MaxInputLength)).WithOptional(true))

@@ -499,7 +499,8 @@ func TestRestartWhileTheCardIsBeingPosted(t *testing.T) {
 	a.threadText(thread, "Claude exited") // the old program's last event is shown, so every card is too
 	cards := 0
 	for _, m := range a.slack.Thread(general, thread) {
-		if m.FromBot() && m.HasText("Claude wants to run") {
+		// Pending, the card says "wants to run `echo never…"; settled, "did not run `echo never…".
+		if m.FromBot() && m.HasText("run `echo never") {
 			cards++
 		}
 	}

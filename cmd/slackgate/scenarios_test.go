@@ -70,16 +70,11 @@ func TestAlwaysAllowSkipsTheSecondIdenticalCommand(t *testing.T) {
 	thread := a.mention("check curl twice")
 	card := a.card(thread, "curl --version")
 
-	label := ""
-	for _, b := range card.Buttons() {
-		if strings.HasPrefix(b, "Always allow") {
-			label = b
-		}
+	// "Always allow" is the card's "Approve and allow for this session…" menu.
+	label := firstOption(t, card, "sg_always")
+	if err := a.slack.Select(a.ctx, lee, card.Ref(), "sg_always", label); err != nil {
+		t.Fatal(err)
 	}
-	if label == "" {
-		t.Fatalf("the card offers no Always allow button: %q", card.Buttons())
-	}
-	a.click(lee, card.Ref(), label)
 
 	for _, id := range []string{"toolu_1", "toolu_2"} {
 		if res := a.toolResult(id); res.IsError || !strings.Contains(res.Content, "curl") {
@@ -418,4 +413,29 @@ func selectBlocks(t *testing.T, m fakeslack.Message) []string {
 		t.Fatalf("the card has no menus: %s", m.RawBlocks)
 	}
 	return ids
+}
+
+// firstOption is the text of the first option of the menu in block blockID.
+func firstOption(t *testing.T, m fakeslack.Message, blockID string) string {
+	t.Helper()
+	var bs []struct {
+		BlockID  string `json:"block_id"`
+		Elements []struct {
+			Options []struct {
+				Text struct {
+					Text string `json:"text"`
+				} `json:"text"`
+			} `json:"options"`
+		} `json:"elements"`
+	}
+	if err := json.Unmarshal(m.RawBlocks, &bs); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bs {
+		if b.BlockID == blockID && len(b.Elements) > 0 && len(b.Elements[0].Options) > 0 {
+			return b.Elements[0].Options[0].Text.Text
+		}
+	}
+	t.Fatalf("the card has no menu %s: %s", blockID, m.RawBlocks)
+	return ""
 }
