@@ -171,7 +171,7 @@ func (b *Bot) onAction(ctx context.Context, cb *slack.InteractionCallback, a blo
 		case next == blocks.NextDecide:
 			return d, true, nil
 		case next != blocks.NextNothing:
-			b.openModal(ctx, p, cb.TriggerID, next, r)
+			b.openModal(ctx, p, cb, next, r)
 		}
 		return d, false, nil
 	})
@@ -180,16 +180,17 @@ func (b *Bot) onAction(ctx context.Context, cb *slack.InteractionCallback, a blo
 	}
 }
 
-// openModal opens the form a click on r asks for.
-func (b *Bot) openModal(ctx context.Context, p *decision, triggerID string, next blocks.Next, r store.Request) {
-	view, ok := blocks.Modal(next.Modal(), r, p.card)
+// openModal opens the form a click on r asks for, starting from what the
+// card's menus already hold (cb's state).
+func (b *Bot) openModal(ctx context.Context, p *decision, cb *slack.InteractionCallback, next blocks.Next, r store.Request) {
+	view, ok := blocks.ModalFor(next.Modal(), r, p.card, cb)
 	if !ok {
 		p.log.Error().Int("next", int(next)).Msg("blocks asked for an unknown modal")
 		p.tell(ctx, "Sorry, something went wrong opening that form.")
 		return
 	}
 	// trigger_id lives 3 s: this is the first thing done with it.
-	if _, err := b.api.OpenViewContext(ctx, triggerID, view); err != nil {
+	if _, err := b.api.OpenViewContext(ctx, cb.TriggerID, view); err != nil {
 		p.log.Error().Err(err).Msg("views.open")
 		p.tell(ctx, "Sorry, I could not open the form in time. Please click again.")
 	}

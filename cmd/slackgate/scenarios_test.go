@@ -193,6 +193,44 @@ func TestOtherSendsAFreeTextAnswer(t *testing.T) {
 	a.settled(card.Ref(), "DuckDB, embedded")
 }
 
+func TestOtherStartsFromWhatTheCardAlreadyPicked(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, options{},
+		relaytest.ToolUse("toolu_q", "AskUserQuestion", ask(dbQuestion, featureQuestion)),
+		relaytest.Text("noted"))
+	thread := a.mention("set up")
+	card := a.card(thread, "Which features do you want?")
+	if err := a.slack.Select(a.ctx, dana, card.Ref(), selectBlocks(t, card)[0], "SQLite"); err != nil {
+		t.Fatal(err)
+	}
+	a.click(dana, card.Ref(), "Other…")
+	view := a.view(dana)
+	// The database question's menu in the modal starts on the pick made on
+	// the card, so answering the other question in words keeps it.
+	var raw struct {
+		Blocks []struct {
+			BlockID string `json:"block_id"`
+			Element struct {
+				InitialOption *struct {
+					Text struct{ Text string } `json:"text"`
+				} `json:"initial_option"`
+			} `json:"element"`
+		} `json:"blocks"`
+	}
+	if err := json.Unmarshal(view.Raw, &raw); err != nil {
+		t.Fatal(err)
+	}
+	var initial []string
+	for _, b := range raw.Blocks {
+		if o := b.Element.InitialOption; o != nil {
+			initial = append(initial, o.Text.Text)
+		}
+	}
+	if len(initial) != 1 || !strings.Contains(initial[0], "SQLite") {
+		t.Fatalf("the modal's preset picks = %q, want the card's pick SQLite", initial)
+	}
+}
+
 func TestSkipDeclinesTheQuestion(t *testing.T) {
 	t.Parallel()
 	a := startApp(t, options{},
