@@ -229,11 +229,37 @@ func (b *Bot) showSettled(ctx context.Context, log zerolog.Logger, id string) er
 	if err != nil {
 		return fmt.Errorf("bot: get session %s: %w", r.SessionID, err)
 	}
-	if err := b.out.Update(ctx, log.With().Str("channel", r.Card.Channel).Logger(), r.Card, renderCard(b.shown(r), s).msg); err != nil {
+	log = log.With().Str("channel", r.Card.Channel).Logger()
+	card := renderCard(b.shown(r), s)
+	if err := b.out.Update(ctx, log, r.Card, card.msg); err != nil {
 		return err
+	}
+	if card.fullInput != "" {
+		b.attachRan(ctx, log, r, s, card)
 	}
 	b.refreshStatus(ctx, s.ID, statusKeep)
 	return nil
+}
+
+// editedClaimTTL outlasts every redelivery of a settled event, so the
+// input a person edited is attached to the thread once.
+const editedClaimTTL = 24 * time.Hour
+
+// attachRan puts in the thread what a settled card could only summarise:
+// the input a person edited before approving (what ran). Claimed through
+// the store, so a redelivery or another replica does not attach it twice.
+func (b *Bot) attachRan(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, card renderedCard) {
+	first, err := b.st.FirstSeen(ctx, "edited:"+r.ID, editedClaimTTL)
+	if err != nil || !first {
+		if err != nil {
+			log.Warn().Err(err).Msg("claim the edited input's attachment")
+		}
+		return
+	}
+	name := cmp.Or(card.fullInputName, "edited-input-"+r.ID+".json")
+	if err := b.out.Upload(ctx, log, s.Thread.Channel, s.Thread.TS, name, "What ran: the edited input of "+r.ToolName, card.fullInput); err != nil {
+		log.Error().Err(err).Msg("upload the edited input")
+	}
 }
 
 // foldEvent shows a tool use or a tool's result in the turn's fold.

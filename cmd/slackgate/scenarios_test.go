@@ -59,6 +59,39 @@ func TestEditAndApproveRunsTheEditedCommand(t *testing.T) {
 	a.settled(card.Ref(), "Approved")
 }
 
+func TestALongEditedCommandIsAttachedToTheThreadWhenItRan(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, options{},
+		relaytest.ToolUse("toolu_e", "Bash", bash("echo one > target.txt", "Write the target")),
+		relaytest.Text("done"))
+	thread := a.mention("write the target")
+	card := a.card(thread, "echo one")
+
+	// The person's edit is far longer than a settled card's one-line summary.
+	var lines []string
+	for i := range 40 {
+		lines = append(lines, fmt.Sprintf("echo line-%02d >> target.txt", i))
+	}
+	edited := strings.Join(lines, "\n")
+	a.click(lee, card.Ref(), "Edit & approve")
+	if _, err := a.slack.SubmitView(a.ctx, lee, a.view(lee).ID, map[string]string{"Command": edited}); err != nil {
+		t.Fatalf("submitting the edit modal: %v", err)
+	}
+	if res := a.toolResult("toolu_e"); res.IsError {
+		t.Fatalf("the edited command failed: %q", res.Content)
+	}
+	a.settled(card.Ref(), "Approved")
+	f, err := a.slack.WaitFile(a.ctx, func(f fakeslack.File) bool {
+		return f.ThreadTS == thread && strings.Contains(f.Name, "edited-input")
+	})
+	if err != nil {
+		t.Fatalf("the edited input that ran is not in the thread: %v", err)
+	}
+	if !strings.Contains(string(f.Content), "line-39") {
+		t.Errorf("attached edited input lacks its tail: %q", f.Content)
+	}
+}
+
 func TestAlwaysAllowSkipsTheSecondIdenticalCommand(t *testing.T) {
 	t.Parallel()
 	// No redirect: a rule never covers writing to a path, which is checked apart.
