@@ -50,7 +50,7 @@ func TestTruncatedCardAttachesTheFullInputWithoutAnotherEdit(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("full input not attached: %v", err)
 	}
-	if !card.HasText("the full input is attached in the thread") {
+	if !card.HasText("full input in the thread") {
 		t.Errorf("card does not point at the attachment:\n%s", card.AllText())
 	}
 }
