@@ -35,6 +35,7 @@ type Bot struct {
 	starters  *approvers
 	work      tasks
 	status    statusBook
+	conn      connState
 
 	// botUserID comes from auth.test at the start of Run; handlers run only
 	// after it is set.
@@ -84,6 +85,9 @@ func New(cfg Config, st store.Store, log zerolog.Logger) (*Bot, error) {
 		clock: cfg.Clock,
 		out:   newOutbox(api, cfg.Budgets, cfg.Clock, log),
 	}
+	if cfg.Metrics != nil {
+		b.out.metrics = cfg.Metrics
+	}
 	list := func(ctx context.Context, g string) ([]string, error) {
 		return api.GetUserGroupMembersContext(ctx, g)
 	}
@@ -107,9 +111,15 @@ func (b *Bot) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		b.conn.to(fmt.Errorf("auth.test failed: %w", err))
 		return fmt.Errorf("bot: auth.test (is SLACK_BOT_TOKEN right?): %w", err)
 	}
 	b.botUserID = auth.UserID
+	if b.cfg.socketMode() {
+		b.conn.to(errors.New("socket mode not connected yet"))
+	} else {
+		b.conn.to(nil)
+	}
 	b.log.Info().Str("bot_user", auth.UserID).Str("team", auth.Team).Bool("socket_mode", b.cfg.socketMode()).Msg("slack bot starting")
 
 	g, gctx := errgroup.WithContext(ctx)
