@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -161,4 +162,46 @@ func metricValue(t *testing.T, body, name, labels string) float64 {
 		}
 	}
 	return -1
+}
+
+// TestDashboardQueriesOurMetrics parses the Grafana dashboard and checks
+// that every series it queries is one newMetrics defines, so a renamed
+// metric cannot leave a panel silently empty.
+func TestDashboardQueriesOurMetrics(t *testing.T) {
+	raw, err := os.ReadFile("../../deploy/grafana/slackgate.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatalf("deploy/grafana/slackgate.json: %v", err)
+	}
+	src, err := os.ReadFile("metrics.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := regexp.MustCompile(`slackgate_[a-z_]+`)
+	queried := 0
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			for _, name := range series.FindAllString(tg.Expr, -1) {
+				queried++
+				base := strings.TrimPrefix(name, "slackgate_")
+				for _, suffix := range []string{"_bucket", "_count", "_sum"} {
+					base = strings.TrimSuffix(base, suffix)
+				}
+				if !strings.Contains(string(src), `"`+base+`"`) {
+					t.Errorf("panel %q queries %s, which metrics.go does not define", p.Title, name)
+				}
+			}
+		}
+	}
+	if queried < 8 {
+		t.Errorf("the dashboard queries %d series; want a panel for each of slackgate's metrics", queried)
+	}
 }
