@@ -36,6 +36,9 @@ commands:
            DECISION_SIGNING_KEY (for bots) and DECISION_VERIFY_KEY (for workers)
   audit    print the audit log (requests and who decided them) as JSON lines:
            slackgate audit [-after ID] [-limit N]
+  doctor   check the tokens, scopes, Socket Mode, the store, the CLI and the
+           working directories, one line each, saying what to fix:
+           slackgate doctor [run|bot|worker]
   help     this text
 
 Configuration comes from the environment; README.md lists every variable.
@@ -75,7 +78,7 @@ func (p program) run(ctx context.Context, args []string) error {
 	if cmd == "keygen" {
 		return keygen(p.stdout)
 	}
-	if cmd != "run" && cmd != "bot" && cmd != "worker" && cmd != "audit" {
+	if cmd != "run" && cmd != "bot" && cmd != "worker" && cmd != "audit" && cmd != "doctor" {
 		fmt.Fprint(p.stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
 	}
@@ -85,6 +88,9 @@ func (p program) run(ctx context.Context, args []string) error {
 	}
 	if cmd == "audit" {
 		return p.audit(ctx, args[1:], cfg)
+	}
+	if cmd == "doctor" {
+		return p.doctor(ctx, args[1:], cfg)
 	}
 	if cmd != "run" && cfg.RedisURL == "" {
 		return fmt.Errorf("slackgate %s runs beside other processes and needs REDIS_URL; use `slackgate run` for one machine", cmd)
