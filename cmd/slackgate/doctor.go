@@ -203,4 +203,3 @@ func workDirCheck(cfg Config) finding {
 	}
 	return finding{ok: true, name: "working directories", detail: strings.Join(dirs, ", ")}
 }
-
