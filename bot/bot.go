@@ -36,6 +36,7 @@ type Bot struct {
 	work      tasks
 	status    statusBook
 	posting   cardsPosting
+	conn      connState
 
 	// afterReconcile, when set (tests), runs after each reconcile pass.
 	afterReconcile func()
@@ -90,6 +91,9 @@ func New(cfg Config, st store.Store, log zerolog.Logger) (*Bot, error) {
 		clock: cfg.Clock,
 		out:   newOutbox(api, cfg.Budgets, cfg.Clock, log),
 	}
+	if cfg.Metrics != nil {
+		b.out.metrics = cfg.Metrics
+	}
 	list := func(ctx context.Context, g string) ([]string, error) {
 		return api.GetUserGroupMembersContext(ctx, g)
 	}
@@ -113,9 +117,15 @@ func (b *Bot) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		b.conn.to(fmt.Errorf("auth.test failed: %w", err))
 		return fmt.Errorf("bot: auth.test (is SLACK_BOT_TOKEN right?): %w", err)
 	}
 	b.botUserID = auth.UserID
+	if b.cfg.socketMode() {
+		b.conn.to(errors.New("socket mode not connected yet"))
+	} else {
+		b.conn.to(nil)
+	}
 	b.log.Info().Str("bot_user", auth.UserID).Str("team", auth.Team).Bool("socket_mode", b.cfg.socketMode()).Msg("slack bot starting")
 
 	g, gctx := errgroup.WithContext(ctx)

@@ -72,6 +72,9 @@ type Config struct {
 	GroupCacheTTL time.Duration
 	// Clock replaces the wall clock (tests). Nil: the real one.
 	Clock Clock
+	// Metrics receives the bot's measurements (Slack calls, outbox waits).
+	// Nil: none are taken.
+	Metrics Metrics
 
 	// SigningKey signs every decision a person makes (required): workers
 	// act only on decisions that verify with its public half, so a

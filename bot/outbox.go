@@ -88,6 +88,7 @@ type op struct {
 	notBefore time.Time     // a live message's first post waits until then
 	minGap    time.Duration // an edit waits this long after the message last changed
 	live      *liveMsg      // the live message this op shows, if any
+	queuedAt  time.Time     // when it was first queued, for OutboxWait
 }
 
 type fileUpload struct {
@@ -128,10 +129,11 @@ type shown struct {
 // Retry-After says, transient failures are retried with backoff. It never
 // drops a write silently: each caller learns the outcome.
 type outbox struct {
-	api    slackWriter
-	budget Budgets
-	clock  Clock
-	log    zerolog.Logger
+	api     slackWriter
+	budget  Budgets
+	clock   Clock
+	log     zerolog.Logger
+	metrics Metrics
 
 	mu         sync.Mutex
 	chans      map[string]*channelState
@@ -158,6 +160,7 @@ func newOutbox(api slackWriter, budgets Budgets, clock Clock, log zerolog.Logger
 		budget:     b,
 		clock:      clock,
 		log:        log,
+		metrics:    noMetrics{},
 		chans:      map[string]*channelState{},
 		editBudget: newBucket(b.UpdatesPerMinute/60, b.UpdateBurst),
 		queued:     map[msgKey]*op{},
@@ -292,6 +295,9 @@ func (o *outbox) enqueue(p *op, waits bool) <-chan opResult {
 // message. It reports true when p has nothing to send: an edit to what the
 // message shows already.
 func (o *outbox) enqueueLocked(p *op) bool {
+	if p.queuedAt.IsZero() {
+		p.queuedAt = o.clock.Now()
+	}
 	if p.kind != opUpdate {
 		cs := o.channelLocked(p.channel)
 		cs.lanes[p.lane] = append(cs.lanes[p.lane], p)
@@ -437,6 +443,9 @@ func (o *outbox) startLocked(ctx context.Context, p *op) {
 	if p.live != nil {
 		p.live.sending = true
 	}
+	if !p.queuedAt.IsZero() {
+		o.metrics.OutboxWait(p.lane.String(), o.clock.Now().Sub(latest(p.queuedAt, p.notBefore)))
+	}
 	o.wg.Go(func() { o.done(p, o.send(ctx, p)) })
 }
 
@@ -531,7 +540,9 @@ func (o *outbox) send(ctx context.Context, p *op) opResult {
 // this.
 const callTimeout = 15 * time.Second
 
-func (o *outbox) call(ctx context.Context, p *op) (string, error) {
+func (o *outbox) call(ctx context.Context, p *op) (ts string, err error) {
+	start := time.Now()
+	defer func() { o.metrics.SlackCall(p.kind.String(), time.Since(start), err) }()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
 	defer cancel()
 	switch p.kind {

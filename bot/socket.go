@@ -58,8 +58,10 @@ func (b *Bot) onSocketEvent(ctx context.Context, client *socketmode.Client, evt 
 	}
 	switch evt.Type {
 	case socketmode.EventTypeConnecting:
+		b.conn.to(errors.New("socket mode connecting"))
 		b.log.Debug().Msg("socket mode connecting")
 	case socketmode.EventTypeConnected:
+		b.conn.to(nil)
 		b.log.Info().Msg("socket mode connected")
 	case socketmode.EventTypeHello:
 		if evt.Request != nil {
@@ -70,6 +72,7 @@ func (b *Bot) onSocketEvent(ctx context.Context, client *socketmode.Client, evt 
 	case socketmode.EventTypeConnectionError, socketmode.EventTypeIncomingError, socketmode.EventTypeErrorWriteFailed:
 		b.log.Warn().Any("data", evt.Data).Msg("socket mode trouble")
 	case socketmode.EventTypeInvalidAuth:
+		b.conn.to(errors.New("socket mode: invalid app token"))
 		b.log.Error().Msg("socket mode: invalid app token")
 	case socketmode.EventTypeErrorBadMessage:
 		// slack-go could not decode the envelope, so it gave us no Request

@@ -76,6 +76,10 @@ type Config struct {
 	// stops a scripted client from filling the queue and Claude's context.
 	MaxPromptBytes int `env:"MAX_PROMPT_BYTES" envDefault:"16384"`
 
+	// Operations: /healthz, /readyz and /metrics on every process
+	// ("off": none).
+	HealthAddr string `env:"HEALTH_ADDR" envDefault:":9090"`
+
 	// Logs.
 	LogLevel  string `env:"LOG_LEVEL" envDefault:"info"`
 	LogFormat string `env:"LOG_FORMAT" envDefault:"json"`

@@ -71,6 +71,8 @@ type app struct {
 	model   *relaytest.Server
 	workdir string
 	logs    *syncBuffer
+	// ops is the base URL of /healthz, /readyz and /metrics.
+	ops string
 	// prog is the program as configured, for launch to start more like it.
 	prog program
 	// stop stops the app's program and waits for it (once; the cleanup
@@ -118,6 +120,7 @@ func startApp(t testing.TB, o options, steps ...relaytest.Step) *app {
 		"WORKER_ID=e2e-"+strings.ReplaceAll(t.Name(), "/", "-"),
 		"LOG_LEVEL=debug",
 		"LOG_FORMAT=console",
+		"HEALTH_ADDR=127.0.0.1:0", // processes launch starts beside it get a port each
 	)
 	switch o.backend {
 	case boltBackend:
@@ -154,6 +157,13 @@ func startApp(t testing.TB, o options, steps ...relaytest.Step) *app {
 
 	cmd := cmp.Or(o.command, "run")
 	a.prog = p
+	// Set after a.prog is copied: the listener is this process's alone.
+	health, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.healthListener = health
+	a.ops = "http://" + health.Addr().String()
 	pctx, pcancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- p.run(pctx, []string{cmd}) }()

@@ -36,6 +36,9 @@ commands:
            DECISION_SIGNING_KEY (for bots) and DECISION_VERIFY_KEY (for workers)
   audit    print the audit log (requests and who decided them) as JSON lines:
            slackgate audit [-after ID] [-limit N]
+  doctor   check the tokens, scopes, Socket Mode, the store, the CLI and the
+           working directories, one line each, saying what to fix:
+           slackgate doctor [run|bot|worker]
   help     this text
 
 Configuration comes from the environment; README.md lists every variable.
@@ -58,6 +61,9 @@ type program struct {
 	stdout, stderr io.Writer
 	// listener, when set, serves HTTP mode instead of listening on HTTP_ADDR.
 	listener net.Listener
+	// healthListener, when set, serves /healthz, /readyz and /metrics
+	// instead of listening on HEALTH_ADDR.
+	healthListener net.Listener
 }
 
 func (p program) run(ctx context.Context, args []string) error {
@@ -72,7 +78,7 @@ func (p program) run(ctx context.Context, args []string) error {
 	if cmd == "keygen" {
 		return keygen(p.stdout)
 	}
-	if cmd != "run" && cmd != "bot" && cmd != "worker" && cmd != "audit" {
+	if cmd != "run" && cmd != "bot" && cmd != "worker" && cmd != "audit" && cmd != "doctor" {
 		fmt.Fprint(p.stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
 	}
@@ -82,6 +88,9 @@ func (p program) run(ctx context.Context, args []string) error {
 	}
 	if cmd == "audit" {
 		return p.audit(ctx, args[1:], cfg)
+	}
+	if cmd == "doctor" {
+		return p.doctor(ctx, args[1:], cfg)
 	}
 	if cmd != "run" && cfg.RedisURL == "" {
 		return fmt.Errorf("slackgate %s runs beside other processes and needs REDIS_URL; use `slackgate run` for one machine", cmd)
@@ -99,27 +108,23 @@ func (p program) run(ctx context.Context, args []string) error {
 	}
 	defer st.Close()
 
-	g, gctx := errgroup.WithContext(ctx)
-	if cmd == "run" || cmd == "worker" {
-		if err := keepOut(cfg); err != nil {
-			return err
-		}
-		runAs, err := p.claudeUser(ctx, cfg)
-		if err != nil {
-			return err
-		}
-		w, err := relay.NewWorker(p.relayConfig(cfg, runAs, keys.verify), st, log.With().Str("component", "worker").Logger())
-		if err != nil {
-			return err
-		}
-		g.Go(func() error { return w.Run(gctx) })
+	m := newMetrics()
+	m.watchPending(st)
+	runs, checks, err := p.parts(ctx, cmd, cfg, botCfg, keys, timedStore{Store: st, m: m}, m, log)
+	if err != nil {
+		return err
 	}
-	if cmd == "run" || cmd == "bot" {
-		b, err := bot.New(botCfg, st, log.With().Str("component", "bot").Logger())
-		if err != nil {
-			return err
-		}
-		g.Go(func() error { return b.Run(gctx) })
+	ln, err := p.opsListener(cfg)
+	if err != nil {
+		return err
+	}
+	if ln != nil {
+		h := opsHandler(append([]healthCheck{{"store", storeReady(st)}}, checks...), m.handler())
+		runs = append(runs, func(ctx context.Context) error { return serveOps(ctx, ln, h) })
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, run := range runs {
+		g.Go(func() error { return run(gctx) })
 	}
 	if keys.generated && cfg.RedisURL != "" {
 		log.Warn().Msg("decision keys made in memory: only this process can verify its decisions; give every slackgate on this Redis one pair from `slackgate keygen`")
@@ -128,6 +133,37 @@ func (p program) run(ctx context.Context, args []string) error {
 	err = g.Wait()
 	log.Info().Err(err).Msg("slackgate stopped")
 	return err
+}
+
+// parts builds the halves cmd runs, measured by m, over st: what to run,
+// and the readiness checks they add to the store's.
+func (p program) parts(ctx context.Context, cmd string, cfg Config, botCfg bot.Config, keys decisionKeys, st store.Store, m *metrics, log zerolog.Logger) (
+	runs []func(context.Context) error, checks []healthCheck, err error) {
+	if cmd == "run" || cmd == "worker" {
+		if err := keepOut(cfg); err != nil {
+			return nil, nil, err
+		}
+		runAs, err := p.claudeUser(ctx, cfg)
+		if err != nil {
+			return nil, nil, err
+		}
+		w, err := relay.NewWorker(p.relayConfig(cfg, runAs, keys.verify), st, log.With().Str("component", "worker").Logger())
+		if err != nil {
+			return nil, nil, err
+		}
+		runs = append(runs, w.Run)
+	}
+	if cmd == "run" || cmd == "bot" {
+		botCfg.Metrics = m
+		b, err := bot.New(botCfg, st, log.With().Str("component", "bot").Logger())
+		if err != nil {
+			return nil, nil, err
+		}
+		m.watchOutbox(b.OutboxDepth)
+		checks = append(checks, healthCheck{"slack", func(context.Context) error { return b.SlackReady() }})
+		runs = append(runs, b.Run)
+	}
+	return runs, checks, nil
 }
 
 // sides checks the configuration of the halves cmd runs: the Slack side's

@@ -26,6 +26,8 @@ func runProgram(t *testing.T, environ []string, args ...string) (string, error) 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var out bytes.Buffer
+	// First, so a test's own HEALTH_ADDR wins.
+	environ = append([]string{"HEALTH_ADDR=127.0.0.1:0"}, environ...)
 	err := program{environ: environ, stdout: &out, stderr: &out}.run(ctx, args)
 	return out.String(), err
 }

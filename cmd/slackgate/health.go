@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/slackgate/slackgate/store"
+)
+
+// healthCheck is one dependency /readyz asks about.
+type healthCheck struct {
+	name  string
+	ready func(ctx context.Context) error
+}
+
+const (
+	// readyTimeout bounds each readiness check, so a hung store makes the
+	// probe answer "not ready" rather than time out the prober.
+	readyTimeout = 2 * time.Second
+	// opsShutdown bounds how long a scrape in flight may hold up a stop.
+	opsShutdown = 5 * time.Second
+)
+
+// readiness is /readyz's body.
+type readiness struct {
+	Ready bool              `json:"ready"`
+	Down  map[string]string `json:"down,omitempty"` // check name → what is wrong
+}
+
+// opsHandler serves GET /healthz (the process answers), GET /readyz (every
+// check passes, else 503 naming what is down) and, when given, GET /metrics.
+func opsHandler(checks []healthCheck, metrics http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		res := readiness{Ready: true}
+		for _, c := range checks {
+			ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+			err := c.ready(ctx)
+			cancel()
+			if err != nil {
+				if res.Down == nil {
+					res.Down = map[string]string{}
+				}
+				res.Ready, res.Down[c.name] = false, err.Error()
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if !res.Ready {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_ = json.NewEncoder(w).Encode(res)
+	})
+	if metrics != nil {
+		mux.Handle("GET /metrics", metrics)
+	}
+	return mux
+}
+
+// storeReady is the store check: one cheap read of a request that does not
+// exist. Not found is the healthy answer.
+func storeReady(st store.Store) func(context.Context) error {
+	return func(ctx context.Context) error {
+		_, err := st.GetRequest(ctx, "readyz-probe")
+		if err == nil || errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+}
+
+// opsListener listens on HEALTH_ADDR, or returns the test's listener; nil
+// when HEALTH_ADDR is "off".
+func (p program) opsListener(cfg Config) (net.Listener, error) {
+	if p.healthListener != nil {
+		return p.healthListener, nil
+	}
+	if cfg.HealthAddr == "off" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", cfg.HealthAddr)
+	if err != nil {
+		return nil, fmt.Errorf("HEALTH_ADDR=%s: %w", cfg.HealthAddr, err)
+	}
+	return ln, nil
+}
+
+// serveOps serves h on ln until ctx ends, then lets requests in flight
+// finish (bounded by opsShutdown).
+func serveOps(ctx context.Context, ln net.Listener, h http.Handler) error {
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("HEALTH_ADDR: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opsShutdown)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	<-errc
+	if err != nil {
+		return fmt.Errorf("HEALTH_ADDR: stopping: %w", err)
+	}
+	return nil
+}

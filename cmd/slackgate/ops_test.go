@@ -1,0 +1,207 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slackgate/slackgate/relay/relaytest"
+	"github.com/slackgate/slackgate/store/boltstore"
+)
+
+// get fetches url and returns its status and body.
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("GET %s: %v", url, err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func TestReadyzNamesWhatIsDown(t *testing.T) {
+	st, err := boltstore.Open(filepath.Join(t.TempDir(), "s.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	slackDown := errors.New("socket mode connecting")
+	var slack error
+	srv := httptest.NewServer(opsHandler([]healthCheck{
+		{"store", storeReady(st)},
+		{"slack", func(context.Context) error { return slack }},
+	}, nil))
+	defer srv.Close()
+
+	if code, body := get(t, srv.URL+"/healthz"); code != http.StatusOK || body != "ok\n" {
+		t.Errorf("/healthz = %d %q", code, body)
+	}
+	if code, body := get(t, srv.URL+"/readyz"); code != http.StatusOK || !strings.Contains(body, `"ready":true`) {
+		t.Errorf("/readyz with everything up = %d %q", code, body)
+	}
+
+	slack = slackDown
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	code, body := get(t, srv.URL+"/readyz")
+	if code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz with the store closed = %d, want 503", code)
+	}
+	var r readiness
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		t.Fatalf("/readyz body %q: %v", body, err)
+	}
+	if r.Ready || !strings.Contains(r.Down["store"], "readyz-probe") || r.Down["slack"] != slackDown.Error() {
+		t.Errorf("/readyz = %+v, want the store (closed) and slack named", r)
+	}
+}
+
+// TestWorkerServesHealthAndReadiness runs `slackgate worker` on the real
+// Redis: a worker has no Slack side, and still answers its probes.
+func TestWorkerServesHealthAndReadiness(t *testing.T) {
+	url := os.Getenv("REDIS_URL")
+	if url == "" {
+		if relaytest.RequireIntegration() {
+			t.Fatal("REDIS_URL is not set; make test starts a private redis-server")
+		}
+		t.Skip("REDIS_URL is not set; run .ci/with-redis.sh go test ./cmd/...")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := program{
+		environ: []string{
+			"REDIS_URL=" + url, "REDIS_KEY_PREFIX=ops-" + strconv.FormatInt(time.Now().UnixNano(), 10),
+			"CLAUDE_BIN=" + relaytest.CLI(t), "CLAUDE_WORKDIR=" + t.TempDir(), "WORKER_ID=ops-worker",
+			"DECISION_VERIFY_KEY=" + testKeys.verify, "LOG_LEVEL=debug", "LOG_FORMAT=console",
+		},
+		stdout: io.Discard, stderr: io.Discard, healthListener: ln,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- p.run(ctx, []string{"worker"}) }()
+
+	base := "http://" + ln.Addr().String()
+	// The listener is bound already: these wait in its backlog until the
+	// worker serves, so no retry is needed.
+	if code, body := get(t, base+"/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz = %d %q", code, body)
+	}
+	if code, body := get(t, base+"/readyz"); code != http.StatusOK || strings.Contains(body, "slack") {
+		t.Errorf("/readyz = %d %q, want ready with no Slack check", code, body)
+	}
+	if _, body := get(t, base+"/metrics"); metricValue(t, body, "slackgate_pending_requests", `kind="tool"`) != 0 {
+		t.Errorf("a fresh installation shows pending tool requests:\n%s", body)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("slackgate worker returned %v", err)
+	}
+}
+
+func TestMetricsCountAnApproval(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, options{},
+		relaytest.ToolUse("toolu_m", "Bash", bash("echo measured > m.txt", "Measure")),
+		relaytest.Text("done"))
+	thread := a.mention("measure it")
+	card := a.card(thread, "echo measured")
+	a.click(lee, card.Ref(), "Approve")
+	a.settled(card.Ref(), "Approved")
+
+	_, body := get(t, a.ops+"/metrics")
+	for _, want := range []struct{ name, labels string }{
+		{"slackgate_decisions_total", `decider="person",outcome="allow"`},
+		{"slackgate_decision_seconds_count", `kind="tool"`},
+		{"slackgate_slack_calls_total", `method="chat.postMessage"`},
+		{"slackgate_store_op_seconds_count", `op="decide"`},
+	} {
+		if v := metricValue(t, body, want.name, want.labels); v < 1 {
+			t.Errorf("%s{%s} = %v after one approval, want at least 1", want.name, want.labels, v)
+		}
+	}
+	if code, body := get(t, a.ops+"/readyz"); code != http.StatusOK {
+		t.Errorf("/readyz of a running app = %d %q", code, body)
+	}
+}
+
+// metricValue finds one sample in Prometheus' text format (labels in the
+// order the exposition sorts them); -1 when absent.
+func metricValue(t *testing.T, body, name, labels string) float64 {
+	t.Helper()
+	prefix := fmt.Sprintf("%s{%s} ", name, labels)
+	sc := bufio.NewScanner(strings.NewReader(body))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), prefix); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				t.Fatalf("%s: %v", sc.Text(), err)
+			}
+			return f
+		}
+	}
+	return -1
+}
+
+// TestDashboardQueriesOurMetrics parses the Grafana dashboard and checks
+// that every series it queries is one newMetrics defines, so a renamed
+// metric cannot leave a panel silently empty.
+func TestDashboardQueriesOurMetrics(t *testing.T) {
+	raw, err := os.ReadFile("../../deploy/grafana/slackgate.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []struct {
+			Title   string
+			Targets []struct{ Expr string }
+		}
+	}
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatalf("deploy/grafana/slackgate.json: %v", err)
+	}
+	src, err := os.ReadFile("metrics.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := regexp.MustCompile(`slackgate_[a-z_]+`)
+	queried := 0
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			for _, name := range series.FindAllString(tg.Expr, -1) {
+				queried++
+				base := strings.TrimPrefix(name, "slackgate_")
+				for _, suffix := range []string{"_bucket", "_count", "_sum"} {
+					base = strings.TrimSuffix(base, suffix)
+				}
+				if !strings.Contains(string(src), `"`+base+`"`) {
+					t.Errorf("panel %q queries %s, which metrics.go does not define", p.Title, name)
+				}
+			}
+		}
+	}
+	if queried < 8 {
+		t.Errorf("the dashboard queries %d series; want a panel for each of slackgate's metrics", queried)
+	}
+}
