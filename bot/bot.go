@@ -34,7 +34,10 @@ type Bot struct {
 	approvers *approvers
 	starters  *approvers
 	work      tasks
-	status    statusBook
+	// apiSessions serialises opening API sessions, so one Claude session
+	// gets one thread when its first requests arrive together.
+	apiSessions sync.Mutex
+	status      statusBook
 
 	// botUserID comes from auth.test at the start of Run; handlers run only
 	// after it is set.
@@ -118,8 +121,11 @@ func (b *Bot) Run(ctx context.Context) error {
 	g.Go(func() error { return b.consume(gctx) })
 	if b.cfg.socketMode() {
 		g.Go(func() error { return b.runSocketMode(gctx) })
+		if len(b.cfg.APITokens) > 0 {
+			g.Go(func() error { return b.serveHTTP(gctx, b.apiHandler(), "approval api") })
+		}
 	} else {
-		g.Go(func() error { return b.runHTTP(gctx) })
+		g.Go(func() error { return b.serveHTTP(gctx, b.Handler(), "slack http mode") })
 	}
 	err = g.Wait()
 	b.work.stop()
