@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -116,5 +117,21 @@ func TestHookInstallPrintsHooksThatOutwaitTheHook(t *testing.T) {
 		if h.Command != "/usr/local/bin/slackgate hook" || h.Timeout <= 300 {
 			t.Errorf("%s hook = %+v, want the command with a timeout above the 5m wait", event, h)
 		}
+	}
+}
+
+// deploy/claude/settings.json is what `slackgate hook install` prints for
+// /usr/local/bin/slackgate and the default wait.
+func TestDeployedHookSettingsMatchInstall(t *testing.T) {
+	file, err := os.ReadFile("../../deploy/claude/settings.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := json.Marshal(hookSettings("/usr/local/bin/slackgate hook", 10*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !jsonSame(t, file, string(want)) {
+		t.Errorf("deploy/claude/settings.json differs from slackgate hook install:\n%s", want)
 	}
 }
