@@ -308,6 +308,8 @@ type HookConfig struct {
 	URL   string        `env:"SLACKGATE_URL"`
 	Token string        `env:"SLACKGATE_TOKEN"`
 	Wait  time.Duration `env:"SLACKGATE_WAIT" envDefault:"10m"`
+	// User names who runs the session on its card's thread.
+	User string `env:"USER"`
 }
 
 // loadHookConfig parses the hook's environment given as KEY=VALUE pairs.

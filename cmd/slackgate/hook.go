@@ -99,7 +99,7 @@ func (p program) hookAnswer(ctx context.Context) (json.RawMessage, error) {
 	c := apiClient{base: strings.TrimRight(cfg.URL, "/"), token: cfg.Token, http: &http.Client{Timeout: hookPoll + 15*time.Second}}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Wait)
 	defer cancel()
-	id, err := c.create(ctx, in, cfg.Wait)
+	id, err := c.create(ctx, in, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -181,14 +181,14 @@ func (c apiClient) do(ctx context.Context, method, path string, body any, out an
 	return nil
 }
 
-func (c apiClient) create(ctx context.Context, in hookInput, wait time.Duration) (string, error) {
+func (c apiClient) create(ctx context.Context, in hookInput, cfg HookConfig) (string, error) {
 	host, _ := os.Hostname()
 	body := map[string]any{
 		"tool_name": in.ToolName, "input": in.ToolInput, "tool_use_id": in.ToolUseID,
 		"permission_suggestions": in.Suggestions,
 		// The card outlives the wait a little: the hook withdraws it first.
-		"timeout": (wait + hookTimeoutMargin).String(),
-		"session": map[string]string{"id": in.SessionID, "host": host, "cwd": in.Cwd, "name": os.Getenv("USER")},
+		"timeout": (cfg.Wait + hookTimeoutMargin).String(),
+		"session": map[string]string{"id": in.SessionID, "host": host, "cwd": in.Cwd, "name": cfg.User},
 	}
 	var st hookStatus
 	if err := c.do(ctx, http.MethodPost, "/v1/requests", body, &st); err != nil {
@@ -206,7 +206,10 @@ func (c apiClient) await(ctx context.Context, id string) (*hookDecision, error) 
 			wait = min(wait, time.Until(dl))
 		}
 		var st hookStatus
-		err := c.do(ctx, http.MethodGet, "/v1/requests/"+id+"?wait="+wait.Round(time.Second).String(), nil, &st)
+		// At least a second: a shorter poll would only spin; ctx still
+		// cuts it at the deadline.
+		poll := max(wait.Round(time.Second), time.Second)
+		err := c.do(ctx, http.MethodGet, "/v1/requests/"+id+"?wait="+poll.String(), nil, &st)
 		switch {
 		case ctx.Err() != nil:
 			return nil, nil // the wait is over: pass through, no error to report
