@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -224,25 +223,6 @@ func (c apiClient) await(ctx context.Context, id string) (*hookDecision, error) 
 func (c apiClient) withdraw(ctx context.Context, id string) error {
 	var st hookStatus
 	return c.do(ctx, http.MethodDelete, "/v1/requests/"+id, nil, &st)
-}
-
-// hookInstall prints the settings block that registers the hook.
-func (p program) hookInstall(args []string) error {
-	fs := flag.NewFlagSet("hook install", flag.ContinueOnError)
-	fs.SetOutput(p.stderr)
-	self, _ := os.Executable()
-	command := fs.String("command", cmp.Or(self, "slackgate")+" hook", "the command Claude Code runs")
-	wait := fs.Duration("wait", 10*time.Minute, "SLACKGATE_WAIT the hook will run with")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	settings := hookSettings(*command, *wait)
-	b, err := json.MarshalIndent(settings, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(p.stdout, "%s\n", b)
-	return err
 }
 
 // hookSettings is the settings.json block: PermissionRequest for every

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -133,5 +134,36 @@ func TestDeployedHookSettingsMatchInstall(t *testing.T) {
 	}
 	if !jsonSame(t, file, string(want)) {
 		t.Errorf("deploy/claude/settings.json differs from slackgate hook install:\n%s", want)
+	}
+}
+
+func TestHookInstallWriteMergesIntoSettings(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ".claude", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	before := `{"model":"opus","hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"/bin/audit"}]},
+		{"matcher":"old","hooks":[{"type":"command","command":"/usr/local/bin/slackgate hook","timeout":5}]}]}}`
+	if err := os.WriteFile(path, []byte(before), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // a second install changes nothing more
+		if _, err := runProgram(t, nil, "hook", "install", "-command", "/usr/local/bin/slackgate hook", "-write", path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"model":"opus","hooks":{
+		"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"/bin/audit"}]},
+			{"matcher":"(AskUserQuestion|mcp__.*__AskUserQuestion)","hooks":[{"type":"command","command":"/usr/local/bin/slackgate hook","timeout":660}]}],
+		"PermissionRequest":[{"matcher":"*","hooks":[{"type":"command","command":"/usr/local/bin/slackgate hook","timeout":660}]}]}}`
+	if !jsonSame(t, raw, want) {
+		t.Errorf("settings after install:\n%s", raw)
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o644 {
+		t.Errorf("mode = %v, want the file's own 0644 kept", st.Mode().Perm())
 	}
 }

@@ -37,8 +37,8 @@ commands:
   audit    print the audit log (requests and who decided them) as JSON lines:
            slackgate audit [-after ID] [-limit N]
   hook     a Claude Code hook command: asks Slack through a bot's approval API
-           (SLACKGATE_URL, SLACKGATE_TOKEN); "slackgate hook install" prints
-           the settings block that registers it
+           (SLACKGATE_URL, SLACKGATE_TOKEN); "slackgate hook install [-write FILE]"
+           prints (or merges into a settings file) the block that registers it
   help     this text
 
 Configuration comes from the environment; README.md lists every variable.
