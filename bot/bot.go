@@ -34,9 +34,12 @@ type Bot struct {
 	approvers *approvers
 	starters  *approvers
 	work      tasks
-	status    statusBook
-	posting   cardsPosting
-	conn      connState
+	// apiSessions serialises opening API sessions, so one Claude session
+	// gets one thread when its first requests arrive together.
+	apiSessions sync.Mutex
+	status      statusBook
+	posting     cardsPosting
+	conn        connState
 
 	// afterReconcile, when set (tests), runs after each reconcile pass.
 	afterReconcile func()
@@ -135,8 +138,11 @@ func (b *Bot) Run(ctx context.Context) error {
 	g.Go(func() error { return b.reconcile(gctx) })
 	if b.cfg.socketMode() {
 		g.Go(func() error { return b.runSocketMode(gctx) })
+		if len(b.cfg.APITokens) > 0 {
+			g.Go(func() error { return b.serveHTTP(gctx, b.apiHandler(), "approval api") })
+		}
 	} else {
-		g.Go(func() error { return b.runHTTP(gctx) })
+		g.Go(func() error { return b.serveHTTP(gctx, b.Handler(), "slack http mode") })
 	}
 	err = g.Wait()
 	b.work.stop()

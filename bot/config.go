@@ -28,9 +28,13 @@ type Config struct {
 	APIURL string
 	// HTTPAddr is the HTTP mode listen address (DefaultHTTPAddr when empty).
 	HTTPAddr string
-	// Listener, when set, is used by HTTP mode instead of listening on
-	// HTTPAddr (tests pass one on 127.0.0.1:0). Run closes it.
+	// Listener, when set, is used by HTTP mode (or by Socket Mode's
+	// approval API) instead of listening on HTTPAddr (tests pass one on
+	// 127.0.0.1:0). Run closes it.
 	Listener net.Listener
+	// APITokens turn on the approval API (api.go) on HTTPAddr, in either
+	// transport; nil: off.
+	APITokens []APIToken
 
 	// Approvers may decide requests: listed users and user groups, or
 	// anyone who can see the card when Anyone is set. Required: the zero

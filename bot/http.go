@@ -19,7 +19,8 @@ import (
 const maxBodyBytes = 1 << 20
 
 // Handler returns HTTP mode's routes: POST /slack/events, POST
-// /slack/interactive, POST /slack/commands and GET /healthz. Every POST is
+// /slack/interactive, POST /slack/commands, GET /healthz and, with
+// APITokens, the approval API (see api.go). Every POST is
 // verified against the signing secret first; a request that fails gets 401
 // and changes nothing. Run serves it; it is exported for tests and for
 // mounting under another server.
@@ -28,6 +29,7 @@ func (b *Bot) Handler() http.Handler {
 	mux.HandleFunc("POST /slack/events", b.verified(b.serveEvents))
 	mux.HandleFunc("POST /slack/interactive", b.verified(b.once(b.serveInteractive)))
 	mux.HandleFunc("POST /slack/commands", b.verified(b.once(b.serveCommands)))
+	b.mountAPI(mux)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")
@@ -35,7 +37,9 @@ func (b *Bot) Handler() http.Handler {
 	return mux
 }
 
-func (b *Bot) runHTTP(ctx context.Context) error {
+// serveHTTP serves h on HTTPAddr (or Listener) until ctx ends: HTTP mode's
+// routes, or in Socket Mode the approval API alone.
+func (b *Bot) serveHTTP(ctx context.Context, h http.Handler, what string) error {
 	ln := b.cfg.Listener
 	if ln == nil {
 		var err error
@@ -45,12 +49,12 @@ func (b *Bot) runHTTP(ctx context.Context) error {
 		}
 	}
 	srv := &http.Server{
-		Handler:           b.Handler(),
+		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
-	b.log.Info().Str("addr", ln.Addr().String()).Msg("slack http mode listening")
+	b.log.Info().Str("addr", ln.Addr().String()).Msg(what + " listening")
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -190,7 +190,7 @@ func (b *Bot) createSession(ctx context.Context, log zerolog.Logger, thread stor
 // interrupts Claude's turn instead (or is refused), and never reaches
 // Claude as a prompt.
 func (b *Bot) followUp(ctx context.Context, s store.Session, user, text string) {
-	if text == "" {
+	if text == "" || b.elsewhere(ctx, s, user) {
 		return
 	}
 	log := b.log.With().Str("session_id", s.ID).Str("channel", s.Thread.Channel).Str("user", user).Logger()

@@ -50,6 +50,9 @@ type Config struct {
 	SlackAPIURL        string `env:"SLACK_API_URL"`
 	HTTPAddr           string `env:"HTTP_ADDR" envDefault:":3000"`
 	ChannelWorkDirs    string `env:"CHANNEL_WORKDIRS"`
+	// APITokens turns on the approval API on HTTP_ADDR (in Socket Mode
+	// too): name:channel:token entries, separated by commas.
+	APITokens string `env:"API_TOKENS"`
 
 	// Slack's rate limits as the outbox spends them (see bot.Budgets).
 	SlackPostsPerSecond   float64       `env:"SLACK_POSTS_PER_SECOND" envDefault:"1"`
@@ -300,4 +303,38 @@ func splitArgs(s string) ([]string, error) {
 		args = append(args, cur.String())
 	}
 	return args, nil
+}
+
+// HookConfig is what `slackgate hook` reads: where the approval API is, the
+// token it presents, and how long it waits for a person before it passes
+// the prompt back to the terminal.
+type HookConfig struct {
+	URL   string        `env:"SLACKGATE_URL"`
+	Token string        `env:"SLACKGATE_TOKEN"`
+	Wait  time.Duration `env:"SLACKGATE_WAIT" envDefault:"10m"`
+	// User names who runs the session on its card's thread.
+	User string `env:"USER"`
+}
+
+// loadHookConfig parses the hook's environment given as KEY=VALUE pairs.
+func loadHookConfig(environ []string) (HookConfig, error) {
+	vars := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			vars[k] = v
+		}
+	}
+	cfg, err := env.ParseAsWithOptions[HookConfig](env.Options{Environment: vars})
+	if err != nil {
+		return HookConfig{}, fmt.Errorf("config: %w", nameVariables(err, vars))
+	}
+	switch {
+	case cfg.URL == "":
+		return cfg, errors.New("config: SLACKGATE_URL is required (the bot's approval API, e.g. https://slackgate.example.com)")
+	case cfg.Token == "":
+		return cfg, errors.New("config: SLACKGATE_TOKEN is required (one of the bot's API_TOKENS)")
+	case cfg.Wait <= 0 || cfg.Wait > maxHookWait:
+		return cfg, fmt.Errorf("config: SLACKGATE_WAIT=%s: must be positive and at most %s", cfg.Wait, maxHookWait)
+	}
+	return cfg, nil
 }

@@ -39,6 +39,9 @@ commands:
   doctor   check the tokens, scopes, Socket Mode, the store, the CLI and the
            working directories, one line each, saying what to fix:
            slackgate doctor [run|bot|worker]
+  hook     a Claude Code hook command: asks Slack through a bot's approval API
+           (SLACKGATE_URL, SLACKGATE_TOKEN); "slackgate hook install [-write FILE]"
+           prints (or merges into a settings file) the block that registers it
   help     this text
 
 Configuration comes from the environment; README.md lists every variable.
@@ -47,7 +50,7 @@ Configuration comes from the environment; README.md lists every variable.
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	p := program{environ: os.Environ(), stdout: os.Stdout, stderr: os.Stderr}
+	p := program{environ: os.Environ(), stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
 	if err := p.run(ctx, os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "slackgate:", err)
 		os.Exit(1)
@@ -58,6 +61,7 @@ func main() {
 // environment and listener and run it in-process.
 type program struct {
 	environ        []string
+	stdin          io.Reader
 	stdout, stderr io.Writer
 	// listener, when set, serves HTTP mode instead of listening on HTTP_ADDR.
 	listener net.Listener
@@ -75,8 +79,11 @@ func (p program) run(ctx context.Context, args []string) error {
 		return err
 	}
 	cmd := args[0]
-	if cmd == "keygen" {
+	switch cmd {
+	case "keygen":
 		return keygen(p.stdout)
+	case "hook":
+		return p.hook(ctx, args[1:])
 	}
 	if cmd != "run" && cmd != "bot" && cmd != "worker" && cmd != "audit" && cmd != "doctor" {
 		fmt.Fprint(p.stderr, usage)
@@ -325,6 +332,10 @@ func (p program) botConfig(cfg Config, sign ed25519.PrivateKey) (bot.Config, err
 	if err != nil {
 		return bot.Config{}, fmt.Errorf("CHANNEL_WORKDIRS: %w", err)
 	}
+	tokens, err := bot.ParseAPITokens(cfg.APITokens)
+	if err != nil {
+		return bot.Config{}, fmt.Errorf("API_TOKENS: %w", err)
+	}
 	return bot.Config{
 		BotToken:           cfg.SlackBotToken,
 		AppToken:           cfg.SlackAppToken,
@@ -332,6 +343,7 @@ func (p program) botConfig(cfg Config, sign ed25519.PrivateKey) (bot.Config, err
 		APIURL:             cfg.SlackAPIURL,
 		HTTPAddr:           cfg.HTTPAddr,
 		Listener:           p.listener,
+		APITokens:          tokens,
 		Approvers:          approvers,
 		Starters:           starters,
 		AllowedChannels:    channels,

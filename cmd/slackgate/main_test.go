@@ -16,6 +16,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	runHookIfAsked()
 	goleak.VerifyTestMain(m)
 }
 

@@ -1,0 +1,303 @@
+package bot
+
+import (
+	"cmp"
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/slackgate/slackgate/store"
+)
+
+// The approval API lets Claude Code sessions slackgate did not start (a
+// terminal, a CI job, through `slackgate hook`) put their permission
+// prompts and questions on the same cards, before the same approvers:
+//
+//	POST   /v1/requests            create a request; 201 {"id", "status":"pending", ...}
+//	GET    /v1/requests/{id}?wait= its state, waiting up to wait (≤ apiMaxWait) for a decision
+//	DELETE /v1/requests/{id}       withdraw it (answered in the terminal, the hook gave up)
+//
+// Every call carries "Authorization: Bearer <token>" (API_TOKENS); a
+// request belongs to the token that created it, and another token is told
+// it does not exist. Each Claude session id gets one store.Session whose
+// thread lives in the token's channel. Such a session never has queued
+// input, so no worker ever claims it.
+
+const (
+	// apiMaxBody caps a request body; apiMaxInput caps the tool input in it.
+	apiMaxBody  = 1 << 20
+	apiMaxInput = 256 << 10
+	// apiMaxWait bounds one long poll, below common proxy idle timeouts.
+	apiMaxWait = 60 * time.Second
+	// apiDefaultTimeout is how long a request waits for a person when the
+	// caller names no timeout; apiMaxTimeout bounds what it may name.
+	apiDefaultTimeout = 10 * time.Minute
+	apiMaxTimeout     = 24 * time.Hour
+	// apiSessionPrefix starts the store id of every API session: it names
+	// the token, so requests are owned by it, and it can never be a UUID a
+	// Slack-started session has.
+	apiSessionPrefix = "api."
+)
+
+// withdrawnMessage is recorded when the caller withdraws a request.
+const withdrawnMessage = "Withdrawn by the caller: answered in the terminal, or the hook stopped waiting."
+
+// elsewhereText answers a thread reply in an API session's thread.
+const elsewhereText = "This Claude session runs elsewhere (in a terminal or a job, through the approval API): messages here do not reach it. Answer its cards here; talk to it where it runs."
+
+// apiSessionID is the store id of a Claude session seen through tok.
+func apiSessionID(tok APIToken, claudeSession string) string {
+	return apiSessionPrefix + tok.Name + "." + claudeSession
+}
+
+// isAPISession reports whether a session was opened by the approval API.
+func isAPISession(id string) bool { return strings.HasPrefix(id, apiSessionPrefix) }
+
+// elsewhere tells user that an API session cannot be talked to from Slack
+// and reports whether s is one; followUp calls it before queueing anything.
+func (b *Bot) elsewhere(ctx context.Context, s store.Session, user string) bool {
+	if !isAPISession(s.ID) {
+		return false
+	}
+	b.tellUser(ctx, s.Thread, user, elsewhereText)
+	return true
+}
+
+// mountAPI adds the API's routes to mux when tokens are configured.
+func (b *Bot) mountAPI(mux *http.ServeMux) {
+	if len(b.cfg.APITokens) == 0 {
+		return
+	}
+	mux.HandleFunc("POST /v1/requests", b.authed(b.apiCreate))
+	mux.HandleFunc("GET /v1/requests/{id}", b.authed(b.apiGet))
+	mux.HandleFunc("DELETE /v1/requests/{id}", b.authed(b.apiDelete))
+}
+
+// apiHandler is what Socket Mode serves on HTTPAddr: the API and a health
+// check, none of the Slack routes (they need HTTP mode's signing secret).
+func (b *Bot) apiHandler() http.Handler {
+	mux := http.NewServeMux()
+	b.mountAPI(mux)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return mux
+}
+
+type apiHandlerFunc func(w http.ResponseWriter, r *http.Request, tok APIToken, log zerolog.Logger)
+
+// authed refuses a call without a known bearer token before anything is
+// read or created.
+func (b *Bot) authed(next apiHandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		tok, known := tokenFor(b.cfg.APITokens, strings.TrimSpace(bearer))
+		if !ok || !known {
+			b.log.Warn().Str("path", r.URL.Path).Str("remote", r.RemoteAddr).Msg("api call without a valid token")
+			w.Header().Set("WWW-Authenticate", `Bearer realm="slackgate"`)
+			apiError(w, http.StatusUnauthorized, "missing or unknown bearer token (API_TOKENS)")
+			return
+		}
+		next(w, r, tok, b.log.With().Str("api_token", tok.Name).Logger())
+	}
+}
+
+func apiError(w http.ResponseWriter, code int, msg string) {
+	apiJSON(w, code, map[string]string{"error": msg})
+}
+
+func apiJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// apiOwned loads the request named in the path if tok owns it; otherwise
+// it answers 404 (or 503) and returns false.
+func (b *Bot) apiOwned(w http.ResponseWriter, r *http.Request, tok APIToken, log zerolog.Logger) (store.Request, bool) {
+	req, err := b.st.GetRequest(r.Context(), r.PathValue("id"))
+	if err == nil && !strings.HasPrefix(req.SessionID, apiSessionPrefix+tok.Name+".") {
+		err = store.ErrNotFound
+	}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		apiError(w, http.StatusNotFound, "no such request")
+		return store.Request{}, false
+	case err != nil:
+		log.Error().Err(err).Msg("api: get request")
+		apiError(w, http.StatusServiceUnavailable, "the store is unavailable; try again")
+		return store.Request{}, false
+	}
+	return req, true
+}
+
+func (b *Bot) apiGet(w http.ResponseWriter, r *http.Request, tok APIToken, log zerolog.Logger) {
+	wait := time.Duration(0)
+	if s := r.URL.Query().Get("wait"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 {
+			apiError(w, http.StatusBadRequest, "wait must be a duration such as 30s")
+			return
+		}
+		wait = min(d, apiMaxWait)
+	}
+	req, ok := b.apiOwned(w, r, tok, log)
+	if !ok {
+		return
+	}
+	log = log.With().Str("request_id", req.ID).Str("session_id", req.SessionID).Logger()
+	req, err := b.apiAwait(r.Context(), req, wait)
+	if err != nil {
+		if r.Context().Err() != nil {
+			return // the caller went away
+		}
+		log.Error().Err(err).Msg("api: wait for decision")
+		apiError(w, http.StatusServiceUnavailable, "the store is unavailable; try again")
+		return
+	}
+	apiJSON(w, http.StatusOK, b.apiStatus(r.Context(), log, req))
+}
+
+// apiAwait waits up to wait (and no later than the request's deadline) for
+// req's decision; a request past its deadline is settled as expired.
+func (b *Bot) apiAwait(ctx context.Context, req store.Request, wait time.Duration) (store.Request, error) {
+	if req.Pending() && wait > 0 {
+		if !req.Deadline.IsZero() {
+			wait = min(wait, max(req.Deadline.Sub(b.clock.Now()), 0))
+		}
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		_, err := b.st.WaitDecision(wctx, req.ID)
+		cancel()
+		if err != nil && (ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded)) {
+			return req, err
+		}
+		if req, err = b.st.GetRequest(ctx, req.ID); err != nil {
+			return req, err
+		}
+	}
+	if req.Pending() && !req.Deadline.IsZero() && !b.clock.Now().Before(req.Deadline) {
+		d := store.Decision{Outcome: store.OutcomeExpired, At: b.clock.Now(), Message: "Nobody answered this request in time, so it was denied."}
+		settled, err := b.st.Decide(ctx, req.ID, d)
+		if err != nil && !errors.Is(err, store.ErrAlreadyDecided) {
+			return req, err
+		}
+		req = settled
+	}
+	return req, nil
+}
+
+func (b *Bot) apiDelete(w http.ResponseWriter, r *http.Request, tok APIToken, log zerolog.Logger) {
+	req, ok := b.apiOwned(w, r, tok, log)
+	if !ok {
+		return
+	}
+	log = log.With().Str("request_id", req.ID).Str("session_id", req.SessionID).Logger()
+	d := store.Decision{Outcome: store.OutcomeCancelled, At: b.clock.Now(), Message: withdrawnMessage}
+	settled, err := b.st.Decide(r.Context(), req.ID, d)
+	if err != nil && !errors.Is(err, store.ErrAlreadyDecided) {
+		log.Error().Err(err).Msg("api: withdraw request")
+		apiError(w, http.StatusServiceUnavailable, "the store is unavailable; try again")
+		return
+	}
+	if err == nil {
+		log.Info().Msg("api: request withdrawn")
+	}
+	apiJSON(w, http.StatusOK, b.apiStatus(r.Context(), log, settled))
+}
+
+// apiDecision is a settled request's decision as the API returns it.
+type apiDecision struct {
+	Outcome store.Outcome `json:"outcome"`
+	// UpdatedInput (allow only) is the whole input the tool is to run
+	// with: the original or the person's edit, with a question's answers
+	// added, ready to send back as updatedInput.
+	UpdatedInput json.RawMessage    `json:"updated_input,omitempty"`
+	Permissions  []store.Suggestion `json:"updated_permissions,omitempty"`
+	Answers      map[string]string  `json:"answers,omitempty"`
+	// Message is what Claude is told on a deny (never empty then).
+	Message   string `json:"message,omitempty"`
+	Interrupt bool   `json:"interrupt,omitempty"`
+	By        string `json:"by,omitempty"`
+	ByName    string `json:"by_name,omitempty"`
+}
+
+// apiRequestStatus is the body of every answer about one request.
+type apiRequestStatus struct {
+	ID        string       `json:"id"`
+	SessionID string       `json:"session_id"`
+	Kind      store.Kind   `json:"kind"`
+	Status    string       `json:"status"` // pending or decided
+	Deadline  time.Time    `json:"deadline,omitzero"`
+	Decision  *apiDecision `json:"decision,omitempty"`
+}
+
+// apiStatus describes req. A person's decision counts only when it
+// verifies with this bot's key, as a worker would check it; one that does
+// not is refused (and recorded so), never returned as its claim.
+func (b *Bot) apiStatus(ctx context.Context, log zerolog.Logger, req store.Request) apiRequestStatus {
+	st := apiRequestStatus{ID: req.ID, SessionID: req.SessionID, Kind: req.Kind, Status: "pending", Deadline: req.Deadline}
+	if req.Pending() {
+		return st
+	}
+	st.Status = "decided"
+	d := *req.Decision
+	if d.Outcome == store.OutcomeAllow || d.Outcome == store.OutcomeDeny {
+		pub := b.cfg.SigningKey.Public().(ed25519.PublicKey)
+		if err := store.VerifyDecision(pub, req, d); err != nil {
+			log.Warn().Err(err).Msg("api: refusing a decision that does not verify")
+			d = store.Decision{Outcome: store.OutcomeRefused, At: b.clock.Now(), Message: err.Error()}
+			if _, rerr := b.st.Refuse(ctx, req.ID, d); rerr != nil {
+				log.Error().Err(rerr).Msg("api: record refusal")
+			}
+		}
+	}
+	st.Decision = apiDecisionFor(req, d)
+	return st
+}
+
+func apiDecisionFor(req store.Request, d store.Decision) *apiDecision {
+	out := &apiDecision{Outcome: d.Outcome, By: d.By, ByName: d.ByName, Message: d.Message, Interrupt: d.Interrupt}
+	switch d.Outcome {
+	case store.OutcomeAllow:
+		input := cmp.Or(string(d.UpdatedInput), string(req.Input), "{}")
+		out.UpdatedInput = json.RawMessage(input)
+		if len(d.Answers) > 0 {
+			if merged, err := mergeAnswers(out.UpdatedInput, d.Answers); err == nil {
+				out.UpdatedInput = merged
+			}
+		}
+		out.Permissions, out.Answers = d.Permissions, d.Answers
+	case store.OutcomeDeny:
+		if strings.TrimSpace(out.Message) == "" {
+			out.Message = "Denied by " + cmp.Or(d.ByName, d.By, "a person") + " in Slack."
+		}
+	case store.OutcomeExpired:
+		out.Message = cmp.Or(out.Message, "Nobody answered in time.")
+	case store.OutcomeRefused:
+		out.Message = "slackgate refused a decision it could not verify; the request was denied."
+	}
+	return out
+}
+
+// mergeAnswers adds answers to a question's input, keeping every other
+// field: Claude Code replaces the input with what the hook returns.
+func mergeAnswers(input json.RawMessage, answers map[string]string) (json.RawMessage, error) {
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(input, &obj); err != nil || obj == nil {
+		return nil, fmt.Errorf("bot: question input is not an object")
+	}
+	a, err := json.Marshal(answers)
+	if err != nil {
+		return nil, fmt.Errorf("bot: answers: %w", err)
+	}
+	obj["answers"] = a
+	return json.Marshal(obj)
+}

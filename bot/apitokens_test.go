@@ -1,0 +1,28 @@
+package bot
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseAPITokens(t *testing.T) {
+	long := strings.Repeat("k", minAPITokenLen)
+	toks, err := ParseAPITokens(" laptop:C1:" + long + " ,ci:G2:" + long + "x")
+	if err != nil || len(toks) != 2 || toks[0].Name != "laptop" || toks[1].Channel != "G2" {
+		t.Fatalf("got %+v, %v", toks, err)
+	}
+	if _, ok := tokenFor(toks, long+"x"); !ok {
+		t.Error("the ci token was not recognised")
+	}
+	if _, ok := tokenFor(toks, long+"y"); ok {
+		t.Error("an unknown token was recognised")
+	}
+	if toks, err := ParseAPITokens(""); err != nil || toks != nil {
+		t.Errorf("blank = %v, %v; want none", toks, err)
+	}
+	for _, bad := range []string{"laptop:C1", "lap top:C1:" + long, "a:x1:" + long, "a:C1:short", "a:C1:" + long + ",a:C1:" + long + "z"} {
+		if _, err := ParseAPITokens(bad); err == nil || strings.Contains(err.Error(), long) {
+			t.Errorf("%q: err = %v, want a refusal that does not repeat the token", bad, err)
+		}
+	}
+}

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slackgate/slackgate/bot/fakeslack"
+	"github.com/slackgate/slackgate/relay/relaytest"
+)
+
+// These tests run the real CLI without slackgate's relay, as a developer's
+// terminal or a CI job would, with `slackgate hook` registered in
+// --settings. The hook is this test binary (hookSwitch in TestMain), so it
+// is the code under test without a separate build.
+
+const (
+	hookSwitch = "SLACKGATE_TEST_RUN_HOOK"
+	hookToken  = "e2e-hook-token-0123456789abcdef"
+)
+
+// runHookIfAsked makes the test binary act as `slackgate hook` when Claude
+// Code runs it as one.
+func runHookIfAsked() {
+	if os.Getenv(hookSwitch) != "1" {
+		return
+	}
+	p := program{environ: os.Environ(), stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
+	if err := p.run(context.Background(), []string{"hook"}); err != nil {
+		fmt.Fprintln(os.Stderr, "slackgate hook:", err)
+	}
+	os.Exit(0)
+}
+
+// startHookApp runs slackgate in HTTP mode with the approval API on (a
+// token for #general) and returns the app and the API's base URL.
+func startHookApp(t *testing.T, steps ...relaytest.Step) (*app, string) {
+	a := startApp(t, options{transport: httpMode, extraEnv: []string{"API_TOKENS=laptop:" + general + ":" + hookToken}}, steps...)
+	return a, "http://" + a.prog.listener.Addr().String()
+}
+
+// terminalRun is a claude -p process slackgate did not start.
+type terminalRun struct {
+	done      chan struct{}
+	result    string // the result line
+	canUseToo bool   // a can_use_tool reached stdout (the hook did not answer)
+	err       error
+}
+
+// runTerminal runs claude with the hook registered for PermissionRequest
+// (Bash) and PreToolUse (questions), sends prompt and waits in the
+// background for the turn's result. stdio adds --permission-prompt-tool
+// stdio, without which -p mode has no AskUserQuestion.
+func runTerminal(t *testing.T, a *app, base, wait string, stdio bool, prompt string) *terminalRun {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks := hookSettings(self+" hook", 30*time.Second)["hooks"].(map[string]any)
+	hooks["PermissionRequest"].([]any)[0].(map[string]any)["matcher"] = "Bash"
+	settings, _ := json.Marshal(map[string]any{"hooks": hooks})
+	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
+		"--permission-mode", "default", "--settings", string(settings)}
+	if stdio {
+		args = append(args, "--permission-prompt-tool", "stdio")
+	}
+	cmd := exec.CommandContext(a.ctx, relaytest.CLI(t), append(args, relaytest.HermeticArgs()...)...)
+	cmd.Dir = a.workdir
+	cmd.Env = append(a.model.Env(t), hookSwitch+"=1", "SLACKGATE_URL="+base, "SLACKGATE_TOKEN="+hookToken, "SLACKGATE_WAIT="+wait)
+	cmd.WaitDelay = 5 * time.Second
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = a.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": prompt}})
+	_, _ = stdin.Write(append(line, '\n'))
+	r := &terminalRun{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(make([]byte, 1<<20), 8<<20)
+		for sc.Scan() {
+			l := sc.Text()
+			r.canUseToo = r.canUseToo || strings.Contains(l, `"can_use_tool"`)
+			var head struct {
+				Type string `json:"type"`
+			}
+			if json.Unmarshal([]byte(l), &head) == nil && head.Type == "result" {
+				r.result = l
+				_ = stdin.Close() // the turn is over: let the CLI exit
+			}
+		}
+		r.err = cmd.Wait()
+	}()
+	t.Cleanup(func() { <-r.done })
+	return r
+}
+
+func (r *terminalRun) wait(t *testing.T, a *app) {
+	t.Helper()
+	select {
+	case <-r.done:
+	case <-a.ctx.Done():
+		t.Fatal("claude never finished its turn")
+	}
+	if r.err != nil || r.result == "" {
+		t.Fatalf("claude exited with %v, result %q", r.err, r.result)
+	}
+	if r.canUseToo {
+		t.Error("a can_use_tool reached stdout: the hook did not answer")
+	}
+}
+
+// apiCard waits for the card of the API session's first request.
+func apiCard(t *testing.T, a *app, button string) (root, card fakeslack.Message) {
+	t.Helper()
+	root, err := a.slack.WaitMessage(a.ctx, fakeslack.Text("Claude Code session on"))
+	if err != nil {
+		t.Fatalf("no session root in #general: %v", err)
+	}
+	card, err = a.slack.WaitThread(a.ctx, general, root.TS, func(m fakeslack.Message) bool { return hasButtonLabel(m, button) })
+	if err != nil {
+		t.Fatalf("no card with %q: %v\n%s", button, err, a.dump(root.TS))
+	}
+	return root, card
+}
+
+func hasButtonLabel(m fakeslack.Message, label string) bool {
+	for _, b := range m.Buttons() {
+		if b == label {
+			return true
+		}
+	}
+	return false
+}
+
+func TestHookBashApprovedInSlackRunsInTheTerminalSession(t *testing.T) {
+	t.Parallel()
+	a, base := startHookApp(t,
+		relaytest.ToolUse("toolu_h1", "Bash", bash("echo hooked > hooked.txt", "Write hooked.txt")),
+		relaytest.Text("done"))
+	run := runTerminal(t, a, base, "60s", false, "write the file")
+	root, card := apiCard(t, a, "Approve")
+	if !root.HasText(a.workdir) {
+		t.Errorf("the root does not name the working directory: %s", root.AllText())
+	}
+	a.click(dana, card.Ref(), "Approve")
+	run.wait(t, a)
+	if got := strings.TrimSpace(a.file("hooked.txt")); got != "hooked" {
+		t.Errorf("hooked.txt = %q", got)
+	}
+	if res := a.toolResult("toolu_h1"); res.IsError {
+		t.Errorf("the model got an error: %q", res.Content)
+	}
+	a.settled(card.Ref(), "Approved")
+}
+
+func TestHookQuestionAnsweredInSlackReachesTheModel(t *testing.T) {
+	t.Parallel()
+	a, base := startHookApp(t,
+		relaytest.ToolUse("toolu_hq", "AskUserQuestion", ask(dbQuestion)),
+		relaytest.Text("SQLite it is"))
+	run := runTerminal(t, a, base, "60s", true, "start a project")
+	_, card := apiCard(t, a, "SQLite")
+	a.click(dana, card.Ref(), "SQLite")
+	run.wait(t, a)
+	res := a.toolResult("toolu_hq")
+	if res.IsError || !strings.Contains(res.Content, `"Which database should we use?"="SQLite"`) {
+		t.Errorf("the model got %q (is_error %v), want the answer SQLite", res.Content, res.IsError)
+	}
+	a.settled(card.Ref(), "SQLite")
+}
+
+func TestHookThatTimesOutPassesThroughWithoutBreakingTheSession(t *testing.T) {
+	t.Parallel()
+	a, base := startHookApp(t,
+		relaytest.ToolUse("toolu_ht", "Bash", bash("echo late > late.txt", "Write late.txt")),
+		relaytest.Text("carried on"))
+	run := runTerminal(t, a, base, "2s", false, "write the file")
+	_, card := apiCard(t, a, "Approve")
+	// Nobody answers: the hook withdraws the card and passes through; -p
+	// mode without a prompt tool then denies, and the turn goes on.
+	a.settled(card.Ref(), "Cancelled")
+	run.wait(t, a)
+	a.noFile("late.txt")
+	if res := a.toolResult("toolu_ht"); !res.IsError {
+		t.Errorf("the model got %q as a success; without an answer the command must not run", res.Content)
+	}
+	if !strings.Contains(run.result, `"subtype":"success"`) {
+		t.Errorf("the turn did not end normally: %s", run.result)
+	}
+}
