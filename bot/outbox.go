@@ -242,9 +242,13 @@ func (o *outbox) post(log zerolog.Logger, l lane, channel, threadTS string, m ou
 // Update edits a message in the cards lane (a card's outcome) and waits
 // until the edit (or a newer one that replaced it) is sent.
 func (o *outbox) Update(ctx context.Context, log zerolog.Logger, ref store.MessageRef, m outMsg) error {
-	res := o.enqueue(&op{kind: opUpdate, lane: laneCard, channel: ref.Channel, ts: ref.TS, msg: m, log: log}, true)
-	_, err := wait(ctx, res)
+	_, err := wait(ctx, o.update(log, laneCard, ref, m))
 	return err
+}
+
+// update queues an edit in lane l and returns where its result arrives.
+func (o *outbox) update(log zerolog.Logger, l lane, ref store.MessageRef, m outMsg) <-chan opResult {
+	return o.enqueue(&op{kind: opUpdate, lane: l, channel: ref.Channel, ts: ref.TS, msg: m, log: log}, true)
 }
 
 // UpdateLater queues an edit in the progress lane without waiting, at most

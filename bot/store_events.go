@@ -211,11 +211,14 @@ func slackErrCode(err error) string {
 	return "error"
 }
 
-// showSettled replaces a card's buttons with its outcome. It waits until
-// Slack has the edit (no handOff), so the settled event is acknowledged
-// only then and a crash leads to a redelivery: settled requests cannot be
-// listed cheaply for a reconciler to find, and outcomes share the cards'
-// first lane, so the wait is short.
+// showSettled replaces a card's buttons with its outcome. Outcome edits
+// spend the workspace's update budget (50 a minute), so under load one can
+// wait seconds for it: like a card, it gets handOff and then finishes in a
+// task, because events are consumed one at a time and a card due in another
+// channel must not wait behind it (measured: with the wait, 50 sessions'
+// cards queued behind 100 outcome edits for up to 50 s). The price: a crash
+// in that window loses the edit, and the card keeps its buttons until the
+// next click on it, which tells who decided and refreshes the card.
 func (b *Bot) showSettled(ctx context.Context, log zerolog.Logger, id string) error {
 	r, err := b.st.GetRequest(ctx, id)
 	if err != nil {
@@ -231,14 +234,17 @@ func (b *Bot) showSettled(ctx context.Context, log zerolog.Logger, id string) er
 	}
 	log = log.With().Str("channel", r.Card.Channel).Logger()
 	card := renderCard(b.shown(r), s)
-	if err := b.out.Update(ctx, log, r.Card, card.msg); err != nil {
-		return err
-	}
-	if card.fullInput != "" {
-		b.attachRan(ctx, log, r, s, card)
-	}
-	b.refreshStatus(ctx, s.ID, statusKeep)
-	return nil
+	res := b.out.update(log, laneCard, r.Card, card.msg)
+	return b.awaitWrite(log, res, func(pr opResult) error {
+		if pr.err != nil {
+			return pr.err
+		}
+		if card.fullInput != "" {
+			b.attachRan(ctx, log, r, s, card)
+		}
+		b.refreshStatus(ctx, s.ID, statusKeep)
+		return nil
+	})
 }
 
 // editedClaimTTL outlasts every redelivery of a settled event, so the
