@@ -3,7 +3,11 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -234,4 +238,230 @@ func runBenchSession(a *app, channel, name string, approvals int, lat chan<- tim
 	if !slices.IsSorted(cards) {
 		a.t.Errorf("session %s: cards out of order: %v", name, cards)
 	}
+}
+
+// BenchmarkFiftySessionsStandIn starts 50 sessions at once, 10 in each of 5
+// channels, on the stand-in CLI (relay/relaytest/standin): each asks for 2
+// approvals, one after the other, clicked the moment their card appears.
+// slackgate runs with its Slack budgets at their defaults, fakeslack with
+// its rate model; only MAX_SESSIONS is raised so all 50 run at once. It
+// checks what people would see (every card, its outcome and the final
+// answer arrive; cards keep their order in each thread; no write fails and
+// no one gets an error) and measures each card from the moment the
+// stand-in wrote its control_request to the card's chat.postMessage
+// reaching Slack: as is, and less the wait Slack's post budget alone
+// imposes on that card (slackFloor).
+//
+//	CLAUDE_BIN=… go test -run '^$' -bench FiftySessionsStandIn -benchtime 1x ./cmd/slackgate
+func BenchmarkFiftySessionsStandIn(b *testing.B) {
+	const sessions, channels, approvals = 50, 5, 2
+	standin := buildStandIn(b)
+	for range b.N {
+		b.StopTimer()
+		a := startApp(b, options{approvers: lee, timeout: 5 * time.Minute, extraEnv: []string{
+			"CLAUDE_BIN=" + standin,
+			"CLAUDE_CODE_STANDIN_REQUESTS=" + fmt.Sprint(approvals),
+			"MAX_SESSIONS=" + fmt.Sprint(sessions),
+		}})
+		for c := range channels {
+			a.slack.AddChannel(fmt.Sprintf("CL%d", c), fmt.Sprintf("load-%d", c))
+		}
+		for s := range sessions {
+			// One starter each: MAX_SESSIONS_PER_USER stays at its default.
+			a.slack.AddUser(fmt.Sprintf("U1S%02d", s), fmt.Sprintf("starter-%d", s))
+		}
+		from := len(a.slack.Calls())
+		cards := make(chan benchCard, sessions*approvals)
+		ready := make(chan struct{})
+		var wg sync.WaitGroup
+		b.StartTimer()
+		for s := range sessions {
+			wg.Go(func() {
+				<-ready
+				runStandInSession(a, fmt.Sprintf("CL%d", s%channels), fmt.Sprintf("U1S%02d", s), fmt.Sprint("s", s), approvals, cards)
+			})
+		}
+		close(ready)
+		wg.Wait()
+		b.StopTimer()
+		close(cards)
+		reportLoad(b, a, from, sessions*approvals, cards)
+		a.stop()
+	}
+}
+
+// buildStandIn compiles the stand-in CLI once for the benchmark.
+func buildStandIn(b *testing.B) string {
+	b.Helper()
+	bin := filepath.Join(b.TempDir(), "standin")
+	out, err := exec.Command("go", "build", "-o", bin, module+"/relay/relaytest/standin").CombinedOutput()
+	if err != nil {
+		b.Fatalf("go build standin: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// benchCard is one card as the benchmark saw it.
+type benchCard struct {
+	channel, ts string
+	asked       time.Time // the stand-in wrote its control_request
+}
+
+// runStandInSession runs one session: it clicks each card as it appears,
+// then waits for every card's outcome and for the final answer.
+func runStandInSession(a *app, channel, user, name string, approvals int, out chan<- benchCard) {
+	thread, err := a.slack.Mention(a.ctx, user, channel, "run "+name)
+	if err != nil {
+		a.t.Errorf("session %s: mention: %v", name, err)
+		return
+	}
+	var refs []fakeslack.MessageRef
+	for i := range approvals {
+		want := fmt.Sprintf("[run %s] step %d", name, i)
+		card, err := a.slack.WaitThread(a.ctx, channel, thread, func(m fakeslack.Message) bool {
+			return m.FromBot() && m.HasText(want) && len(m.Buttons()) > 0
+		})
+		if err != nil {
+			a.t.Errorf("session %s: card %d lost: %v", name, i, err)
+			return
+		}
+		asked, err := askedAt(card.AllText())
+		if err != nil {
+			a.t.Errorf("session %s: card %d: %v", name, i, err)
+			return
+		}
+		out <- benchCard{channel: channel, ts: card.TS, asked: asked}
+		refs = append(refs, card.Ref())
+		if err := a.slack.Click(a.ctx, lee, card.Ref(), "Approve"); err != nil {
+			a.t.Errorf("session %s: click: %v", name, err)
+			return
+		}
+	}
+	if _, err := a.slack.WaitThread(a.ctx, channel, thread, fakeslack.Text(fmt.Sprintf("finished run %s (0 denied)", name))); err != nil {
+		a.t.Errorf("session %s: final answer lost: %v", name, err)
+	}
+	for i, ref := range refs {
+		if _, err := a.slack.WaitMessage(a.ctx, func(m fakeslack.Message) bool {
+			return m.Ref() == ref && m.HasText("Approved") && len(m.Buttons()) == 0
+		}); err != nil {
+			a.t.Errorf("session %s: card %d never showed its outcome: %v", name, i, err)
+		}
+	}
+	if !slices.IsSortedFunc(refs, func(x, y fakeslack.MessageRef) int { return strings.Compare(x.TS, y.TS) }) {
+		a.t.Errorf("session %s: cards out of order: %v", name, refs)
+	}
+}
+
+var askedRE = regexp.MustCompile(`asked-at (\d+)`)
+
+// askedAt reads the time the stand-in put in the command it asked for.
+func askedAt(text string) (time.Time, error) {
+	m := askedRE.FindStringSubmatch(text)
+	if m == nil {
+		return time.Time{}, fmt.Errorf("no asked-at in the card: %q", text)
+	}
+	ns, err := strconv.ParseInt(m[1], 10, 64)
+	return time.Unix(0, ns), err
+}
+
+// reportLoad checks the run's Slack traffic and reports card latency, raw
+// and less Slack's floor, with the 429s Slack answered along the way.
+func reportLoad(b *testing.B, a *app, from, want int, seen <-chan benchCard) {
+	b.Helper()
+	calls := a.slack.Calls()[from:]
+	var cards []benchCard
+	for c := range seen {
+		cards = append(cards, c)
+	}
+	if len(cards) != want {
+		b.Errorf("%d of %d cards arrived", len(cards), want)
+	}
+	failed, ephemerals := 0, 0
+	for _, c := range calls {
+		if c.Error != "" && c.Status != http.StatusTooManyRequests {
+			failed++
+			b.Errorf("%s failed: %s", c.Method, c.Error)
+		}
+		if c.Method == "chat.postEphemeral" {
+			ephemerals++
+			b.Errorf("someone got an ephemeral: %s", c.Params.Get("text"))
+		}
+	}
+	posted := make([]time.Duration, 0, len(cards))
+	added := make([]time.Duration, 0, len(cards))
+	byChannel := map[string][]benchCard{}
+	for _, c := range cards {
+		byChannel[c.channel] = append(byChannel[c.channel], c)
+	}
+	for _, cs := range byChannel {
+		floors := slackFloor(cs, time.Second, 4)
+		for i, c := range cs {
+			at, ok := postedAt(calls, c)
+			if !ok {
+				b.Errorf("no chat.postMessage found for the card asked at %d", c.asked.UnixNano())
+				continue
+			}
+			posted = append(posted, at.Sub(c.asked))
+			added = append(added, at.Sub(c.asked)-floors[i])
+		}
+	}
+	if len(posted) == 0 {
+		return
+	}
+	b.ReportMetric(p50(posted), "card-p50-ms")
+	b.ReportMetric(p99(posted), "card-p99-ms")
+	b.ReportMetric(p50(added), "added-p50-ms")
+	b.ReportMetric(p99(added), "added-p99-ms")
+	b.ReportMetric(float64(limited(a, from)), "429s")
+	b.ReportMetric(float64(failed+ephemerals), "errors-seen")
+	b.ReportMetric(float64(len(calls)), "slack-calls")
+}
+
+func p99(ds []time.Duration) float64 {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return float64(s[len(s)*99/100].Microseconds()) / 1000
+}
+
+// postedAt finds when the card's chat.postMessage reached Slack: the one
+// successful post carrying the card's asked-at stamp.
+func postedAt(calls []fakeslack.Call, c benchCard) (time.Time, bool) {
+	stamp := fmt.Sprint("asked-at ", c.asked.UnixNano())
+	for _, call := range calls {
+		if call.Method == "chat.postMessage" && call.Status == http.StatusOK && call.Error == "" &&
+			call.Params.Get("channel") == c.channel && strings.Contains(call.Params.Get("blocks")+call.Params.Get("text"), stamp) {
+			return call.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// slackFloor is, for each card of one channel (sorted in place by when it
+// was asked for), how long Slack's post budget alone makes it wait: a
+// token bucket refilled one post per interval and holding burst, full when
+// the first card is asked for, spent on cards only. Ten cards asked for at
+// once wait 0, 0, 0, 0, 1, 2 … 6 s whatever the bot does; what a card waits
+// beyond this is the bot's own doing (or its other posts' in the channel).
+func slackFloor(cards []benchCard, interval time.Duration, burst int) []time.Duration {
+	slices.SortFunc(cards, func(x, y benchCard) int { return x.asked.Compare(y.asked) })
+	floors := make([]time.Duration, len(cards))
+	tokens := float64(burst)
+	var last time.Time
+	for i, c := range cards {
+		t := c.asked
+		if t.Before(last) {
+			t = last // posts leave one after another
+		}
+		if i > 0 {
+			tokens = min(float64(burst), tokens+float64(t.Sub(last))/float64(interval))
+		}
+		if tokens < 1 {
+			t = t.Add(time.Duration((1 - tokens) * float64(interval)))
+			tokens = 1
+		}
+		tokens--
+		last = t
+		floors[i] = t.Sub(c.asked)
+	}
+	return floors
 }

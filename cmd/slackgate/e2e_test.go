@@ -61,6 +61,9 @@ type options struct {
 	// command is the subcommand the app runs: "run" (the default), or
 	// "bot" for a test that starts workers beside it with launch.
 	command string
+	// timeout bounds the whole app (e2eTimeout when zero): load runs wait
+	// out Slack's update budget, which is longer.
+	timeout time.Duration
 }
 
 // app is one running `slackgate run` with its fake Slack and fake model.
@@ -91,7 +94,7 @@ func startApp(t testing.TB, o options, steps ...relaytest.Step) *app {
 		o.backend = boltBackend
 	}
 	claude := relaytest.CLI(t)
-	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(o.timeout, e2eTimeout))
 
 	a := &app{t: t, ctx: ctx, workdir: t.TempDir(), logs: &syncBuffer{}}
 	a.slack = fakeslack.New(t)

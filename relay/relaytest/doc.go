@@ -2,7 +2,11 @@
 //
 // It is test code: nothing outside tests imports it. It does not fake Claude
 // Code itself; the CLI under test is always the real one, pinned in the
-// Makefile (CLAUDE_CODE_VERSION) and installed by `make claude-code`.
+// Makefile (CLAUDE_CODE_VERSION) and installed by `make claude-code`. The
+// one exception is load: relaytest/standin is a stand-in program speaking
+// stream-json that asks a fixed number of approvals a turn, so a benchmark
+// can run fifty sessions where fifty real CLIs would not fit; the real CLI
+// stays the fidelity check.
 //
 // # Using it
 //
