@@ -84,6 +84,7 @@ type op struct {
 	file     fileUpload
 	log      zerolog.Logger
 	waiters  []chan opResult
+	starts   []chan struct{} // closed when the write is sent (see pending)
 
 	notBefore time.Time     // a live message's first post waits until then
 	minGap    time.Duration // an edit waits this long after the message last changed
@@ -236,7 +237,31 @@ func (o *outbox) Post(_ context.Context, log zerolog.Logger, channel, threadTS s
 
 // post queues a message in lane l; the channel gets its outcome.
 func (o *outbox) post(log zerolog.Logger, l lane, channel, threadTS string, m outMsg) <-chan opResult {
-	return o.enqueue(&op{kind: opPost, lane: l, channel: channel, threadTS: threadTS, msg: m, log: log}, true)
+	return o.postPending(log, l, channel, threadTS, m).res
+}
+
+// pending is a queued write: started is closed once the outbox sends it
+// (its budget allowed it), res receives the outcome. A write that has not
+// started waits for Slack's budget, however long that takes.
+type pending struct {
+	res     <-chan opResult
+	started <-chan struct{}
+}
+
+// postPending queues a post in lane l.
+func (o *outbox) postPending(log zerolog.Logger, l lane, channel, threadTS string, m outMsg) pending {
+	return o.enqueuePending(&op{kind: opPost, lane: l, channel: channel, threadTS: threadTS, msg: m, log: log})
+}
+
+// updatePending queues an edit in lane l.
+func (o *outbox) updatePending(log zerolog.Logger, l lane, ref store.MessageRef, m outMsg) pending {
+	return o.enqueuePending(&op{kind: opUpdate, lane: l, channel: ref.Channel, ts: ref.TS, msg: m, log: log})
+}
+
+func (o *outbox) enqueuePending(p *op) pending {
+	started := make(chan struct{})
+	p.starts = append(p.starts, started)
+	return pending{res: o.enqueue(p, true), started: started}
 }
 
 // Update edits a message in the cards lane (a card's outcome) and waits
@@ -248,7 +273,7 @@ func (o *outbox) Update(ctx context.Context, log zerolog.Logger, ref store.Messa
 
 // update queues an edit in lane l and returns where its result arrives.
 func (o *outbox) update(log zerolog.Logger, l lane, ref store.MessageRef, m outMsg) <-chan opResult {
-	return o.enqueue(&op{kind: opUpdate, lane: l, channel: ref.Channel, ts: ref.TS, msg: m, log: log}, true)
+	return o.updatePending(log, l, ref, m).res
 }
 
 // UpdateLater queues an edit in the progress lane without waiting, at most
@@ -313,6 +338,7 @@ func (o *outbox) enqueueLocked(p *op) bool {
 		// place; its caller learns the outcome too.
 		old.msg, old.log = p.msg, p.log
 		old.waiters = append(old.waiters, p.waiters...)
+		old.starts = append(old.starts, p.starts...)
 		old.minGap = min(old.minGap, p.minGap)
 		return false
 	}
@@ -444,6 +470,10 @@ func (o *outbox) dispatchEditsLocked(ctx context.Context, now time.Time, later f
 
 // startLocked sends p on its own goroutine.
 func (o *outbox) startLocked(ctx context.Context, p *op) {
+	for _, c := range p.starts {
+		close(c)
+	}
+	p.starts = nil
 	if p.live != nil {
 		p.live.sending = true
 	}

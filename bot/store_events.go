@@ -82,25 +82,39 @@ func retryable(ctx context.Context, err error) bool {
 // cards the reconciler makes up for that.
 const handOff = 200 * time.Millisecond
 
-// awaitWrite waits up to handOff for res and runs then with the outcome;
-// past that, then runs in a task and awaitWrite returns nil.
-func (b *Bot) awaitWrite(log zerolog.Logger, res <-chan opResult, then func(opResult) error) error {
+// startWait is how long the consumer waits for a write to leave the
+// outbox: one whose budget allows it starts within microseconds, one that
+// has not started by then waits for Slack's budget, and waiting for it here
+// would only hold up the events behind it.
+const startWait = 20 * time.Millisecond
+
+// awaitWrite waits for w while it is being sent, up to handOff, and runs
+// then with the outcome; a write still queued after startWait, or still in
+// flight after handOff, finishes in a task and awaitWrite returns nil.
+func (b *Bot) awaitWrite(log zerolog.Logger, w pending, then func(opResult) error) error {
 	// Wall time on purpose: this bounds how the consumer shares its time,
 	// it is no deadline a test would move by hand.
-	timer := time.NewTimer(handOff)
+	timer := time.NewTimer(startWait)
 	defer timer.Stop()
 	select {
-	case r := <-res:
+	case r := <-w.res:
 		return then(r)
+	case <-w.started:
+		timer.Reset(handOff)
+		select {
+		case r := <-w.res:
+			return then(r)
+		case <-timer.C:
+		}
 	case <-timer.C:
 	}
 	started := b.work.Go(func(context.Context) {
-		if err := then(<-res); err != nil {
+		if err := then(<-w.res); err != nil {
 			log.Error().Err(err).Msg("event shown late in slack failed")
 		}
 	})
 	if !started {
-		return then(<-res)
+		return then(<-w.res)
 	}
 	return nil
 }
@@ -134,7 +148,7 @@ func (b *Bot) showRequest(ctx context.Context, log zerolog.Logger, id string) er
 	if !claimed {
 		return nil
 	}
-	res := b.out.post(log, laneCard, s.Thread.Channel, s.Thread.TS, card.msg)
+	res := b.out.postPending(log, laneCard, s.Thread.Channel, s.Thread.TS, card.msg)
 	// The card shows the call: take it out of the turn's fold.
 	b.showProgress(log, s, store.Event{Type: store.EventRequestCreated}, &r)
 	return b.awaitWrite(log, res, func(pr opResult) error {
@@ -234,7 +248,7 @@ func (b *Bot) showSettled(ctx context.Context, log zerolog.Logger, id string) er
 	}
 	log = log.With().Str("channel", r.Card.Channel).Logger()
 	card := renderCard(b.shown(r), s)
-	res := b.out.update(log, laneCard, r.Card, card.msg)
+	res := b.out.updatePending(log, laneCard, r.Card, card.msg)
 	return b.awaitWrite(log, res, func(pr opResult) error {
 		if pr.err != nil {
 			return pr.err
@@ -288,9 +302,9 @@ func (b *Bot) showSessionEvent(ctx context.Context, log zerolog.Logger, e store.
 	log = log.With().Str("channel", s.Thread.Channel).Logger()
 	// The fold goes first, so the thread reads in the order things happened.
 	b.showProgress(log, s, e, nil)
-	var results []<-chan opResult
+	var results []pending
 	for _, m := range renderEvent(e) {
-		results = append(results, b.out.post(log, laneResult, s.Thread.Channel, s.Thread.TS, m))
+		results = append(results, b.out.postPending(log, laneResult, s.Thread.Channel, s.Thread.TS, m))
 	}
 	err = b.awaitResults(log, results)
 	switch e.Type {
@@ -316,13 +330,13 @@ func (b *Bot) showSessionEvent(ctx context.Context, log zerolog.Logger, e store.
 
 // awaitResults waits (see awaitWrite) for posts queued in one lane of one
 // thread. They go out in order, so once the last is done all are.
-func (b *Bot) awaitResults(log zerolog.Logger, results []<-chan opResult) error {
+func (b *Bot) awaitResults(log zerolog.Logger, results []pending) error {
 	if len(results) == 0 {
 		return nil
 	}
 	return b.awaitWrite(log, results[len(results)-1], func(last opResult) error {
-		for _, res := range results[:len(results)-1] {
-			if r := <-res; r.err != nil {
+		for _, w := range results[:len(results)-1] {
+			if r := <-w.res; r.err != nil {
 				return r.err
 			}
 		}
