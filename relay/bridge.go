@@ -189,10 +189,14 @@ func (b *bridge) awaitDecision(ctx context.Context, requestID string, log zerolo
 
 // checked returns the decision the worker may act on. A person's decision
 // counts only when its signature verifies over the request as this worker
-// created it (not as the store now has it), and an expiry only when this
-// worker made it, in its own words. Anything else was written by someone
-// who could reach the store but not a bot's key: it is refused (recorded,
-// audited, shown on the card) and Claude is told no.
+// created it (not as the store now has it), an expiry only when this
+// worker made it, in its own words, and an end only when this worker ended
+// the request (shutting down) while this bridge waited. A waiting bridge
+// never sees a genuine cancellation: Claude withdraws a request by
+// cancelling the bridge's context, and the cancellation is recorded after.
+// Anything else was written by someone who could reach the store but not a
+// bot's key: it is refused (recorded, audited, shown on the card) and
+// Claude is told no, so the turn neither hangs nor runs it.
 func (b *bridge) checked(ctx context.Context, req store.Request, d store.Decision, expiredHere bool, log zerolog.Logger) store.Decision {
 	var err error
 	switch d.Outcome {
@@ -206,8 +210,13 @@ func (b *bridge) checked(ctx context.Context, req store.Request, d store.Decisio
 		err = errors.New("an expiry this worker did not make")
 	case store.OutcomeRefused:
 		err = errors.New("a refusal this worker did not make")
+	case store.OutcomeEnded:
+		if _, ours := b.w.endedHere.LoadAndDelete(req.ID); ours {
+			return d // the process is being stopped: nothing reaches Claude
+		}
+		err = errors.New("an end this worker did not make")
 	default:
-		return d // cancelled or ended: nothing reaches Claude
+		err = fmt.Errorf("a %s outcome, which no one writes while Claude waits", d.Outcome)
 	}
 	if err == nil {
 		return d

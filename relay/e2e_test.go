@@ -48,6 +48,8 @@ type harness struct {
 	used   map[int]bool // indexes into seen that waitEventOf returned
 	dir    string       // the session's working directory
 	sessID string
+	// stopWorker stops the worker as a shutdown does and waits for it.
+	stopWorker func()
 }
 
 type option func(*relay.Config)
@@ -135,11 +137,17 @@ func newHarnessOn(t testing.TB, open func(testing.TB) store.Store, bin string, s
 	})
 	h.consumerReady()
 	g.Go(func() error { return w.Run(runCtx) })
+	var stopOnce sync.Once
+	h.stopWorker = func() {
+		stopOnce.Do(func() {
+			stop()
+			if err := g.Wait(); err != nil {
+				t.Errorf("worker: %v", err)
+			}
+		})
+	}
 	t.Cleanup(func() {
-		stop()
-		if err := g.Wait(); err != nil {
-			t.Errorf("worker: %v", err)
-		}
+		h.stopWorker()
 		cancel()
 		if err := st.Close(); err != nil {
 			t.Errorf("close store: %v", err)

@@ -56,6 +56,12 @@ func TestE2EForgedDecisionIsRefusedAndTheNextRequestStillWaits(t *testing.T) {
 		{"expired carrying a message", func(h *harness, r store.Request) store.Decision {
 			return with(mallory, func(d *store.Decision) { d.Outcome = store.OutcomeExpired })
 		}},
+		{"cancelled while Claude still waits", func(h *harness, r store.Request) store.Decision {
+			return with(mallory, func(d *store.Decision) { d.Outcome = store.OutcomeCancelled })
+		}},
+		{"ended while the process runs", func(h *harness, r store.Request) store.Decision {
+			return with(mallory, func(d *store.Decision) { d.Outcome = store.OutcomeEnded })
+		}},
 		{"signed deny whose message was swapped after signing", func(h *harness, r store.Request) store.Decision {
 			d := with(mallory, func(d *store.Decision) { d.Outcome, d.Message, d.At = store.OutcomeDeny, "no", time.Now() })
 			if err := store.SignDecision(botKey, r, &d); err != nil {
@@ -117,6 +123,36 @@ func testForgedDecision(t *testing.T, forge func(h *harness, r store.Request) st
 	h.waitResult()
 	if !h.exists("second.txt") || h.exists("forged.txt") {
 		t.Errorf("second.txt exists %v (want true), forged.txt exists %v (want false)", h.exists("second.txt"), h.exists("forged.txt"))
+	}
+}
+
+// A worker that stops ends its pending requests itself, while their bridges
+// still wait: that "ended" is the worker's own and must stand, not be taken
+// for a forgery and refused.
+func TestE2EStoppingWorkerEndsPendingRequestsInItsOwnWords(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, "", []relaytest.Step{bash("toolu_1", "touch never.txt"), relaytest.Text("done")})
+	h.startSession("make the file")
+	r := h.waitRequest()
+	h.stopWorker()
+	got, err := h.st.GetRequest(h.ctx, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := got.Decision; d == nil || d.Outcome != store.OutcomeEnded || !strings.Contains(d.Message, "stopped before anyone answered") {
+		t.Errorf("decision %+v, want ended in the worker's words", got.Decision)
+	}
+	entries, err := h.st.AuditLog(h.ctx, "", 1000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.RequestID == r.ID && e.Action == store.AuditRefused {
+			t.Errorf("the worker's own end was refused: %+v", e)
+		}
+	}
+	if h.exists("never.txt") {
+		t.Error("the unanswered command ran")
 	}
 }
 

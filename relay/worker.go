@@ -26,6 +26,11 @@ type Worker struct {
 	mu        sync.Mutex
 	live      map[string]*Process // by session id
 	malformed atomic.Int64        // undecodable stdout lines of exited processes
+
+	// endedHere holds the ids of requests this worker ended while their
+	// bridge still waited (see endPending): the only "ended" a waiting
+	// bridge may take for real. Each entry is taken once by its bridge.
+	endedHere sync.Map
 }
 
 // NewWorker validates cfg.
@@ -243,9 +248,15 @@ func (w *Worker) endPending(ctx context.Context, sessionID, reason string, log z
 		return
 	}
 	for _, r := range reqs {
+		w.endedHere.Store(r.ID, struct{}{})
 		_, err := w.st.Decide(ctx, r.ID, store.Decision{Outcome: store.OutcomeEnded, At: w.clock.Now(), Message: reason})
-		if err != nil && !errors.Is(err, store.ErrAlreadyDecided) {
-			log.Error().Err(err).Str("request_id", r.ID).Msg("ending pending request")
+		if err != nil {
+			// Not ended by us after all (a person or the deadline was
+			// first), so no bridge will take the mark.
+			w.endedHere.Delete(r.ID)
+			if !errors.Is(err, store.ErrAlreadyDecided) {
+				log.Error().Err(err).Str("request_id", r.ID).Msg("ending pending request")
+			}
 		}
 	}
 }
