@@ -214,6 +214,13 @@ func (b *bridge) checked(ctx context.Context, req store.Request, d store.Decisio
 		if _, ours := b.w.endedHere.LoadAndDelete(req.ID); ours {
 			return d // the process is being stopped: nothing reaches Claude
 		}
+		if !b.w.ownsSession(ctx, req.SessionID, log) {
+			// This worker was counted lost and another took the session
+			// over and ended its requests: the end stands, and nothing
+			// from this process may act on the session any more.
+			log.Warn().Msg("the session was taken over by another worker: its end stands")
+			return d
+		}
 		err = errors.New("an end this worker did not make")
 	default:
 		err = fmt.Errorf("a %s outcome, which no one writes while Claude waits", d.Outcome)
