@@ -245,12 +245,23 @@ func (w *Worker) release(ctx context.Context, id string, log zerolog.Logger) {
 	}
 }
 
+var errTakenOver = errors.New("relay: the session runs on another worker")
+
 // setState stores a session's state after its process, with no owner.
 func (w *Worker) setState(ctx context.Context, id string, state store.SessionState, log zerolog.Logger) {
-	if _, err := w.st.UpdateSession(ctx, id, func(s *store.Session) error {
+	_, err := w.st.UpdateSession(ctx, id, func(s *store.Session) error {
+		if s.Worker != "" && s.Worker != w.cfg.WorkerID {
+			return errTakenOver
+		}
 		s.State, s.Worker, s.UpdatedAt = state, "", w.clock.Now()
 		return nil
-	}); err != nil {
+	})
+	switch {
+	case errors.Is(err, errTakenOver):
+		// This worker was counted lost meanwhile; the session's state is
+		// its new owner's to tell.
+		log.Warn().Msg("the session was taken over by another worker: leaving its state alone")
+	case err != nil:
 		log.Error().Err(err).Msg("updating session state")
 	}
 }
