@@ -191,7 +191,8 @@ func (b *bridge) awaitDecision(ctx context.Context, requestID string, log zerolo
 // counts only when its signature verifies over the request as this worker
 // created it (not as the store now has it), an expiry only when this
 // worker made it, in its own words, and an end only when this worker ended
-// the request (shutting down) while this bridge waited. A waiting bridge
+// the request (shutting down) while this bridge waited, or when the session
+// is no longer this worker's (it was counted lost and taken over). A waiting bridge
 // never sees a genuine cancellation: Claude withdraws a request by
 // cancelling the bridge's context, and the cancellation is recorded after.
 // Anything else was written by someone who could reach the store but not a
