@@ -191,7 +191,8 @@ func (b *bridge) awaitDecision(ctx context.Context, requestID string, log zerolo
 // counts only when its signature verifies over the request as this worker
 // created it (not as the store now has it), an expiry only when this
 // worker made it, in its own words, and an end only when this worker ended
-// the request (shutting down) while this bridge waited. A waiting bridge
+// the request (shutting down) while this bridge waited, or when the session
+// is no longer this worker's (it was counted lost and taken over). A waiting bridge
 // never sees a genuine cancellation: Claude withdraws a request by
 // cancelling the bridge's context, and the cancellation is recorded after.
 // Anything else was written by someone who could reach the store but not a
@@ -213,6 +214,13 @@ func (b *bridge) checked(ctx context.Context, req store.Request, d store.Decisio
 	case store.OutcomeEnded:
 		if _, ours := b.w.endedHere.LoadAndDelete(req.ID); ours {
 			return d // the process is being stopped: nothing reaches Claude
+		}
+		if !b.w.ownsSession(ctx, req.SessionID, log) {
+			// This worker was counted lost and another took the session
+			// over and ended its requests: the end stands, and nothing
+			// from this process may act on the session any more.
+			log.Warn().Msg("the session was taken over by another worker: its end stands")
+			return d
 		}
 		err = errors.New("an end this worker did not make")
 	default:

@@ -13,6 +13,9 @@ import (
 const (
 	DefaultMaxSessions = 4
 	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultWorkerTimeout is how long a worker may go without a heartbeat
+	// before another takes its sessions over.
+	DefaultWorkerTimeout = 30 * time.Second
 	// MaxResultText caps the tool result text published in EventToolResult.
 	MaxResultText = 500
 	// cleanupTimeout bounds store calls made while shutting down or ending
@@ -33,6 +36,7 @@ type Config struct {
 	MaxSessions    int           // processes at once; idle ones give way to new sessions (0 = DefaultMaxSessions)
 	IdleTimeout    time.Duration // a process idle this long after a result stops, if it did not give way first (0 = DefaultIdleTimeout)
 	WorkerID       string        // owner name in the store; a restart under the same name recovers ("" = hostname)
+	WorkerTimeout  time.Duration // a worker silent this long is lost: others end its requests and release its sessions (0 = DefaultWorkerTimeout)
 	Env            []string      // claude's environment is drawn from it by ClaudeEnv (nil = os.Environ())
 	Clock          Clock         // nil = RealClock
 	StopGrace      time.Duration // see ProcessOptions
@@ -64,8 +68,11 @@ func (c *Config) normalize() error {
 	if err := ValidMode(c.PermissionMode); err != nil {
 		return err
 	}
-	if c.MaxSessions < 0 || c.RequestTimeout < 0 || c.IdleTimeout < 0 {
-		return fmt.Errorf("relay: negative MaxSessions, RequestTimeout or IdleTimeout: %w", store.ErrInvalid)
+	if c.MaxSessions < 0 || c.RequestTimeout < 0 || c.IdleTimeout < 0 || c.WorkerTimeout < 0 {
+		return fmt.Errorf("relay: negative MaxSessions, RequestTimeout, IdleTimeout or WorkerTimeout: %w", store.ErrInvalid)
+	}
+	if c.WorkerTimeout == 0 {
+		c.WorkerTimeout = DefaultWorkerTimeout
 	}
 	if c.MaxSessions == 0 {
 		c.MaxSessions = DefaultMaxSessions

@@ -106,13 +106,23 @@ func newHarness(t testing.TB, bin string, steps []relaytest.Step, opts ...option
 
 func newHarnessOn(t testing.TB, open func(testing.TB) store.Store, bin string, steps []relaytest.Step, opts ...option) *harness {
 	t.Helper()
+	st := open(t)
+	return newHarnessWith(t, st, relay.NewFakeClock(time.Date(2026, 7, 1, 9, 0, 0, 0, time.UTC)), bin, steps, opts...)
+}
+
+// livenessTimers is how many timers of the fake clock a running worker
+// always holds: its heartbeat's.
+const livenessTimers = 1
+
+// newHarnessWith starts a worker on st with clock, for a test that shares
+// the clock with the store.
+func newHarnessWith(t testing.TB, st store.Store, clock *relay.FakeClock, bin string, steps []relaytest.Step, opts ...option) *harness {
+	t.Helper()
 	if bin == "" {
 		bin = relaytest.CLI(t)
 	}
-	st := open(t)
 	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
 	srv := relaytest.NewServer(t, steps...)
-	clock := relay.NewFakeClock(time.Date(2026, 7, 1, 9, 0, 0, 0, time.UTC))
 	cfg := relay.Config{
 		ClaudeBin: bin, ExtraArgs: relaytest.HermeticArgs(), Env: srv.Env(t),
 		WorkerID: "worker-" + uuid.NewString()[:8], Clock: clock, MaxSessions: 2,
@@ -127,27 +137,35 @@ func newHarnessOn(t testing.TB, open func(testing.TB) store.Store, bin string, s
 		t.Fatal(err)
 	}
 	h := &harness{t: t, ctx: ctx, srv: srv, st: st, w: w, clock: clock, cfg: cfg, events: make(chan store.Event, 1000), dir: t.TempDir()}
+	// The consumer outlives the worker, so a test that stops its worker
+	// still sees what another worker on the store publishes.
 	g, gctx := errgroup.WithContext(ctx)
-	runCtx, stop := context.WithCancel(gctx)
+	consumeCtx, stopConsumer := context.WithCancel(gctx)
 	g.Go(func() error {
-		return st.Consume(runCtx, "test", "c1", func(_ context.Context, e store.Event) error {
+		return st.Consume(consumeCtx, "test", "c1", func(_ context.Context, e store.Event) error {
 			h.events <- e
 			return nil
 		})
 	})
 	h.consumerReady()
-	g.Go(func() error { return w.Run(runCtx) })
+	runCtx, stop := context.WithCancel(ctx)
+	workerDone := make(chan error, 1)
+	go func() { workerDone <- w.Run(runCtx) }()
 	var stopOnce sync.Once
 	h.stopWorker = func() {
 		stopOnce.Do(func() {
 			stop()
-			if err := g.Wait(); err != nil {
+			if err := <-workerDone; err != nil {
 				t.Errorf("worker: %v", err)
 			}
 		})
 	}
 	t.Cleanup(func() {
 		h.stopWorker()
+		stopConsumer()
+		if err := g.Wait(); err != nil {
+			t.Errorf("consumer: %v", err)
+		}
 		cancel()
 		if err := st.Close(); err != nil {
 			t.Errorf("close store: %v", err)
@@ -529,7 +547,7 @@ func TestE2EInterruptWhileARequestIsPendingCancelsIt(t *testing.T) {
 	}
 	// Between turns (even after the mode change's status line) the idle
 	// timer runs and stops the process.
-	if err := h.clock.WaitTimers(h.ctx, 1); err != nil {
+	if err := h.clock.WaitTimers(h.ctx, livenessTimers+1); err != nil {
 		t.Fatal(err)
 	}
 	h.clock.Advance(time.Hour)
@@ -572,7 +590,7 @@ func TestE2EDeadlinePassingDeniesWithTimeoutMessage(t *testing.T) {
 	if want := r.CreatedAt.Add(5 * time.Minute); !r.Deadline.Equal(want) {
 		t.Errorf("deadline %v, want %v", r.Deadline, want)
 	}
-	if err := h.clock.WaitTimers(h.ctx, 1); err != nil {
+	if err := h.clock.WaitTimers(h.ctx, livenessTimers+1); err != nil {
 		t.Fatal(err)
 	}
 	h.clock.Advance(5 * time.Minute)
@@ -612,7 +630,7 @@ func TestE2EFollowUpThenIdleStopThenResume(t *testing.T) {
 		t.Errorf("follow-up result: %+v", res)
 	}
 	// Idle timeout (injected clock): the process stops, the session is released idle.
-	if err := h.clock.WaitTimers(h.ctx, 1); err != nil {
+	if err := h.clock.WaitTimers(h.ctx, livenessTimers+1); err != nil {
 		t.Fatal(err)
 	}
 	h.clock.Advance(time.Hour)

@@ -226,7 +226,7 @@ func TestWorkerFollowUpDuringTheIdleStopIsAnsweredOnceWithinCapacity(t *testing.
 	h := newHarness(t, turnTaker(t, dir), nil, maxOne)
 	a := h.startSession("first")
 	h.waitEventOf(a, "the first result", ofType(store.EventResult))
-	if err := h.clock.WaitTimers(h.ctx, 1); err != nil {
+	if err := h.clock.WaitTimers(h.ctx, livenessTimers+1); err != nil {
 		t.Fatal(err)
 	}
 	// The idle timeout and the follow-up race: the follow-up reaches the

@@ -57,3 +57,8 @@ func (w *Worker) SetPermissionMode(ctx context.Context, sessionID, mode string) 
 	}
 	return p.conn.SetPermissionMode(ctx, mode)
 }
+
+// Silence stops the worker's heartbeat and nothing else, as a worker that
+// hangs or is cut off from the store would: it keeps its sessions and
+// processes until someone takes them over.
+func (w *Worker) Silence() { w.silent.Store(true) }

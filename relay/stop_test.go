@@ -74,7 +74,7 @@ func TestE2EInterruptBetweenTurnsOrWithoutAProcessDoesNothing(t *testing.T) {
 
 	// No process at all (stopped idle): the interrupt is dropped without
 	// starting claude; the message queued behind it resumes the session.
-	if err := h.clock.WaitTimers(h.ctx, 1); err != nil {
+	if err := h.clock.WaitTimers(h.ctx, livenessTimers+1); err != nil {
 		t.Fatal(err)
 	}
 	h.clock.Advance(time.Hour)

@@ -31,6 +31,10 @@ type Worker struct {
 	// bridge still waited (see endPending): the only "ended" a waiting
 	// bridge may take for real. Each entry is taken once by its bridge.
 	endedHere sync.Map
+
+	// silent stops the heartbeat (tests: a worker that is lost without
+	// shutting down).
+	silent atomic.Bool
 }
 
 // NewWorker validates cfg.
@@ -62,6 +66,14 @@ func (w *Worker) MalformedLines() int64 {
 // stopped (as the idle timeout would) before the new session starts. It
 // stops its processes and returns nil on cancellation.
 func (w *Worker) Run(ctx context.Context) error {
+	// Alive before owning anything, so no reaper takes a session this
+	// worker is about to recover or claim.
+	if err := w.st.Heartbeat(ctx, w.cfg.WorkerID, w.cfg.WorkerTimeout); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("relay: heartbeat: %w", err)
+	}
 	if err := w.recoverOwned(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -70,6 +82,11 @@ func (w *Worker) Run(ctx context.Context) error {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		w.liveness(ctx)
+	}()
 	for {
 		if err := w.cap.waitRoom(ctx, true); err != nil {
 			return nil
@@ -137,16 +154,31 @@ func (w *Worker) recoverOwned(ctx context.Context) error {
 	for _, id := range ids {
 		log := w.log.With().Str("session_id", id).Logger()
 		log.Info().Msg("recovering session left by a previous run of this worker")
-		w.endPending(ctx, id, "the slackgate worker restarted while this request was waiting", log)
-		if _, err := w.st.UpdateSession(ctx, id, func(s *store.Session) error {
-			s.State, s.Worker = store.SessionIdle, ""
-			return nil
-		}); err != nil && !errors.Is(err, store.ErrNotFound) {
-			log.Error().Err(err).Msg("marking recovered session idle")
+		err := w.giveUpLeftover(ctx, id, "the slackgate worker restarted while this request was waiting", log)
+		if errors.Is(err, store.ErrNotOwner) {
+			continue // taken over by another worker meanwhile: it ends them
 		}
-		if err := w.st.Release(ctx, id, w.cfg.WorkerID); err != nil {
-			return fmt.Errorf("relay: release %s: %w", id, err)
+		if err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// giveUpLeftover ends the pending requests of a session whose process is
+// gone with its worker (a previous life of this one, or a lost worker this
+// one took over), marks it idle and releases it; inputs still queued make
+// it ready, so the next worker resumes it.
+func (w *Worker) giveUpLeftover(ctx context.Context, id, reason string, log zerolog.Logger) error {
+	w.endPending(ctx, id, reason, log)
+	if _, err := w.st.UpdateSession(ctx, id, func(s *store.Session) error {
+		s.State, s.Worker = store.SessionIdle, ""
+		return nil
+	}); err != nil && !errors.Is(err, store.ErrNotFound) {
+		log.Error().Err(err).Msg("marking recovered session idle")
+	}
+	if err := w.st.Release(ctx, id, w.cfg.WorkerID); err != nil {
+		return fmt.Errorf("relay: release %s: %w", id, err)
 	}
 	return nil
 }
@@ -213,12 +245,23 @@ func (w *Worker) release(ctx context.Context, id string, log zerolog.Logger) {
 	}
 }
 
+var errTakenOver = errors.New("relay: the session runs on another worker")
+
 // setState stores a session's state after its process, with no owner.
 func (w *Worker) setState(ctx context.Context, id string, state store.SessionState, log zerolog.Logger) {
-	if _, err := w.st.UpdateSession(ctx, id, func(s *store.Session) error {
+	_, err := w.st.UpdateSession(ctx, id, func(s *store.Session) error {
+		if s.Worker != "" && s.Worker != w.cfg.WorkerID {
+			return errTakenOver
+		}
 		s.State, s.Worker, s.UpdatedAt = state, "", w.clock.Now()
 		return nil
-	}); err != nil {
+	})
+	switch {
+	case errors.Is(err, errTakenOver):
+		// This worker was counted lost meanwhile; the session's state is
+		// its new owner's to tell.
+		log.Warn().Msg("the session was taken over by another worker: leaving its state alone")
+	case err != nil:
 		log.Error().Err(err).Msg("updating session state")
 	}
 }

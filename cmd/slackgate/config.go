@@ -34,6 +34,10 @@ type Config struct {
 	ClaudeEnv      string        `env:"CLAUDE_ENV"`
 	ClaudeUser     string        `env:"CLAUDE_USER"`
 
+	// Liveness: a worker silent this long is lost, and the others take
+	// its sessions over (see relay.Config.WorkerTimeout).
+	WorkerTimeout time.Duration `env:"WORKER_TIMEOUT" envDefault:"30s"`
+
 	// Store.
 	RedisURL       string `env:"REDIS_URL"`
 	RedisKeyPrefix string `env:"REDIS_KEY_PREFIX" envDefault:"slackgate"`
@@ -125,6 +129,10 @@ func (c Config) validate() error {
 	}
 	if c.IdleTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("SESSION_IDLE_TIMEOUT=%s: must be positive", c.IdleTimeout))
+	}
+	if c.WorkerTimeout < 3*time.Millisecond {
+		// A third of it is the heartbeat period, which must not be zero.
+		errs = append(errs, fmt.Errorf("WORKER_TIMEOUT=%s: must be positive (30s is the default)", c.WorkerTimeout))
 	}
 	if c.SlackPostsPerSecond <= 0 || c.SlackPostBurst < 1 || c.SlackUpdatesPerMinute <= 0 || c.SlackUpdateBurst < 1 || c.SlackLiveEditInterval <= 0 {
 		errs = append(errs, errors.New("SLACK_POSTS_PER_SECOND, SLACK_POST_BURST, SLACK_UPDATES_PER_MINUTE, SLACK_UPDATE_BURST and SLACK_LIVE_EDIT_INTERVAL must be positive"))

@@ -240,6 +240,7 @@ func (p program) relayConfig(cfg Config, runAs *relay.RunAs, verify ed25519.Publ
 		MaxSessions:    cfg.MaxSessions,
 		IdleTimeout:    cfg.IdleTimeout,
 		WorkerID:       cfg.WorkerID,
+		WorkerTimeout:  cfg.WorkerTimeout,
 		Env:            p.environ, // the worker lets only ClaudeEnv's allowlist through
 		PassEnv:        pass,
 		DenyEnv:        slackgateSetting,

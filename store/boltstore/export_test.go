@@ -2,6 +2,7 @@ package boltstore
 
 import (
 	"encoding/binary"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -72,4 +73,16 @@ func (s *Store) Records() (int, error) {
 		})
 	})
 	return n, err
+}
+
+// HeartbeatUntil returns when worker's last heartbeat lapses (zero if it
+// never beat).
+func HeartbeatUntil(s *Store, worker string) (until time.Time, err error) {
+	err = s.db.View(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bktHeartbeats).Get([]byte(worker)); len(v) == 8 {
+			until = time.Unix(0, int64(binary.BigEndian.Uint64(v)))
+		}
+		return nil
+	})
+	return until, err
 }

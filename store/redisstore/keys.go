@@ -42,6 +42,14 @@ func (k keys) owner(sessionID string) string { return k.tag + ":owner:" + sessio
 // owned is the set of session ids a worker owns.
 func (k keys) owned(worker string) string { return k.tag + ":owned:" + worker }
 
+// owners is the set of workers that own at least one session, so dead
+// ones are found without a scan.
+func (k keys) owners() string { return k.tag + ":owners" }
+
+// heartbeat exists while a worker is alive: each beat sets it with the
+// worker's ttl, and it expires on the server when the beats stop.
+func (k keys) heartbeat(worker string) string { return k.tag + ":hb:" + worker }
+
 // events is the stream the Bus publishes to; one field "e" holds the Event's JSON.
 func (k keys) events() string { return k.tag + ":events" }
 

@@ -75,7 +75,7 @@ func (s *Store) Claim(ctx context.Context, worker string) (string, error) {
 			var n int
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), scriptTimeout)
 			n, err = claim.Run(sctx, s.rdb,
-				[]string{s.keys.ready(), s.keys.owner(id), s.keys.owned(worker), s.keys.inbox(id)},
+				[]string{s.keys.ready(), s.keys.owner(id), s.keys.owned(worker), s.keys.inbox(id), s.keys.owners()},
 				worker, id,
 			).Int()
 			cancel()
@@ -155,7 +155,7 @@ func (s *Store) Requeue(ctx context.Context, in store.Input, worker string) erro
 // Release implements store.Queue.
 func (s *Store) Release(ctx context.Context, sessionID, worker string) error {
 	n, err := release.Run(ctx, s.rdb,
-		[]string{s.keys.owner(sessionID), s.keys.owned(worker), s.keys.inbox(sessionID), s.keys.ready()},
+		[]string{s.keys.owner(sessionID), s.keys.owned(worker), s.keys.inbox(sessionID), s.keys.ready(), s.keys.owners()},
 		worker, sessionID,
 	).Int()
 	if err != nil {

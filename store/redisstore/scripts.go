@@ -167,7 +167,7 @@ return 0
 // already, or one whose inbox is empty is dropped from the list.
 //
 // KEYS[1] ready list     KEYS[2] owner key      KEYS[3] owned set of the worker
-// KEYS[4] inbox list
+// KEYS[4] inbox list     KEYS[5] set of workers owning sessions
 // ARGV[1] worker         ARGV[2] session id
 //
 // Returns 1 when the worker now owns the session, 0 when it was dropped.
@@ -180,6 +180,7 @@ if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('LLEN', KEYS[4]) == 0 then
 end
 redis.call('SET', KEYS[2], ARGV[1])
 redis.call('SADD', KEYS[3], ARGV[2])
+redis.call('SADD', KEYS[5], ARGV[1])
 return 1
 `)
 
@@ -231,7 +232,7 @@ return 1
 // left becomes ready again.
 //
 // KEYS[1] owner key      KEYS[2] owned set of the worker   KEYS[3] inbox list
-// KEYS[4] ready list
+// KEYS[4] ready list     KEYS[5] set of workers owning sessions
 // ARGV[1] worker         ARGV[2] session id
 //
 // Returns 0 when the worker does not own the session (ErrNotOwner), 1 when released.
@@ -241,8 +242,36 @@ if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 end
 redis.call('DEL', KEYS[1])
 redis.call('SREM', KEYS[2], ARGV[2])
+if redis.call('SCARD', KEYS[2]) == 0 then
+	redis.call('SREM', KEYS[5], ARGV[1])
+end
 if redis.call('LLEN', KEYS[3]) > 0 and not redis.call('LPOS', KEYS[4], ARGV[2]) then
 	redis.call('RPUSH', KEYS[4], ARGV[2])
 end
+return 1
+`)
+
+// takeOver moves a session from a dead worker to a live one. The dead
+// worker's heartbeat key is read in the same script, so a worker that beats
+// again keeps what it owns, and two workers taking over one session cannot
+// both succeed: the second finds the owner changed.
+//
+// KEYS[1] owner key      KEYS[2] owned set of the dead worker
+// KEYS[3] owned set of the new owner                KEYS[4] heartbeat of the dead worker
+// KEYS[5] set of workers owning sessions
+// ARGV[1] dead worker    ARGV[2] new owner          ARGV[3] session id
+//
+// Returns 0 when the dead worker does not own the session or is alive (ErrNotOwner), 1 when moved.
+var takeOver = redis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] or redis.call('EXISTS', KEYS[4]) == 1 then
+	return 0
+end
+redis.call('SET', KEYS[1], ARGV[2])
+redis.call('SREM', KEYS[2], ARGV[3])
+if redis.call('SCARD', KEYS[2]) == 0 then
+	redis.call('SREM', KEYS[5], ARGV[1])
+end
+redis.call('SADD', KEYS[3], ARGV[3])
+redis.call('SADD', KEYS[5], ARGV[2])
 return 1
 `)

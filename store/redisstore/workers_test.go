@@ -1,0 +1,33 @@
+package redisstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/slackgate/slackgate/store/storetest"
+)
+
+func TestWorkers(t *testing.T) {
+	url := redisURL(t)
+	storetest.RunWorkers(t, func(tb testing.TB) storetest.WorkersBackend {
+		prefix := uniquePrefix()
+		tb.Cleanup(func() { dropPrefix(tb, url, prefix) })
+		s := open(tb, url, prefix, testOptions...)
+		return storetest.WorkersBackend{
+			// Short, since a lapse is real time on Redis.
+			Store: s, TTL: 200 * time.Millisecond,
+			// Redis' clock cannot be moved: d of real time passes, and a
+			// key whose TTL ran out is gone for every command after, so
+			// the wait is exact rather than hopeful.
+			Pass: func(_ testing.TB, d time.Duration) { time.Sleep(d) },
+			Remaining: func(tb testing.TB, worker string) time.Duration {
+				d, err := s.Client().PTTL(context.Background(), "{"+prefix+"}:hb:"+worker).Result()
+				if err != nil {
+					tb.Fatal(err)
+				}
+				return d
+			},
+		}
+	})
+}
