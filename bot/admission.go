@@ -3,7 +3,9 @@ package bot
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"slices"
+	"sync"
 
 	"github.com/rs/zerolog"
 
@@ -39,7 +41,8 @@ const dmsOff = "Direct messages to me are turned off in this workspace (ALLOW_DM
 
 // underSessionQuota reports whether user may have one more active session.
 // The count comes from the store, so every bot replica sees the same one;
-// a store that cannot count refuses, rather than let a person past it.
+// a store that cannot count refuses, rather than let a person past it. The
+// caller holds the user's stripe until the session exists.
 func (b *Bot) underSessionQuota(ctx context.Context, log zerolog.Logger, user string, tell func(string)) bool {
 	limit := b.cfg.MaxSessionsPerUser
 	if limit == 0 {
@@ -70,9 +73,8 @@ func (b *Bot) mayQueue(ctx context.Context, log zerolog.Logger, s store.Session,
 	if limit == 0 {
 		return true
 	}
-	// Counted before the enqueue, not with it: replicas racing past the
-	// count add at most one message each, which a bound against floods
-	// tolerates.
+	// The caller holds the session's stripe until it has queued the
+	// message; replicas racing past the count add at most one each.
 	n, err := b.st.QueuedInputs(ctx, s.ID)
 	if err != nil {
 		log.Error().Err(err).Msg("count queued inputs")
@@ -96,4 +98,22 @@ func (b *Bot) promptFits(log zerolog.Logger, text string, tell func(string)) boo
 	log.Info().Int("bytes", len(text)).Int("limit", limit).Msg("message refused: MAX_PROMPT_BYTES")
 	tell(fmt.Sprintf("Your message is %d bytes; Claude takes at most %d bytes per message (MAX_PROMPT_BYTES). Nothing was sent: shorten it or split it.", len(text), limit))
 	return false
+}
+
+// stripes serialise, within this bot, a check against a bound with the
+// write it admits (a count of a person's sessions and the session it
+// creates; a session's backlog and the message it queues), so requests
+// handled at the same moment cannot all pass one count. Bot replicas can
+// still each pass one, which a bound against floods tolerates. Keys share
+// one of a fixed number of locks: unrelated keys rarely wait on each other,
+// and memory stays bounded.
+type stripes [64]sync.Mutex
+
+// lock takes key's lock and returns its unlock.
+func (s *stripes) lock(key string) func() {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(key))
+	m := &s[h.Sum32()%uint32(len(s))]
+	m.Lock()
+	return m.Unlock
 }

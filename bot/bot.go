@@ -39,7 +39,11 @@ type Bot struct {
 	apiSessions sync.Mutex
 	status      statusBook
 	posting     cardsPosting
-	conn        connState
+	// starting and queueing serialise the session-count and backlog
+	// checks with the writes they admit (see stripes); two sets, so a
+	// start that turns into a follow-up never waits on itself.
+	starting, queueing stripes
+	conn               connState
 
 	// afterReconcile, when set (tests), runs after each reconcile pass.
 	afterReconcile func()

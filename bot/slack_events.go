@@ -109,6 +109,7 @@ func (b *Bot) onCommand(cmd slack.SlashCommand) any {
 	b.work.Go(func(ctx context.Context) {
 		log := b.log.With().Str("channel", cmd.ChannelID).Str("user", cmd.UserID).Logger()
 		tell := func(text string) { b.ephemeral(ctx, cmd.ChannelID, "", cmd.UserID, text) }
+		defer b.starting.lock(cmd.UserID)()
 		if !b.mayStart(ctx, log, cmd.ChannelID, cmd.UserID, prompt, tell) {
 			return
 		}
@@ -142,6 +143,7 @@ func (b *Bot) startOrContinue(ctx context.Context, thread store.MessageRef, user
 		b.tellUser(ctx, thread, user, "Sorry, I could not start a session (the session store is unavailable). Please try again.")
 		return
 	}
+	defer b.starting.lock(user)()
 	if !b.mayStart(ctx, log, thread.Channel, user, text, func(m string) { b.tellUser(ctx, thread, user, m) }) {
 		return
 	}
@@ -198,6 +200,7 @@ func (b *Bot) followUp(ctx context.Context, s store.Session, user, text string) 
 		b.stop(ctx, log, s, user)
 		return
 	}
+	defer b.queueing.lock(s.ID)()
 	if !b.mayQueue(ctx, log, s, user, text, func(m string) { b.tellUser(ctx, s.Thread, user, m) }) {
 		return
 	}
