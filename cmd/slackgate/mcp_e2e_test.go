@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slackgate/slackgate/bot/fakeslack"
 	"github.com/slackgate/slackgate/relay/relaytest"
 )
 
@@ -33,7 +34,7 @@ func runMCPIfAsked() {
 
 // runCI runs claude -p with the test binary as the MCP server slackgate
 // and its approve tool as the permission-prompt tool.
-func runCI(t *testing.T, a *app, base, prompt string) *terminalRun {
+func runCI(t *testing.T, a *app, base, wait, prompt string) *terminalRun {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
@@ -45,23 +46,36 @@ func runCI(t *testing.T, a *app, base, prompt string) *terminalRun {
 	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
 		"--permission-mode", "default", "--mcp-config", string(config),
 		"--permission-prompt-tool", "mcp__slackgate__approve"}
-	return startCLI(t, a, args, prompt, mcpSwitch+"=1", "SLACKGATE_URL="+base, "SLACKGATE_TOKEN="+hookToken, "SLACKGATE_WAIT=60s")
+	return startCLI(t, a, args, prompt, mcpSwitch+"=1", "SLACKGATE_URL="+base, "SLACKGATE_TOKEN="+hookToken, "SLACKGATE_WAIT="+wait)
 }
 
 func TestMCPBashApprovedInSlackRuns(t *testing.T) {
 	t.Parallel()
 	a, base := startHookApp(t,
 		relaytest.ToolUse("toolu_m1", "Bash", bash("echo approved > ci.txt", "Write ci.txt")),
+		relaytest.ToolUse("toolu_m1b", "Bash", bash("echo again > again.txt", "Write again.txt")),
 		relaytest.Text("done"))
-	run := runCI(t, a, base, "write the file")
+	run := runCI(t, a, base, "60s", "write the files")
 	root, card := apiCard(t, a, "Approve")
 	if !root.HasText(a.workdir) {
 		t.Errorf("the root does not name the working directory: %s", root.AllText())
 	}
 	a.click(dana, card.Ref(), "Approve")
+	// The CLI does not name its session in tools/call: the server's own
+	// session id must still put the session's next prompt in the same thread.
+	second, err := a.slack.WaitThread(a.ctx, general, root.TS, func(m fakeslack.Message) bool {
+		return m.HasText("echo again") && hasButtonLabel(m, "Approve")
+	})
+	if err != nil {
+		t.Fatalf("the second prompt is not in the session's thread: %v\n%s", err, a.dump(root.TS))
+	}
+	a.click(dana, second.Ref(), "Approve")
 	run.wait(t, a)
 	if got := strings.TrimSpace(a.file("ci.txt")); got != "approved" {
 		t.Errorf("ci.txt = %q", got)
+	}
+	if got := strings.TrimSpace(a.file("again.txt")); got != "again" {
+		t.Errorf("again.txt = %q", got)
 	}
 	if res := a.toolResult("toolu_m1"); res.IsError {
 		t.Errorf("the model got an error: %q", res.Content)
@@ -74,7 +88,7 @@ func TestMCPDenyWithAReasonTellsTheModelAndRunsNothing(t *testing.T) {
 	a, base := startHookApp(t,
 		relaytest.ToolUse("toolu_m2", "Bash", bash("rm -rf build && touch wiped.txt", "Clean the build")),
 		relaytest.Text("OK, I will not."))
-	run := runCI(t, a, base, "clean up")
+	run := runCI(t, a, base, "60s", "clean up")
 	_, card := apiCard(t, a, "Deny")
 	a.click(dana, card.Ref(), "Deny")
 	if _, err := a.slack.SubmitView(a.ctx, dana, a.view(dana).ID, map[string]string{"Reason (Claude reads it)": "use make clean instead"}); err != nil {
@@ -94,7 +108,7 @@ func TestMCPEditAndApproveRunsTheEditedCommand(t *testing.T) {
 	a, base := startHookApp(t,
 		relaytest.ToolUse("toolu_m3", "Bash", bash("echo prod > target.txt", "Pick the target")),
 		relaytest.Text("done"))
-	run := runCI(t, a, base, "set the target")
+	run := runCI(t, a, base, "60s", "set the target")
 	_, card := apiCard(t, a, "Edit & approve")
 	a.click(dana, card.Ref(), "Edit & approve")
 	if _, err := a.slack.SubmitView(a.ctx, dana, a.view(dana).ID, map[string]string{"Command": "echo staging > target.txt"}); err != nil {
@@ -108,4 +122,24 @@ func TestMCPEditAndApproveRunsTheEditedCommand(t *testing.T) {
 		t.Errorf("target.txt = %q, want the edited command's output", got)
 	}
 	a.settled(card.Ref(), "Approved")
+}
+
+func TestMCPNobodyAnsweringIsADenyThatSaysSo(t *testing.T) {
+	t.Parallel()
+	a, base := startHookApp(t,
+		relaytest.ToolUse("toolu_m4", "Bash", bash("echo late > late.txt", "Write late.txt")),
+		relaytest.Text("carried on"))
+	run := runCI(t, a, base, "2s", "write the file")
+	_, card := apiCard(t, a, "Approve")
+	// A prompt tool must answer: the card is withdrawn and Claude is told
+	// why the command did not run.
+	a.settled(card.Ref(), "Cancelled")
+	run.wait(t, a)
+	a.noFile("late.txt")
+	if res := a.toolResult("toolu_m4"); !res.IsError || !strings.Contains(res.Content, "Nobody answered") {
+		t.Errorf("the model got %q (is_error %v), want a deny saying nobody answered", res.Content, res.IsError)
+	}
+	if !strings.Contains(run.result, `"subtype":"success"`) {
+		t.Errorf("the turn did not end normally: %s", run.result)
+	}
 }
