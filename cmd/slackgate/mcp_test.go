@@ -1,9 +1,16 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"net"
+	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestApproveOutputFollowsThePermissionResultSchema(t *testing.T) {
@@ -57,5 +64,62 @@ func TestApproveOutputFollowsThePermissionResultSchema(t *testing.T) {
 				t.Errorf("got  %s %s\nwant text %s", block.Type, block.Text, tc.want)
 			}
 		})
+	}
+}
+
+// TestMCPServerDeniesWhenTheAPIIsUnreachable speaks MCP to `slackgate mcp`
+// in-process: the handshake lists approve, a call against an API that is
+// not there is a deny saying so (never a protocol error: Claude Code must
+// get an answer), and closing the connection ends the server cleanly.
+func TestMCPServerDeniesWhenTheAPIIsUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	_ = ln.Close() // nothing listens there any more
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	toServer, clientOut := io.Pipe()
+	clientIn, fromServer := io.Pipe()
+	var stderr syncBuffer
+	p := program{environ: []string{"SLACKGATE_URL=" + dead, "SLACKGATE_TOKEN=t", "SLACKGATE_WAIT=10s"},
+		stdin: toServer, stdout: fromServer, stderr: &stderr}
+	served := make(chan error, 1)
+	go func() {
+		served <- p.run(ctx, []string{"mcp"})
+		_ = fromServer.Close()
+	}()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test"}, nil)
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: clientIn, Writer: clientOut}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 1 || tools.Tools[0].Name != "approve" {
+		t.Fatalf("tools/list = %+v, %v; want the one tool approve", tools, err)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "approve", Arguments: map[string]any{
+		"tool_name": "Bash", "input": map[string]any{"command": "ls"}, "tool_use_id": "toolu_1",
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, ok := res.Content[0].(*mcp.TextContent)
+	if len(res.Content) != 1 || !ok {
+		t.Fatalf("result %+v: want one text block", res.Content)
+	}
+	var out struct{ Behavior, Message string }
+	if err := json.Unmarshal([]byte(text.Text), &out); err != nil || out.Behavior != "deny" || !strings.Contains(out.Message, "unreachable") {
+		t.Errorf("answer %s (%v): want a deny saying slackgate is unreachable", text.Text, err)
+	}
+	// Claude Code ends the server by closing its stdin.
+	_ = clientOut.Close()
+	if err := <-served; err != nil {
+		t.Errorf("the server ended with %v once Claude Code closed its stdin", err)
+	}
+	_ = cs.Close()
+	if !strings.Contains(stderr.String(), "slackgate mcp: approval api") {
+		t.Errorf("stderr does not say what failed: %q", stderr.String())
 	}
 }
