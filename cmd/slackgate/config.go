@@ -322,6 +322,9 @@ type HookConfig struct {
 	Wait  time.Duration `env:"SLACKGATE_WAIT" envDefault:"10m"`
 	// User names who runs the session on its card's thread.
 	User string `env:"USER"`
+	// ClaudeSession is the session id Claude Code gives the processes it
+	// starts, when it does; `slackgate mcp` is not told it otherwise.
+	ClaudeSession string `env:"CLAUDE_CODE_SESSION_ID"`
 }
 
 // loadHookConfig parses the hook's environment given as KEY=VALUE pairs.

@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"os"
-	"strings"
 	"time"
 )
 
@@ -46,23 +42,6 @@ type hookInput struct {
 	Suggestions []json.RawMessage `json:"permission_suggestions"`
 }
 
-// hookDecision is the approval API's decision (bot/api.go's apiDecision).
-type hookDecision struct {
-	Outcome      string            `json:"outcome"`
-	UpdatedInput json.RawMessage   `json:"updated_input"`
-	Permissions  []json.RawMessage `json:"updated_permissions"`
-	Message      string            `json:"message"`
-	Interrupt    bool              `json:"interrupt"`
-	By           string            `json:"by"`
-	ByName       string            `json:"by_name"`
-}
-
-type hookStatus struct {
-	ID       string        `json:"id"`
-	Status   string        `json:"status"`
-	Decision *hookDecision `json:"decision"`
-}
-
 var passThrough = json.RawMessage(`{}`)
 
 func (p program) hook(ctx context.Context, args []string) error {
@@ -95,22 +74,13 @@ func (p program) hookAnswer(ctx context.Context) (json.RawMessage, error) {
 	if in.Event != "PermissionRequest" && in.Event != "PreToolUse" {
 		return passThrough, nil
 	}
-	c := apiClient{base: strings.TrimRight(cfg.URL, "/"), token: cfg.Token, http: &http.Client{Timeout: hookPoll + 15*time.Second}}
-	ctx, cancel := context.WithTimeout(ctx, cfg.Wait)
-	defer cancel()
-	id, err := c.create(ctx, in, cfg)
-	if err != nil {
-		return nil, err
-	}
-	d, err := c.await(ctx, id)
+	d, err := newAPIClient(cfg).ask(ctx, cfg, apiRequest{
+		ToolName: in.ToolName, Input: in.ToolInput, ToolUseID: in.ToolUseID, Suggestions: in.Suggestions,
+		SessionID: in.SessionID, Cwd: in.Cwd,
+	})
 	if d == nil {
-		// Nobody decided in time, or Claude Code stopped waiting (the
-		// person answered in the terminal): withdraw the card.
-		wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer wcancel()
-		if derr := c.withdraw(wctx, id); derr != nil {
-			err = errors.Join(err, derr)
-		}
+		// Nobody decided in time, Claude Code stopped waiting (the person
+		// answered in the terminal), or the API failed: pass through.
 		return passThrough, err
 	}
 	return hookOutput(in.Event, *d)
@@ -118,7 +88,7 @@ func (p program) hookAnswer(ctx context.Context) (json.RawMessage, error) {
 
 // hookOutput turns a decision into the hook output for event; a decision
 // that is nobody's answer (expired, cancelled, ended) passes through.
-func hookOutput(event string, d hookDecision) (json.RawMessage, error) {
+func hookOutput(event string, d apiDecision) (json.RawMessage, error) {
 	var specific map[string]any
 	who := cmp.Or(d.ByName, d.By, "a person")
 	switch {
@@ -142,87 +112,6 @@ func hookOutput(event string, d hookDecision) (json.RawMessage, error) {
 	}
 	specific["hookEventName"] = event
 	return json.Marshal(map[string]any{"hookSpecificOutput": specific})
-}
-
-// apiClient speaks to the bot's approval API.
-type apiClient struct {
-	base, token string
-	http        *http.Client
-}
-
-func (c apiClient) do(ctx context.Context, method, path string, body any, out any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
-		}
-		rd = bytes.NewReader(b)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
-	if err != nil {
-		return fmt.Errorf("approval api: %w", err)
-	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return fmt.Errorf("approval api %s %s: %w", method, path, err)
-	}
-	defer func() { _ = resp.Body.Close() }()
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("approval api %s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(raw))
-	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("approval api %s %s: answer is not JSON: %w", method, path, err)
-	}
-	return nil
-}
-
-func (c apiClient) create(ctx context.Context, in hookInput, cfg HookConfig) (string, error) {
-	host, _ := os.Hostname()
-	body := map[string]any{
-		"tool_name": in.ToolName, "input": in.ToolInput, "tool_use_id": in.ToolUseID,
-		"permission_suggestions": in.Suggestions,
-		// The card outlives the wait a little: the hook withdraws it first.
-		"timeout": (cfg.Wait + hookTimeoutMargin).String(),
-		"session": map[string]string{"id": in.SessionID, "host": host, "cwd": in.Cwd, "name": cfg.User},
-	}
-	var st hookStatus
-	if err := c.do(ctx, http.MethodPost, "/v1/requests", body, &st); err != nil {
-		return "", err
-	}
-	return st.ID, nil
-}
-
-// await long-polls until the request is decided (its decision) or ctx
-// ends (nil and ctx's error).
-func (c apiClient) await(ctx context.Context, id string) (*hookDecision, error) {
-	for {
-		wait := hookPoll
-		if dl, ok := ctx.Deadline(); ok {
-			wait = min(wait, time.Until(dl))
-		}
-		var st hookStatus
-		// At least a second: a shorter poll would only spin; ctx still
-		// cuts it at the deadline.
-		poll := max(wait.Round(time.Second), time.Second)
-		err := c.do(ctx, http.MethodGet, "/v1/requests/"+id+"?wait="+poll.String(), nil, &st)
-		switch {
-		case ctx.Err() != nil:
-			return nil, nil // the wait is over: pass through, no error to report
-		case err != nil:
-			return nil, err
-		case st.Decision != nil:
-			return st.Decision, nil
-		}
-	}
-}
-
-func (c apiClient) withdraw(ctx context.Context, id string) error {
-	var st hookStatus
-	return c.do(ctx, http.MethodDelete, "/v1/requests/"+id, nil, &st)
 }
 
 // hookSettings is the settings.json block: PermissionRequest for every

@@ -71,9 +71,17 @@ func runTerminal(t *testing.T, a *app, base, wait string, stdio bool, prompt str
 	if stdio {
 		args = append(args, "--permission-prompt-tool", "stdio")
 	}
+	return startCLI(t, a, args, prompt, hookSwitch+"=1", "SLACKGATE_URL="+base, "SLACKGATE_TOKEN="+hookToken, "SLACKGATE_WAIT="+wait)
+}
+
+// startCLI runs claude with args (and the hermetic ones) in a's working
+// directory against a's scripted model, with env added, sends prompt and
+// waits in the background for the turn's result.
+func startCLI(t *testing.T, a *app, args []string, prompt string, env ...string) *terminalRun {
+	t.Helper()
 	cmd := exec.CommandContext(a.ctx, relaytest.CLI(t), append(args, relaytest.HermeticArgs()...)...)
 	cmd.Dir = a.workdir
-	cmd.Env = append(a.model.Env(t), hookSwitch+"=1", "SLACKGATE_URL="+base, "SLACKGATE_TOKEN="+hookToken, "SLACKGATE_WAIT="+wait)
+	cmd.Env = append(a.model.Env(t), env...)
 	cmd.WaitDelay = 5 * time.Second
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()

@@ -16,19 +16,19 @@ func TestHookOutputFollowsTheHookProtocol(t *testing.T) {
 	perm := json.RawMessage(`{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"ls"}],"behavior":"allow","destination":"session"}`)
 	tests := []struct {
 		name, event string
-		d           hookDecision
+		d           apiDecision
 		want        string
 	}{
-		{"permission allowed", "PermissionRequest", hookDecision{Outcome: "allow", UpdatedInput: input, Permissions: []json.RawMessage{perm}},
+		{"permission allowed", "PermissionRequest", apiDecision{Outcome: "allow", UpdatedInput: input, Permissions: []json.RawMessage{perm}},
 			`{"hookSpecificOutput":{"decision":{"behavior":"allow","updatedInput":{"command":"ls"},"updatedPermissions":[` + string(perm) + `]},"hookEventName":"PermissionRequest"}}`},
-		{"permission denied with interrupt", "PermissionRequest", hookDecision{Outcome: "deny", Message: "no", Interrupt: true},
+		{"permission denied with interrupt", "PermissionRequest", apiDecision{Outcome: "deny", Message: "no", Interrupt: true},
 			`{"hookSpecificOutput":{"decision":{"behavior":"deny","interrupt":true,"message":"no"},"hookEventName":"PermissionRequest"}}`},
-		{"question answered", "PreToolUse", hookDecision{Outcome: "allow", UpdatedInput: input, ByName: "dana"},
+		{"question answered", "PreToolUse", apiDecision{Outcome: "allow", UpdatedInput: input, ByName: "dana"},
 			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"Approved in Slack by dana","updatedInput":{"command":"ls"}}}`},
-		{"question declined", "PreToolUse", hookDecision{Outcome: "deny", Message: "declined"},
+		{"question declined", "PreToolUse", apiDecision{Outcome: "deny", Message: "declined"},
 			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"declined"}}`},
-		{"expired passes through", "PermissionRequest", hookDecision{Outcome: "expired", Message: "late"}, `{}`},
-		{"cancelled passes through", "PreToolUse", hookDecision{Outcome: "cancelled"}, `{}`},
+		{"expired passes through", "PermissionRequest", apiDecision{Outcome: "expired", Message: "late"}, `{}`},
+		{"cancelled passes through", "PreToolUse", apiDecision{Outcome: "cancelled"}, `{}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -41,7 +41,7 @@ func TestHookOutputFollowsTheHookProtocol(t *testing.T) {
 			}
 		})
 	}
-	if _, err := hookOutput("PermissionRequest", hookDecision{Outcome: "allow"}); err == nil {
+	if _, err := hookOutput("PermissionRequest", apiDecision{Outcome: "allow"}); err == nil {
 		t.Error("an allow without an input was turned into an output; Claude Code would fail its schema")
 	}
 }

@@ -42,6 +42,9 @@ commands:
   hook     a Claude Code hook command: asks Slack through a bot's approval API
            (SLACKGATE_URL, SLACKGATE_TOKEN); "slackgate hook install [-write FILE]"
            prints (or merges into a settings file) the block that registers it
+  mcp      an MCP stdio server whose tool "approve" asks Slack through the same
+           API, for claude -p --mcp-config FILE
+           --permission-prompt-tool mcp__slackgate__approve
   help     this text
 
 Configuration comes from the environment; README.md lists every variable.
@@ -84,6 +87,8 @@ func (p program) run(ctx context.Context, args []string) error {
 		return keygen(p.stdout)
 	case "hook":
 		return p.hook(ctx, args[1:])
+	case "mcp":
+		return p.mcp(ctx)
 	}
 	if cmd != "run" && cmd != "bot" && cmd != "worker" && cmd != "audit" && cmd != "doctor" {
 		fmt.Fprint(p.stderr, usage)
