@@ -6,7 +6,11 @@ SHELL := bash
 #   make test CLAUDE_CODE_VERSION=2.1.197
 CLAUDE_CODE_VERSION ?= 2.1.330
 GO ?= go
-FUZZTIME ?= 8s
+# An execution count, not a duration: with a duration, Go 1.26's fuzz
+# coordinator can fail a target with "context deadline exceeded" and no
+# crasher when the deadline races a busy worker (golang/go#75804, fixed in
+# Go 1.27); a count has no deadline to race.
+FUZZTIME ?= 10000x
 # staticcheck, pinned (v0.8.2 is release 2026.2.2, which knows Go 1.26);
 # installed from the Go module proxy into the git-ignored .cache/ when missing.
 STATICCHECK_VERSION ?= v0.8.2
