@@ -56,14 +56,10 @@ func Card(r store.Request, s store.Session) Message { return CardWith(r, s, Card
 // CardWith is Card with options (the bot re-renders with
 // AttachmentFailed when the full input could not be uploaded).
 func CardWith(r store.Request, s store.Session, o CardOptions) Message {
-	return renderCard(r, s, o, newerOf(r))
-}
-
-func renderCard(r store.Request, s store.Session, o CardOptions, x newer) Message {
 	r = normalize(r)
 	shown := r
 	shown.Input = maskJSON(r.Input) // a private key spans lines: mask before clipping
-	c := &card{r: shown, real: r, s: s, o: o, x: x}
+	c := &card{r: shown, real: r, s: s, o: o}
 	c.render()
 	return c.msg
 }
@@ -73,7 +69,6 @@ type card struct {
 	real     store.Request // as stored: what decisions are made from
 	s        store.Session
 	o        CardOptions
-	x        newer
 	msg      Message
 	hidden   []string // what the card left out, for the Approve confirmation
 	full     string   // what FullInput holds when something is hidden
@@ -651,7 +646,7 @@ func (c *card) why() string {
 // not already show.
 func (c *card) about() []string {
 	var out []string
-	if t := strings.TrimSpace(c.x.Title); t != "" {
+	if t := strings.TrimSpace(c.r.Title); t != "" {
 		out = append(out, "Title: "+codeSafe(cut(oneLine(t), 300)))
 	}
 	if n := c.r.DisplayName; n != "" && n != c.r.ToolName {
@@ -660,7 +655,7 @@ func (c *card) about() []string {
 	if d := strings.TrimSpace(c.r.Description); d != "" && c.r.ToolName != "Bash" && !c.inInput(d) {
 		out = append(out, "Description: "+codeSafe(cut(oneLine(d), 500)))
 	}
-	if m := c.x.MCPServer; m != "" {
+	if m := c.r.MCPServer; m != "" {
 		out = append(out, "MCP server "+inlineCode(m, 200))
 	}
 	return out

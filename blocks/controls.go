@@ -8,21 +8,6 @@ import (
 	"github.com/slackgate/slackgate/store"
 )
 
-// newer holds the can_use_tool fields newer CLIs send (title, mcp_server,
-// suppress_always_allow_rule).
-type newer struct {
-	Title               string
-	MCPServer           string
-	SuppressAlwaysAllow bool // the CLI asks hosts not to offer "Always allow"
-}
-
-// newerOf reads those fields from a request: the one place that does, so
-// every card and decoder honours them alike (see renderCard and
-// DecideAction).
-func newerOf(r store.Request) newer {
-	return newer{Title: r.Title, MCPServer: r.MCPServer, SuppressAlwaysAllow: r.SuppressAlwaysAllow}
-}
-
 func button(id, label, val string) *slack.ButtonBlockElement {
 	return slack.NewButtonBlockElement(id, val, plainInput(label, MaxButtonText))
 }
@@ -114,8 +99,8 @@ func questionButtons(qs []question, v func(q, o int) string) []slack.BlockElemen
 const maxRuleText = 2500
 
 // alwaysOffered reports whether a tool request may offer "Always allow".
-func alwaysOffered(r store.Request, x newer) bool {
-	return normalize(r).Kind == store.KindTool && !x.SuppressAlwaysAllow
+func alwaysOffered(r store.Request) bool {
+	return normalize(r).Kind == store.KindTool && !r.SuppressAlwaysAllow
 }
 
 // alwaysMenu offers the suggestions as one menu, "Approve and allow for
@@ -125,7 +110,7 @@ func alwaysOffered(r store.Request, x newer) bool {
 // confirmation that lists every option's rules; rules too many for it are
 // listed on the card itself. Nil when nothing is offered.
 func (c *card) alwaysMenu() slack.BlockElement {
-	if !alwaysOffered(c.real, c.x) {
+	if !alwaysOffered(c.real) {
 		return nil
 	}
 	var opts []*slack.OptionBlockObject

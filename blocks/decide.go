@@ -103,7 +103,7 @@ func DecideAction(a Action, r store.Request, cb *slack.InteractionCallback, by W
 // localSettings rules are ignored in an untrusted workspace, the session
 // is where a rule always takes effect.
 func offeredRule(r store.Request, index int) (store.Suggestion, bool) {
-	if !alwaysOffered(r, newerOf(r)) || index >= len(r.Suggestions) {
+	if !alwaysOffered(r) || index >= len(r.Suggestions) {
 		return store.Suggestion{}, false
 	}
 	s := r.Suggestions[index]

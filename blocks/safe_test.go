@@ -154,7 +154,7 @@ func TestAlwaysAllowNamesEveryRuleAndHonoursSuppression(t *testing.T) {
 	huge := store.Suggestion{Type: "addRules", Behavior: "allow", Rules: []store.SuggestionRule{{ToolName: "Bash", RuleContent: strings.Repeat("b", 400)}}}
 	r := request("al", store.KindTool, "Bash", `{"command":"x"}`)
 	r.Suggestions = []store.Suggestion{long, huge}
-	m := renderCard(r, session, CardOptions{}, newer{})
+	m := Card(r, session)
 	js := mustJSON(t, m.Blocks)
 	if !strings.Contains(js, "Bash(rm -rf /)`") || !strings.Contains(js, "Approve and allow?") {
 		t.Errorf("neither the confirmation nor the card lists the rule cut from the label: %s", js)
@@ -164,7 +164,8 @@ func TestAlwaysAllowNamesEveryRuleAndHonoursSuppression(t *testing.T) {
 	}
 	checkRendered(t, m)
 
-	m = renderCard(r, session, CardOptions{}, newer{SuppressAlwaysAllow: true, Title: "Run x?", MCPServer: "srv"})
+	r.SuppressAlwaysAllow, r.Title, r.MCPServer = true, "Run x?", "srv"
+	m = Card(r, session)
 	js = mustJSON(t, m.Blocks)
 	if strings.Contains(js, string(ActionAlways)) {
 		t.Errorf("Always allow offered although the CLI suppressed it")
@@ -172,7 +173,7 @@ func TestAlwaysAllowNamesEveryRuleAndHonoursSuppression(t *testing.T) {
 	if !strings.Contains(js, "Title: Run x?") || !strings.Contains(js, "MCP server `srv`") {
 		t.Errorf("title or MCP server missing: %s", js)
 	}
-	if alwaysOffered(r, newer{SuppressAlwaysAllow: true}) {
+	if alwaysOffered(r) {
 		t.Errorf("alwaysOffered ignores suppression")
 	}
 }
