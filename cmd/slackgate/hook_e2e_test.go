@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -135,20 +136,11 @@ func apiCard(t *testing.T, a *app, button string) (root, card fakeslack.Message)
 	if err != nil {
 		t.Fatalf("no session root in #general: %v", err)
 	}
-	card, err = a.slack.WaitThread(a.ctx, general, root.TS, func(m fakeslack.Message) bool { return hasButtonLabel(m, button) })
+	card, err = a.slack.WaitThread(a.ctx, general, root.TS, func(m fakeslack.Message) bool { return slices.Contains(m.Buttons(), button) })
 	if err != nil {
 		t.Fatalf("no card with %q: %v\n%s", button, err, a.dump(root.TS))
 	}
 	return root, card
-}
-
-func hasButtonLabel(m fakeslack.Message, label string) bool {
-	for _, b := range m.Buttons() {
-		if b == label {
-			return true
-		}
-	}
-	return false
 }
 
 func TestHookBashApprovedInSlackRunsInTheTerminalSession(t *testing.T) {
