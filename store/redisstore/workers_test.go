@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slackgate/slackgate/store/redisstore"
 	"github.com/slackgate/slackgate/store/storetest"
 )
 
@@ -22,7 +23,7 @@ func TestWorkers(t *testing.T) {
 			// the wait is exact rather than hopeful.
 			Pass: func(_ testing.TB, d time.Duration) { time.Sleep(d) },
 			Remaining: func(tb testing.TB, worker string) time.Duration {
-				d, err := s.Client().PTTL(context.Background(), "{"+prefix+"}:hb:"+worker).Result()
+				d, err := s.Client().PTTL(context.Background(), redisstore.Key(prefix, "heartbeat", worker)).Result()
 				if err != nil {
 					tb.Fatal(err)
 				}
