@@ -137,6 +137,9 @@ func New(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 // MaskURL returns rawURL with any password replaced by "***", fit for logs
 // and errors.
 func MaskURL(rawURL string) string {
+	if !strings.Contains(rawURL, "://") && !strings.Contains(rawURL, "@") {
+		return rawURL // a bare seed list "host:port,host:port" carries no password
+	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		// Cut the userinfo by hand: everything between "://" and the last "@".
