@@ -18,8 +18,9 @@ func Waiters(s *Store) int {
 func Dial(rawURL string) (redis.UniversalClient, error) { return dial(rawURL) }
 
 // Key names one of a prefix's keys, for tests that look at them: kind is
-// "request", "session", "thread" (id "channel:ts"), "heartbeat", "events"
-// or "audit".
+// "request", "session", "thread" (id "channel:ts"), "heartbeat", "owned"
+// (id a worker), "pending-shard" (the shard holding request id),
+// "session-pending", "events" or "audit".
 func Key(prefix, kind, id string) string {
 	k := newKeys(prefix)
 	switch kind {
@@ -35,6 +36,14 @@ func Key(prefix, kind, id string) string {
 		}
 	case "heartbeat":
 		return k.heartbeat(id)
+	case "owned":
+		return k.owned(id)
+	case "owners":
+		return k.owners()
+	case "pending-shard":
+		return k.pendingOf(id)
+	case "session-pending":
+		return k.sessionPending(id)
 	case "events":
 		return k.events()
 	case "audit":
@@ -45,3 +54,6 @@ func Key(prefix, kind, id string) string {
 
 // Slot is the cluster slot of a key, as the store computes it.
 func Slot(key string) int { return slot(key) }
+
+// IndexGrace is how long an index entry may wait for its record.
+const IndexGrace = indexGrace
