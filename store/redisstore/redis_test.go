@@ -221,3 +221,31 @@ func TestWaitersShareOneConnection(t *testing.T) {
 		}
 	}
 }
+
+// TestScriptsComeBackAfterAFlush: a server that lost its scripts (a restart,
+// SCRIPT FLUSH, a new cluster node) gets them again, also for the scripts
+// sent by SHA inside pipelines, and no record is lost or doubled.
+func TestScriptsComeBackAfterAFlush(t *testing.T) {
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			url := srv.url(t)
+			ctx := t.Context()
+			prefix := uniquePrefix()
+			t.Cleanup(func() { dropPrefix(t, url, prefix) })
+			s := open(t, url, prefix)
+			for i := range 3 {
+				must(t, s.Client().ScriptFlush(ctx).Err()) // every primary, on a cluster
+				r := newTestRequest(fmt.Sprint("req-", i), "s")
+				must(t, s.CreateRequest(ctx, r))
+				must(t, s.Client().ScriptFlush(ctx).Err())
+				_, err := s.Decide(ctx, r.ID, store.Decision{Outcome: store.OutcomeAllow, At: time.Now()})
+				must(t, err)
+			}
+			audit, err := s.AuditLog(ctx, "", 0)
+			must(t, err)
+			if len(audit) != 6 {
+				t.Errorf("audit log holds %d entries, want 6 (3 created, 3 settled)", len(audit))
+			}
+		})
+	}
+}

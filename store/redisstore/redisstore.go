@@ -251,13 +251,10 @@ func (s *Store) CreateRequest(ctx context.Context, r store.Request) error {
 	if n == 0 {
 		return fmt.Errorf("redisstore: create request %s: %w", r.ID, store.ErrExists)
 	}
-	if err := s.appendRecords(ctx, auditJSON, eventJSON); err != nil {
-		return fmt.Errorf("redisstore: create request %s: stored, but %w", r.ID, err)
-	}
 	// A request holds its session, should it be at rest (a worker creates
 	// requests only while it runs the session, so it rarely is).
-	if err := s.retainIfAtRest(ctx, r.SessionID); err != nil {
-		return fmt.Errorf("redisstore: create request %s: %w", r.ID, err)
+	if err := s.afterRequest(ctx, auditJSON, eventJSON, r.SessionID, ""); err != nil {
+		return fmt.Errorf("redisstore: create request %s: stored, but %w", r.ID, err)
 	}
 	return nil
 }
@@ -367,16 +364,10 @@ func (s *Store) Decide(ctx context.Context, id string, d store.Decision) (store.
 			return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, err)
 		}
 		r.Decision = &d
-		// Settled: the logs hear of it, then the indexes let it go (a
-		// crash before leaves entries readers skip and remove).
-		if err := s.appendRecords(ctx, auditJSON, eventJSON); err != nil {
-			return r, fmt.Errorf("redisstore: decide %s: settled, but %w", id, err)
-		}
-		if err := s.unindexPending(ctx, id, r.SessionID); err != nil {
-			return r, fmt.Errorf("redisstore: decide %s: settled, but %w", id, err)
-		}
-		// Its session, at rest, may have waited only for this request.
-		if err := s.retainIfAtRest(ctx, r.SessionID); err != nil {
+		// Settled: the logs hear of it and the indexes let it go (a crash
+		// before leaves entries readers skip and remove); its session, at
+		// rest, may have waited only for this request.
+		if err := s.afterRequest(ctx, auditJSON, eventJSON, r.SessionID, id); err != nil {
 			return r, fmt.Errorf("redisstore: decide %s: settled, but %w", id, err)
 		}
 		return r, nil
@@ -449,6 +440,71 @@ func (s *Store) refuseOnce(ctx context.Context, id string, d store.Decision) (r 
 		return store.Request{}, false, nil
 	default:
 		return store.Request{}, false, store.ErrNotFound
+	}
+}
+
+// afterRequest finishes a request's creation or settlement in one pipeline
+// (one round trip per node): it appends the audit entry and event, removes
+// request unindex ("" for none) from the pending indexes, and reads the
+// session, then retains the session should it be at rest.
+func (s *Store) afterRequest(ctx context.Context, auditJSON, eventJSON []byte, sessionID, unindex string) error {
+	var get *redis.StringCmd
+	err := s.pipelineScripts(ctx, func(pipe redis.Pipeliner) error {
+		err := s.runIn(ctx, pipe, appendRecords, []string{s.keys.audit(), s.keys.events()},
+			auditJSON, eventJSON, s.cfg.eventsMaxLen, s.auditMinID())
+		if unindex != "" {
+			pipe.ZRem(ctx, s.keys.pendingOf(unindex), unindex)
+			pipe.ZRem(ctx, s.keys.sessionPending(sessionID), unindex)
+		}
+		get = pipe.Get(ctx, s.keys.session(sessionID))
+		return err
+	}, appendRecords)
+	if err != nil {
+		return fmt.Errorf("append audit entry and event: %w", err)
+	}
+	raw, err := get.Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read session %s: %w", sessionID, err)
+	}
+	var sess store.Session
+	if err := json.Unmarshal(raw, &sess); err != nil {
+		return fmt.Errorf("decode session %s: %w", sessionID, err)
+	}
+	if !sess.State.AtRest() {
+		return nil
+	}
+	return s.retainSession(ctx, sess)
+}
+
+// pipelineScripts runs a pipeline that calls the given scripts by their SHA
+// (s.runIn). Should the server not know one (NOSCRIPT: a new or restarted
+// server), the scripts are loaded and the pipeline sent again, so every
+// command in it must be safe to repeat. A redis.Nil reply is not an error.
+func (s *Store) pipelineScripts(ctx context.Context, build func(redis.Pipeliner) error, scripts ...*redis.Script) error {
+	for attempt := 0; ; attempt++ {
+		pipe := s.rdb.Pipeline()
+		if err := build(pipe); err != nil {
+			return err
+		}
+		cmds, _ := pipe.Exec(ctx) // each command's own error is read below
+		var err error
+		for _, c := range cmds {
+			if e := c.Err(); e != nil && !errors.Is(e, redis.Nil) {
+				err = e
+				break
+			}
+		}
+		if err == nil || attempt > 0 || !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			return err
+		}
+		for _, sc := range scripts {
+			if err := sc.Load(ctx, s.rdb).Err(); err != nil {
+				return err
+			}
+		}
 	}
 }
 

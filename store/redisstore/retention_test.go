@@ -22,7 +22,12 @@ func logKey(prefix, k string) bool {
 }
 
 func TestRetention(t *testing.T) {
-	url := redisURL(t)
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) { retentionOn(t, srv.url(t)) })
+	}
+}
+
+func retentionOn(t *testing.T, url string) {
 	const retention = time.Second
 	storetest.RunRetention(t, func(tb testing.TB) storetest.RetentionBackend {
 		prefix := uniquePrefix()
@@ -51,7 +56,12 @@ func TestRetention(t *testing.T) {
 // (queued, claimed, running, a request settled, idle, released) every key
 // it left carries a TTL of at most the retention, except the two logs.
 func TestEveryKeyOfAFinishedSessionExpires(t *testing.T) {
-	url := redisURL(t)
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) { everyKeyOfAFinishedSessionExpires(t, srv.url(t)) })
+	}
+}
+
+func everyKeyOfAFinishedSessionExpires(t *testing.T, url string) {
 	prefix := uniquePrefix()
 	t.Cleanup(func() { dropPrefix(t, url, prefix) })
 	const retention = 30 * 24 * time.Hour

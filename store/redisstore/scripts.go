@@ -382,3 +382,13 @@ func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, ar
 	}
 	return script.Run(ctx, s.rdb, keys, args...)
 }
+
+// runIn queues a script, by its SHA, in a pipeline after checking its keys
+// share a cluster slot; see pipelineScripts for the pipeline's sending.
+func (s *Store) runIn(ctx context.Context, pipe redis.Pipeliner, script *redis.Script, keys []string, args ...any) error {
+	if err := oneSlot(keys); err != nil {
+		return err
+	}
+	script.EvalSha(ctx, pipe, keys, args...)
+	return nil
+}

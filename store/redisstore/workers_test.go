@@ -10,7 +10,12 @@ import (
 )
 
 func TestWorkers(t *testing.T) {
-	url := redisURL(t)
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) { workersOn(t, srv.url(t)) })
+	}
+}
+
+func workersOn(t *testing.T, url string) {
 	storetest.RunWorkers(t, func(tb testing.TB) storetest.WorkersBackend {
 		prefix := uniquePrefix()
 		tb.Cleanup(func() { dropPrefix(tb, url, prefix) })
