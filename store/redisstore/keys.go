@@ -39,17 +39,28 @@ import (
 // state readers tolerate and a later call repairs:
 //
 //   - an index entry is written before the record it points at, and removed
-//     after the record stops qualifying; readers check the record itself and
-//     skip (and, once the entry is older than indexGrace, remove) entries
-//     whose record is gone, settled or not theirs (pending shards, session
-//     pending indexes, starter sets, thread entries);
-//   - ownership is claimed in the session's slot (the compare-and-set that
-//     decides) only after the worker's owned set names the session, so a
-//     worker dying mid-claim is still found by DeadWorkers; a take-over
-//     drops owned-set entries the session's owner key contradicts;
-//   - a request's audit entry and event are appended after its hash changed,
-//     and only by the call that changed it; see requestRecords for what a
-//     crash in between loses.
+//     after the record stops qualifying, so no record is ever missing from
+//     its index; readers check the record itself and skip entries whose
+//     record is gone, settled or not theirs, removing them (entries whose
+//     record is missing only once older than indexGrace: a creation may be
+//     between its two steps). This covers the pending shards, the session
+//     pending indexes, the starter sets and the thread entries (a thread
+//     claimed by a creation that died is taken over after indexGrace);
+//   - ownership is decided by a compare-and-set on the session's owner key,
+//     and only after the worker's owned set names the session, so a worker
+//     dying mid-claim is still found by DeadWorkers; the take-over then
+//     finds the owner key says otherwise and drops the entry;
+//   - a request's audit entry and event are appended after its hash
+//     changed, and only by the call that changed it (so never twice). A
+//     process dying in between loses those two records, not the
+//     transition: a created request is still listed by ListPending (the bot
+//     reconciles it at start), a settled one still wakes WaitDecision
+//     (pub/sub and the hash);
+//   - an input is pushed to the session's inbox before the session is
+//     marked ready (and a release drops the owner before marking it ready
+//     when input is left). A process dying in between leaves the input
+//     queued but the session not ready: it is taken up with the session's
+//     next input. This is the one leftover no reader repairs by itself.
 //
 // A key of a new kind of per-session data is k.sess(sessionID, "name"),
 // per-request data k.req(requestID, "name"): it then moves with its session

@@ -61,6 +61,9 @@ func TestNewFailsFastWithoutLeakingThePassword(t *testing.T) {
 		{"BadPort", "redis://:s3cret@127.0.0.1:notaport/0", "redis://***@127.0.0.1:notaport/0"},
 		{"WrongScheme", "http://:s3cret@127.0.0.1:6379/0", "http://:***@127.0.0.1:6379/0"},
 		{"BadDatabase", "redis://:s3cret@127.0.0.1:6379/x", "redis://:***@127.0.0.1:6379/x"},
+		{"NoClusterListening", fmt.Sprintf("redis+cluster://:s3cret@127.0.0.1:%d,127.0.0.1:%d/", port, port), fmt.Sprintf("redis+cluster://:***@127.0.0.1:%d,127.0.0.1:%d/", port, port)},
+		{"NoSentinelListening", fmt.Sprintf("redis+sentinel://:s3cret@127.0.0.1:%d/main", port), fmt.Sprintf("redis+sentinel://:***@127.0.0.1:%d/main", port)},
+		{"ClusterWithADatabase", "redis+cluster://:s3cret@127.0.0.1:6379/2", "redis+cluster://:***@127.0.0.1:6379/2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
