@@ -167,14 +167,3 @@ func (s *Store) indexPending(ctx context.Context, id, sessionID string) error {
 	}
 	return nil
 }
-
-// unindexPending removes a settled request from the pending indexes.
-func (s *Store) unindexPending(ctx context.Context, id, sessionID string) error {
-	pipe := s.rdb.Pipeline()
-	pipe.ZRem(ctx, s.keys.pendingOf(id), id)
-	pipe.ZRem(ctx, s.keys.sessionPending(sessionID), id)
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("unindex: %w", err)
-	}
-	return nil
-}
