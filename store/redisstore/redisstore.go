@@ -47,8 +47,9 @@ type config struct {
 	redeliveryDelay time.Duration
 }
 
-// WithPrefix sets the key prefix (default "slackgate"). It becomes the hash
-// tag of every key, so it must not contain braces or glob characters.
+// WithPrefix sets the key prefix (default "slackgate"). Every key's hash tag
+// starts with it ("{prefix}" or "{prefix:…}", see keys.go), so it must not
+// contain braces or glob characters.
 // Stores with different prefixes on one server never see each other's data.
 func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 
@@ -91,9 +92,9 @@ type Store struct {
 }
 
 // New connects to the Redis at rawURL, as REDIS_URL: a single server
-// (redis:// or rediss://), a Cluster or Sentinel (see ParseURL), and checks it
-// answers, failing fast with an error that names the URL with its password
-// masked.
+// (redis:// or rediss://), a Cluster or Sentinel (the forms are listed in
+// url.go), and checks it answers, failing fast with an error that names the
+// URL with its password masked.
 func New(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	cfg := config{
 		prefix:          DefaultPrefix,

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The forms of REDIS_URL ParseURL accepts. Every form takes go-redis's query
+// The forms of REDIS_URL New accepts. Every form takes go-redis's query
 // options (dial_timeout, pool_size, …) after "?".
 //
 //	redis://[user:pass@]host:port/db            one server (rediss:// for TLS), as always
