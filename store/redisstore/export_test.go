@@ -40,6 +40,12 @@ func Key(prefix, kind, id string) string {
 		return k.owned(id)
 	case "owners":
 		return k.owners()
+	case "arriving":
+		return k.arriving()
+	case "inbox":
+		return k.inbox(id)
+	case "ready":
+		return k.ready()
 	case "pending-shard":
 		return k.pendingOf(id)
 	case "session-pending":

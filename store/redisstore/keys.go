@@ -58,9 +58,11 @@ import (
 //     (pub/sub and the hash);
 //   - an input is pushed to the session's inbox before the session is
 //     marked ready (and a release drops the owner before marking it ready
-//     when input is left). A process dying in between leaves the input
-//     queued but the session not ready: it is taken up with the session's
-//     next input. This is the one leftover no reader repairs by itself.
+//     when input is left), and both are noted in the arriving set first
+//     and struck from it with the ready mark. A process dying in between
+//     leaves the input queued, the session not ready and the note: a
+//     worker waiting in Claim finds notes older than indexGrace and marks
+//     their sessions ready when they have input and no owner.
 //
 // A key of a new kind of per-session data is k.sess(sessionID, "name"),
 // per-request data k.req(requestID, "name"): it then moves with its session
@@ -131,6 +133,13 @@ func (k keys) inbox(sessionID string) string { return k.sess(sessionID, "inbox")
 
 // ready is a list of session ids with input and no owner, each at most once.
 func (k keys) ready() string { return k.global("ready") }
+
+// arriving is a sorted set of the inputs and releases between their two
+// steps (the session's inbox and owner, then the ready list): members are
+// "<op id>:<session id>", scored by when the operation began (unix µs).
+// An entry older than indexGrace was left by a process that died between
+// the steps; an idle Claim finishes its work (see Store.repairArrivals).
+func (k keys) arriving() string { return k.global("arriving") }
 
 // owner holds the name of the worker that owns a session.
 func (k keys) owner(sessionID string) string { return k.sess(sessionID, "owner") }

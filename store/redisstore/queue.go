@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -28,17 +30,19 @@ func (s *Store) Enqueue(ctx context.Context, in store.Input) (store.Input, error
 	if err != nil {
 		return store.Input{}, fmt.Errorf("redisstore: enqueue for %s: %w", in.SessionID, err)
 	}
+	// Noted first, queued, then marked ready in the global slot: a process
+	// dying between leaves the note for repairArrivals.
+	note, err := s.noteArrival(ctx, in.SessionID)
+	if err != nil {
+		return store.Input{}, fmt.Errorf("redisstore: enqueue for %s: %w", in.SessionID, err)
+	}
 	unowned, err := s.run(ctx, enqueue, []string{s.keys.inbox(in.SessionID), s.keys.owner(in.SessionID)}, b).Int()
 	if err != nil {
 		return store.Input{}, fmt.Errorf("redisstore: enqueue for %s: %w", in.SessionID, err)
 	}
-	// Then, in the global slot, the session is marked ready. A process
-	// dying between the two leaves the input queued and the session not
-	// ready: the next input, or the release of a worker, marks it.
-	if unowned == 1 {
-		if err := s.run(ctx, markReady, []string{s.keys.ready()}, in.SessionID).Err(); err != nil {
-			return in, fmt.Errorf("redisstore: enqueue for %s: queued, but mark ready: %w", in.SessionID, err)
-		}
+	err = s.run(ctx, markReady, []string{s.keys.ready(), s.keys.arriving()}, in.SessionID, flag(unowned == 1), note).Err()
+	if err != nil {
+		return in, fmt.Errorf("redisstore: enqueue for %s: queued, but mark ready: %w", in.SessionID, err)
 	}
 	// Queued input holds a session at rest until a worker takes it up.
 	if err := s.retainIfAtRest(ctx, in.SessionID); err != nil {
@@ -70,7 +74,11 @@ func (s *Store) Claim(ctx context.Context, worker string) (string, error) {
 		}
 		id, err := w.blmove(ctx, s.keys.ready(), s.keys.ready(), "LEFT", "RIGHT")
 		if errors.Is(err, redis.Nil) {
-			continue // nothing ready yet
+			// Nothing ready: a moment to finish what a dead process left.
+			err = s.repairArrivals(ctx)
+			if err == nil {
+				continue
+			}
 		}
 		if err == nil {
 			if ctxErr := s.stopped(ctx); ctxErr != nil {
@@ -159,23 +167,71 @@ func (s *Store) Requeue(ctx context.Context, in store.Input, worker string) erro
 
 // Release implements store.Queue.
 func (s *Store) Release(ctx context.Context, sessionID, worker string) error {
+	note, err := s.noteArrival(ctx, sessionID)
+	if err != nil {
+		return fmt.Errorf("redisstore: release %s: %w", sessionID, err)
+	}
 	n, err := s.run(ctx, release, []string{s.keys.owner(sessionID), s.keys.inbox(sessionID)}, worker).Int()
 	if err != nil {
 		return fmt.Errorf("redisstore: release %s: %w", sessionID, err)
 	}
 	if n == releaseNotOwner {
+		if err := s.rdb.ZRem(ctx, s.keys.arriving(), note).Err(); err != nil {
+			return fmt.Errorf("redisstore: release %s: strike note: %w", sessionID, err)
+		}
 		return fmt.Errorf("redisstore: release %s: worker %s: %w", sessionID, worker, store.ErrNotOwner)
 	}
 	// Then the global slot: a process dying before this leaves the session
 	// in the worker's owned set (a take-over of the dead worker drops it)
-	// and, with input left, not ready until the next input.
-	err = s.run(ctx, releaseOwned, []string{s.keys.owned(worker), s.keys.owners(), s.keys.ready()},
-		worker, sessionID, flag(n == releaseWithInput)).Err()
+	// and the note by which an idle Claim marks it ready if input is left.
+	err = s.run(ctx, releaseOwned, []string{s.keys.owned(worker), s.keys.owners(), s.keys.ready(), s.keys.arriving()},
+		worker, sessionID, flag(n == releaseWithInput), note).Err()
 	if err != nil {
 		return fmt.Errorf("redisstore: release %s: released, but %w", sessionID, err)
 	}
 	if err := s.retainIfAtRest(ctx, sessionID); err != nil {
 		return fmt.Errorf("redisstore: release %s: released, but %w", sessionID, err)
+	}
+	return nil
+}
+
+// noteArrival notes in the arriving set that an input or release of the
+// session begins, returning the note's member.
+func (s *Store) noteArrival(ctx context.Context, sessionID string) (string, error) {
+	note := newID() + ":" + sessionID
+	if err := s.rdb.ZAdd(ctx, s.keys.arriving(), redis.Z{Score: indexScore(), Member: note}).Err(); err != nil {
+		return "", fmt.Errorf("note arrival: %w", err)
+	}
+	return note, nil
+}
+
+// repairBatch bounds how many stale notes one repairArrivals handles.
+const repairBatch = 100
+
+// repairArrivals finishes the inputs and releases whose process died
+// between their steps (notes older than indexGrace in the arriving set): a
+// session with input and no owner is marked ready, and the note struck.
+func (s *Store) repairArrivals(ctx context.Context) error {
+	notes, err := s.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{
+		Key: s.keys.arriving(), ByScore: true, Start: "-inf",
+		Stop: strconv.FormatInt(time.Now().Add(-indexGrace).UnixMicro(), 10), Count: repairBatch,
+	}).Result()
+	if err != nil || len(notes) == 0 {
+		return err
+	}
+	for _, note := range notes {
+		_, sessionID, _ := strings.Cut(note, ":")
+		pipe := s.rdb.Pipeline()
+		owner := pipe.Exists(ctx, s.keys.owner(sessionID))
+		queued := pipe.LLen(ctx, s.keys.inbox(sessionID))
+		if _, err := pipe.Exec(ctx); err != nil {
+			return fmt.Errorf("repair arrival of %s: %w", sessionID, err)
+		}
+		ready := owner.Val() == 0 && queued.Val() > 0
+		err := s.run(ctx, markReady, []string{s.keys.ready(), s.keys.arriving()}, sessionID, flag(ready), note).Err()
+		if err != nil {
+			return fmt.Errorf("repair arrival of %s: %w", sessionID, err)
+		}
 	}
 	return nil
 }

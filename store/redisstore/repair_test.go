@@ -1,6 +1,7 @@
 package redisstore_test
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"testing"
@@ -27,6 +28,7 @@ func TestCrashLeftovers(t *testing.T) {
 			t.Run("SettledRequestLeftInTheIndex", func(t *testing.T) { settledRequestLeftInTheIndex(t, url) })
 			t.Run("ThreadClaimWithoutItsSession", func(t *testing.T) { threadClaimWithoutItsSession(t, url) })
 			t.Run("OwnedEntryOfAClaimThatNeverHappened", func(t *testing.T) { ownedEntryOfAClaimThatNeverHappened(t, url) })
+			t.Run("InputQueuedButSessionNotReady", func(t *testing.T) { inputQueuedButSessionNotReady(t, url) })
 		})
 	}
 }
@@ -163,5 +165,47 @@ func ownedEntryOfAClaimThatNeverHappened(t *testing.T, url string) {
 	}
 	if owned, _ := s.Owned(ctx, "W2"); len(owned) != 0 {
 		t.Errorf("W2 owns %v; it took nothing over", owned)
+	}
+}
+
+// inputQueuedButSessionNotReady: the enqueuer died after queueing the
+// input, before marking the session ready. A waiting Claim leaves a fresh
+// note alone (the enqueuer may be between its steps) and, once the note is
+// past the grace, marks the session ready and claims it.
+func inputQueuedButSessionNotReady(t *testing.T, url string) {
+	prefix := uniquePrefix()
+	t.Cleanup(func() { dropPrefix(t, url, prefix) })
+	s := open(t, url, prefix)
+	c := s.Client()
+	ctx := t.Context()
+	must(t, s.CreateSession(ctx, store.Session{ID: "s1", State: store.SessionQueued}))
+	must(t, c.RPush(ctx, redisstore.Key(prefix, "inbox", "s1"), `{"id":"in-1","session_id":"s1","text":"hi"}`).Err())
+	note := func(age time.Duration) {
+		must(t, c.ZAdd(ctx, redisstore.Key(prefix, "arriving", ""), redis.Z{Score: scoreAgo(age), Member: "op1:s1"}).Err())
+	}
+	note(0)
+	short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if id, err := s.Claim(short, "W"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Claim with only a fresh note = %q, %v; want to wait until the deadline", id, err)
+	}
+	if n := c.ZCard(ctx, redisstore.Key(prefix, "arriving", "")).Val(); n != 1 {
+		t.Fatalf("the fresh note was struck (%d left)", n)
+	}
+	note(2 * redisstore.IndexGrace)
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	id, err := s.Claim(wait, "W")
+	must(t, err)
+	if id != "s1" {
+		t.Fatalf("Claim = %q, want s1", id)
+	}
+	in, err := s.NextInput(ctx, "s1", "W")
+	must(t, err)
+	if in.Text != "hi" {
+		t.Errorf("NextInput = %+v, want the queued input", in)
+	}
+	if n := c.ZCard(ctx, redisstore.Key(prefix, "arriving", "")).Val(); n != 0 {
+		t.Errorf("%d notes left after the repair", n)
 	}
 }

@@ -196,14 +196,18 @@ end
 return 0
 `)
 
-// markReady puts a session on the ready list unless it is there already.
+// markReady ends an input's (or a repair's) work in the global slot: puts
+// the session on the ready list when asked and it is not there already, and
+// strikes the operation's note from the arriving set.
 //
-// KEYS[1] ready list
-// ARGV[1] session id
+// KEYS[1] ready list     KEYS[2] arriving set
+// ARGV[1] session id     ARGV[2] "1" to mark it ready
+// ARGV[3] the operation's member of the arriving set
 //
-// Returns 1 when added, 0 when it was there.
+// Returns 1 when added to the ready list, 0 otherwise.
 var markReady = redis.NewScript(`
-if redis.call('LPOS', KEYS[1], ARGV[1]) then
+redis.call('ZREM', KEYS[2], ARGV[3])
+if ARGV[2] ~= '1' or redis.call('LPOS', KEYS[1], ARGV[1]) then
 	return 0
 end
 redis.call('RPUSH', KEYS[1], ARGV[1])
@@ -355,14 +359,17 @@ end
 return 1
 `)
 
-// releaseOwned finishes a release in the global slot.
+// releaseOwned finishes a release in the global slot, striking its note
+// from the arriving set.
 //
 // KEYS[1] owned set of the worker   KEYS[2] set of workers owning sessions
-// KEYS[3] ready list
+// KEYS[3] ready list     KEYS[4] arriving set
 // ARGV[1] worker         ARGV[2] session id     ARGV[3] "1" when input is left
+// ARGV[4] the release's member of the arriving set
 //
 // Returns 1.
 var releaseOwned = redis.NewScript(`
+redis.call('ZREM', KEYS[4], ARGV[4])
 redis.call('SREM', KEYS[1], ARGV[2])
 if redis.call('SCARD', KEYS[1]) == 0 then
 	redis.call('SREM', KEYS[2], ARGV[1])
