@@ -13,8 +13,8 @@ import (
 // grouped by tag, each group one slot:
 //
 //	{P}                 the global slot: the events and audit streams, the
-//	                    ready list, the set of workers owning sessions, each
-//	                    worker's owned set and heartbeat
+//	                    ready list and its arriving notes, the set of workers
+//	                    owning sessions, each worker's owned set and heartbeat
 //	{P:s:<session>}     one session: its record, inbox, owner, pending index
 //	{P:r:<request>}     one request's hash
 //	{P:p:<n>}           shard n of the pending index (pendingShards of them)
