@@ -490,8 +490,10 @@ func (s *Store) pipelineScripts(ctx context.Context, build func(redis.Pipeliner)
 		if err := build(pipe); err != nil {
 			return err
 		}
-		cmds, _ := pipe.Exec(ctx) // each command's own error is read below
-		var err error
+		cmds, err := pipe.Exec(ctx)
+		if errors.Is(err, redis.Nil) {
+			err = nil // a missing key; a real error of another command is found below
+		}
 		for _, c := range cmds {
 			if e := c.Err(); e != nil && !errors.Is(e, redis.Nil) {
 				err = e
