@@ -49,6 +49,9 @@ type backend string
 const (
 	boltBackend  backend = "bolt"
 	redisBackend backend = "redis"
+	// clusterBackend is the 3-node Redis Cluster .ci/with-redis.sh starts
+	// (REDIS_CLUSTER_URL).
+	clusterBackend backend = "redis-cluster"
 )
 
 type options struct {
@@ -135,6 +138,15 @@ func startApp(t testing.TB, o options, steps ...relaytest.Step) *app {
 				t.Fatal("REDIS_URL is not set; make test starts a private redis-server")
 			}
 			t.Skip("REDIS_URL is not set; run `make test`, or .ci/with-redis.sh go test ./cmd/...")
+		}
+		env = append(env, "REDIS_URL="+url, "REDIS_KEY_PREFIX=e2e-"+fmt.Sprint(time.Now().UnixNano()))
+	case clusterBackend:
+		url := os.Getenv("REDIS_CLUSTER_URL")
+		if url == "" {
+			if relaytest.RequireIntegration() {
+				t.Fatal("REDIS_CLUSTER_URL is not set; make test starts a private 3-node redis cluster")
+			}
+			t.Skip("REDIS_CLUSTER_URL is not set; run `make test`, or .ci/with-redis.sh go test ./cmd/...")
 		}
 		env = append(env, "REDIS_URL="+url, "REDIS_KEY_PREFIX=e2e-"+fmt.Sprint(time.Now().UnixNano()))
 	}

@@ -79,6 +79,12 @@ func TestStartupFailuresSayWhatToFix(t *testing.T) {
 		{name: "redis unreachable fails fast with the password masked", args: []string{"worker"},
 			environ: []string{"REDIS_URL=redis://:hunter2@127.0.0.1:1/0", "DECISION_VERIFY_KEY=" + testKeys.verify},
 			want:    []string{"REDIS_URL", "redis://:***@127.0.0.1:1/0", "cannot reach"}, notWant: "hunter2"},
+		{name: "redis cluster unreachable fails fast with the password masked", args: []string{"worker"},
+			environ: []string{"REDIS_URL=redis+cluster://:hunter2@127.0.0.1:1,127.0.0.1:2/", "DECISION_VERIFY_KEY=" + testKeys.verify},
+			want:    []string{"REDIS_URL", "redis+cluster://:***@127.0.0.1:1,127.0.0.1:2/", "cannot reach"}, notWant: "hunter2"},
+		{name: "a cluster has no database 3", args: []string{"worker"},
+			environ: []string{"REDIS_URL=redis+cluster://:hunter2@127.0.0.1:1/3", "DECISION_VERIFY_KEY=" + testKeys.verify},
+			want:    []string{"REDIS_URL", "only database 0"}, notWant: "hunter2"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -348,9 +348,20 @@ func TestSlashCommandPostsTheSessionStartAndWorksUnderIt(t *testing.T) {
 	}
 }
 
+// TestBotAndWorkersAsSeparateProgramsOnRedis runs on one Redis server and
+// on a 3-node Redis Cluster, where the store's keys spread over the nodes.
 func TestBotAndWorkersAsSeparateProgramsOnRedis(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, options{backend: redisBackend, command: "bot", approvers: lee},
+	for _, be := range []backend{redisBackend, clusterBackend} {
+		t.Run(string(be), func(t *testing.T) {
+			t.Parallel()
+			botAndWorkersAsSeparatePrograms(t, be)
+		})
+	}
+}
+
+func botAndWorkersAsSeparatePrograms(t *testing.T, be backend) {
+	a := startApp(t, options{backend: be, command: "bot", approvers: lee},
 		relaytest.ToolUse("toolu_1", "Bash", bash("echo built > build.txt", "Build")),
 		relaytest.Text("Built."),
 		relaytest.Text("The build wrote build.txt."))

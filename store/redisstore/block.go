@@ -19,8 +19,13 @@ type blocker struct {
 	stops []func() bool
 }
 
-func (s *Store) newBlocker(ctx context.Context) (*blocker, error) {
-	conn := s.rdb.Conn()
+// newBlocker makes a blocker for reads of key (on a cluster, on its node).
+func (s *Store) newBlocker(ctx context.Context, key string) (*blocker, error) {
+	node, err := s.nodeFor(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	conn := node.Conn()
 	id, err := conn.ClientID(ctx).Result()
 	if err != nil {
 		_ = conn.Close()
@@ -31,7 +36,7 @@ func (s *Store) newBlocker(ctx context.Context) (*blocker, error) {
 		defer cancel()
 		// Fails harmlessly when the Store is closed: closing the pool has
 		// already broken the read.
-		_ = s.rdb.ClientUnblock(uctx, id).Err()
+		_ = node.ClientUnblock(uctx, id).Err()
 	}
 	return &blocker{conn: conn, stops: []func() bool{
 		context.AfterFunc(ctx, unblock),
@@ -76,7 +81,7 @@ type listWaiter struct {
 // ended empty.
 func (w *listWaiter) blmove(ctx context.Context, src, dst, from, to string) (string, error) {
 	if w.b == nil {
-		b, err := w.s.newBlocker(ctx)
+		b, err := w.s.newBlocker(ctx, src)
 		if err != nil {
 			return "", err
 		}

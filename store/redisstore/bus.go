@@ -231,7 +231,7 @@ func (c *consumerLoop) claimAbandoned(ctx context.Context, block *time.Duration)
 // readNew waits up to block for entries no consumer of the group has seen.
 func (c *consumerLoop) readNew(ctx context.Context, block time.Duration) error {
 	if c.b == nil {
-		b, err := c.s.newBlocker(ctx)
+		b, err := c.s.newBlocker(ctx, c.s.keys.events())
 		if err != nil {
 			return err
 		}

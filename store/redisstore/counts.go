@@ -3,7 +3,10 @@ package redisstore
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/slackgate/slackgate/store"
 )
@@ -17,42 +20,46 @@ func flag(b bool) string {
 }
 
 // ActiveSessionsBy implements store.Counts: it reads the sessions in the
-// starter's set and drops the ids of those that are gone, so the set stays
-// as small as the sessions the store still keeps.
+// starter's set (one pipeline) and drops the ids of those that are gone, so
+// the set stays as small as the sessions the store still keeps. An id whose
+// session is missing but was added within indexGrace may be a session
+// being created: it is left for a later count to judge.
 func (s *Store) ActiveSessionsBy(ctx context.Context, user string) (int, error) {
 	set := s.keys.starter(user)
-	ids, err := s.rdb.SMembers(ctx, set).Result()
-	if err != nil || len(ids) == 0 {
+	entries, err := s.readIndexes(ctx, []string{set})
+	if err != nil || len(entries) == 0 {
 		return 0, wrapCount("active sessions by", user, err)
 	}
-	keys := make([]string, len(ids))
-	for i, id := range ids {
-		keys[i] = s.keys.session(id)
+	pipe := s.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, len(entries))
+	for i, e := range entries {
+		cmds[i] = pipe.Get(ctx, s.keys.session(e.id))
 	}
-	vals, err := s.rdb.MGet(ctx, keys...).Result()
-	if err != nil {
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return 0, wrapCount("active sessions by", user, err)
 	}
 	n := 0
 	var gone []any
-	for i, v := range vals {
-		raw, ok := v.(string)
-		if !ok {
-			gone = append(gone, ids[i])
+	for i, c := range cmds {
+		raw, err := c.Result()
+		if errors.Is(err, redis.Nil) {
+			if indexStale(entries[i].score) {
+				gone = append(gone, entries[i].id)
+			}
 			continue
 		}
 		var sess struct {
 			State store.SessionState `json:"state"`
 		}
 		if err := json.Unmarshal([]byte(raw), &sess); err != nil {
-			return 0, wrapCount("active sessions by", user, fmt.Errorf("decode session %s: %w", ids[i], err))
+			return 0, wrapCount("active sessions by", user, fmt.Errorf("decode session %s: %w", entries[i].id, err))
 		}
 		if sess.State.Active() {
 			n++
 		}
 	}
 	if len(gone) > 0 {
-		if err := s.rdb.SRem(ctx, set, gone...).Err(); err != nil {
+		if err := s.rdb.ZRem(ctx, set, gone...).Err(); err != nil {
 			return 0, wrapCount("active sessions by", user, err)
 		}
 	}

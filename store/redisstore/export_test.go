@@ -1,5 +1,7 @@
 package redisstore
 
+import "github.com/redis/go-redis/v9"
+
 // Waiters reports how many WaitDecision calls are registered, so tests can
 // act once a waiter is surely blocked.
 func Waiters(s *Store) int {
@@ -11,3 +13,53 @@ func Waiters(s *Store) int {
 	}
 	return n
 }
+
+// Dial makes a client for a REDIS_URL, as New does, without a Store.
+func Dial(rawURL string) (redis.UniversalClient, error) { return dial(rawURL) }
+
+// Key names one of a prefix's keys, for tests that look at them: kind is
+// "request", "session", "thread" (id "channel:ts"), "heartbeat", "owned"
+// (id a worker), "pending-shard" (the shard holding request id),
+// "session-pending", "events" or "audit".
+func Key(prefix, kind, id string) string {
+	k := newKeys(prefix)
+	switch kind {
+	case "request":
+		return k.request(id)
+	case "session":
+		return k.session(id)
+	case "thread":
+		for i := range id {
+			if id[i] == ':' {
+				return k.thread(id[:i], id[i+1:])
+			}
+		}
+	case "heartbeat":
+		return k.heartbeat(id)
+	case "owned":
+		return k.owned(id)
+	case "owners":
+		return k.owners()
+	case "arriving":
+		return k.arriving()
+	case "inbox":
+		return k.inbox(id)
+	case "ready":
+		return k.ready()
+	case "pending-shard":
+		return k.pendingOf(id)
+	case "session-pending":
+		return k.sessionPending(id)
+	case "events":
+		return k.events()
+	case "audit":
+		return k.audit()
+	}
+	panic("redisstore.Key: unknown kind " + kind)
+}
+
+// Slot is the cluster slot of a key, as the store computes it.
+func Slot(key string) int { return slot(key) }
+
+// IndexGrace is how long an index entry may wait for its record.
+const IndexGrace = indexGrace

@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -28,6 +29,9 @@ func TestMaskURL(t *testing.T) {
 		{"UserAndPasswordKeepsUser", "rediss://app:s3cret@host:6380/2", "rediss://app:***@host:6380/2"},
 		{"NoPasswordIsUnchanged", "redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"},
 		{"UnparseableStillHidesUserinfo", "redis://:s3cret@host:port/0", "redis://***@host:port/0"},
+		{"ClusterPasswordIsMasked", "redis+cluster://app:s3cret@h1:6379,h2:6379/", "redis+cluster://app:***@h1:6379,h2:6379/"},
+		{"SentinelPasswordIsMasked", "rediss+sentinel://:s3cret@s1:26379,s2:26379/main/0", "rediss+sentinel://:***@s1:26379,s2:26379/main/0"},
+		{"SeedListIsUnchanged", "10.0.0.1:6379,10.0.0.2:6379", "10.0.0.1:6379,10.0.0.2:6379"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := redisstore.MaskURL(tc.in); got != tc.want {
@@ -57,6 +61,9 @@ func TestNewFailsFastWithoutLeakingThePassword(t *testing.T) {
 		{"BadPort", "redis://:s3cret@127.0.0.1:notaport/0", "redis://***@127.0.0.1:notaport/0"},
 		{"WrongScheme", "http://:s3cret@127.0.0.1:6379/0", "http://:***@127.0.0.1:6379/0"},
 		{"BadDatabase", "redis://:s3cret@127.0.0.1:6379/x", "redis://:***@127.0.0.1:6379/x"},
+		{"NoClusterListening", fmt.Sprintf("redis+cluster://:s3cret@127.0.0.1:%d,127.0.0.1:%d/", port, port), fmt.Sprintf("redis+cluster://:***@127.0.0.1:%d,127.0.0.1:%d/", port, port)},
+		{"NoSentinelListening", fmt.Sprintf("redis+sentinel://:s3cret@127.0.0.1:%d/main", port), fmt.Sprintf("redis+sentinel://:***@127.0.0.1:%d/main", port)},
+		{"ClusterWithADatabase", "redis+cluster://:s3cret@127.0.0.1:6379/2", "redis+cluster://:***@127.0.0.1:6379/2"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
@@ -99,9 +106,13 @@ type server struct {
 	cmd    *exec.Cmd
 	out    chan struct{} // closed when the output reader is done
 	exited chan error    // receives cmd.Wait's result
+	argv   []string      // redis-server's arguments when not the default
+	ready  string        // the log line that says it serves, when not the default
 }
 
-func startServer(t *testing.T) *server {
+// redisServerBin finds redis-server, or skips (fails when integration tests
+// are required).
+func redisServerBin(t *testing.T) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
@@ -110,7 +121,12 @@ func startServer(t *testing.T) *server {
 		}
 		t.Skip("redis-server not found; install it to run the outage tests")
 	}
-	srv := &server{t: t, bin: bin, dir: t.TempDir(), port: freePort(t)}
+	return bin
+}
+
+func startServer(t *testing.T) *server {
+	t.Helper()
+	srv := &server{t: t, bin: redisServerBin(t), dir: t.TempDir(), port: freePort(t)}
 	srv.start()
 	t.Cleanup(srv.kill)
 	return srv
@@ -122,8 +138,12 @@ func (srv *server) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", s
 func (srv *server) start() {
 	t := srv.t
 	t.Helper()
-	cmd := exec.Command(srv.bin, "--port", strconv.Itoa(srv.port), "--bind", "127.0.0.1",
-		"--dir", srv.dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always", "--logfile", "")
+	argv := srv.argv
+	if argv == nil {
+		argv = []string{"--port", strconv.Itoa(srv.port), "--bind", "127.0.0.1",
+			"--dir", srv.dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always", "--logfile", ""}
+	}
+	cmd := exec.Command(srv.bin, argv...)
 	pr, pw := io.Pipe()
 	cmd.Stdout = pw
 	cmd.Stderr = pw
@@ -139,7 +159,7 @@ func (srv *server) start() {
 		signalled := false
 		for sc.Scan() {
 			log.WriteString(sc.Text() + "\n")
-			if !signalled && strings.Contains(sc.Text(), "Ready to accept connections") {
+			if !signalled && strings.Contains(sc.Text(), cmp.Or(srv.ready, "Ready to accept connections")) {
 				close(ready)
 				signalled = true
 			}

@@ -3,9 +3,13 @@ package redisstore_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/slackgate/slackgate/store"
 	"github.com/slackgate/slackgate/store/redisstore"
@@ -34,7 +38,7 @@ func TestSettledRequestsExpireAfterTheRetention(t *testing.T) {
 			if err := s.CreateRequest(ctx, r); err != nil {
 				t.Fatal(err)
 			}
-			key := "{" + prefix + "}:req:" + r.ID
+			key := redisstore.Key(prefix, "request", r.ID)
 			if ttl := s.Client().PTTL(ctx, key).Val(); ttl != -1 {
 				t.Fatalf("a pending request has TTL %v; it must wait as long as it takes", ttl)
 			}
@@ -68,7 +72,7 @@ func TestEventsStreamIsCappedAndAuditIsNot(t *testing.T) {
 	}
 	// MAXLEN ~ trims whole stream nodes (100 entries by default), so the
 	// length stays near the cap rather than exactly at it.
-	if l := s.Client().XLen(ctx, "{"+prefix+"}:events").Val(); l > 300 {
+	if l := s.Client().XLen(ctx, redisstore.Key(prefix, "events", "")).Val(); l > 300 {
 		t.Errorf("events stream holds %d entries with a cap of 100", l)
 	}
 	audit, err := s.AuditLog(ctx, "", 0)
@@ -80,45 +84,102 @@ func TestEventsStreamIsCappedAndAuditIsNot(t *testing.T) {
 	}
 }
 
-func TestEveryKeyCarriesThePrefixHashTag(t *testing.T) {
-	url := redisURL(t)
+func TestEveryKeyCarriesThePrefixInItsHashTag(t *testing.T) {
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			url := srv.url(t)
+			ctx := t.Context()
+			prefix := uniquePrefix()
+			t.Cleanup(func() { dropPrefix(t, url, prefix) })
+			s := open(t, url, prefix)
+			mark := uniquePrefix() // appears in every id, so its keys can be found
+			sess := store.Session{ID: mark + "-sess", Thread: store.MessageRef{Channel: mark + "-C", TS: "1.2"}, State: store.SessionQueued}
+			must(t, s.CreateSession(ctx, sess))
+			must(t, s.CreateRequest(ctx, newTestRequest(mark+"-req", sess.ID)))
+			_, err := s.Enqueue(ctx, store.Input{SessionID: sess.ID, Text: "hi"})
+			must(t, err)
+			_, err = s.Claim(ctx, mark+"-worker")
+			must(t, err)
+			_, err = s.Enqueue(ctx, store.Input{SessionID: sess.ID, Text: "again"})
+			must(t, err)
+			var found []string
+			for _, k := range prefixKeys(t, s.Client(), prefix) {
+				if strings.Contains(k, mark) {
+					found = append(found, k)
+				}
+			}
+			slices.Sort(found)
+			// The session's record, inbox, owner and pending index share
+			// its tag; the request, the thread entry and the worker's
+			// owned set (global) have theirs.
+			want := []string{
+				"{" + prefix + ":r:" + mark + "-req}:req",
+				"{" + prefix + ":s:" + mark + "-sess}:inbox",
+				"{" + prefix + ":s:" + mark + "-sess}:owner",
+				"{" + prefix + ":s:" + mark + "-sess}:pending",
+				"{" + prefix + ":s:" + mark + "-sess}:sess",
+				"{" + prefix + ":t:" + mark + "-C:1.2}:thread",
+				"{" + prefix + "}:owned:" + mark + "-worker",
+			}
+			if !slices.Equal(found, want) {
+				t.Errorf("keys naming the ids:\n got %q\nwant %q", found, want)
+			}
+		})
+	}
+}
+
+// TestKeysSpreadOverTheCluster: sessions and requests land in many slots
+// and on every node of the 3-node cluster, and the store computes each
+// key's slot as the server does.
+func TestKeysSpreadOverTheCluster(t *testing.T) {
+	url := clusterURL(t)
 	ctx := t.Context()
 	prefix := uniquePrefix()
 	t.Cleanup(func() { dropPrefix(t, url, prefix) })
 	s := open(t, url, prefix)
-	mark := uniquePrefix() // appears in every id, so its keys can be found
-	sess := store.Session{ID: mark + "-sess", Thread: store.MessageRef{Channel: mark + "-C", TS: "1.2"}, State: store.SessionQueued}
-	if err := s.CreateSession(ctx, sess); err != nil {
-		t.Fatal(err)
+	const n = 30
+	for i := range n {
+		id := fmt.Sprint("sess-", i)
+		must(t, s.CreateSession(ctx, store.Session{ID: id, Thread: store.MessageRef{Channel: "C", TS: fmt.Sprint(i, ".1")}, State: store.SessionQueued}))
+		_, err := s.Enqueue(ctx, store.Input{SessionID: id, Text: "go"})
+		must(t, err)
+		must(t, s.CreateRequest(ctx, newTestRequest(fmt.Sprint("req-", i), id)))
 	}
-	if err := s.CreateRequest(ctx, newTestRequest(mark+"-req", sess.ID)); err != nil {
-		t.Fatal(err)
+	cc, ok := s.Client().(*redis.ClusterClient)
+	if !ok {
+		t.Fatalf("REDIS_CLUSTER_URL made a %T, not a cluster client", s.Client())
 	}
-	if _, err := s.Enqueue(ctx, store.Input{SessionID: sess.ID, Text: "hi"}); err != nil {
-		t.Fatal(err)
+	var mu sync.Mutex
+	perNode := map[string]int{}
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		keys := prefixKeys(t, c, prefix)
+		mu.Lock()
+		perNode[c.Options().Addr] = len(keys)
+		mu.Unlock()
+		return nil
+	})
+	must(t, err)
+	if len(perNode) != 3 {
+		t.Fatalf("the cluster has %d primaries, want 3: %v", len(perNode), perNode)
 	}
-	if _, err := s.Claim(ctx, mark+"-worker"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Enqueue(ctx, store.Input{SessionID: sess.ID, Text: "again"}); err != nil {
-		t.Fatal(err)
-	}
-	var found []string
-	iter := s.Client().Scan(ctx, 0, "*"+mark+"*", 1000).Iterator()
-	for iter.Next(ctx) {
-		found = append(found, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		t.Fatal(err)
-	}
-	// session, thread, request, inbox, owner, owned.
-	if len(found) != 6 {
-		t.Errorf("found keys %v, want 6", found)
-	}
-	for _, k := range found {
-		if !strings.HasPrefix(k, "{"+prefix+"}:") {
-			t.Errorf("key %q lacks the hash tag {%s}", k, prefix)
+	for addr, n := range perNode {
+		if n == 0 {
+			t.Errorf("node %s holds none of the store's keys: %v", addr, perNode)
 		}
+	}
+	slots := map[int64]bool{}
+	for i := range n {
+		for _, k := range []string{redisstore.Key(prefix, "session", fmt.Sprint("sess-", i)), redisstore.Key(prefix, "request", fmt.Sprint("req-", i))} {
+			sl, err := cc.ClusterKeySlot(ctx, k).Result()
+			must(t, err)
+			if int(sl) != redisstore.Slot(k) {
+				t.Errorf("slot of %s: the server says %d, the store computes %d", k, sl, redisstore.Slot(k))
+			}
+			slots[sl] = true
+		}
+	}
+	if len(slots) < n {
+		t.Errorf("%d sessions and %d requests fell into only %d slots", n, n, len(slots))
 	}
 }
 
@@ -158,5 +219,33 @@ func TestWaitersShareOneConnection(t *testing.T) {
 		if err := <-done; err != nil {
 			t.Fatalf("WaitDecision: %v", err)
 		}
+	}
+}
+
+// TestScriptsComeBackAfterAFlush: a server that lost its scripts (a restart,
+// SCRIPT FLUSH, a new cluster node) gets them again, also for the scripts
+// sent by SHA inside pipelines, and no record is lost or doubled.
+func TestScriptsComeBackAfterAFlush(t *testing.T) {
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			url := srv.url(t)
+			ctx := t.Context()
+			prefix := uniquePrefix()
+			t.Cleanup(func() { dropPrefix(t, url, prefix) })
+			s := open(t, url, prefix)
+			for i := range 3 {
+				must(t, s.Client().ScriptFlush(ctx).Err()) // every primary, on a cluster
+				r := newTestRequest(fmt.Sprint("req-", i), "s")
+				must(t, s.CreateRequest(ctx, r))
+				must(t, s.Client().ScriptFlush(ctx).Err())
+				_, err := s.Decide(ctx, r.ID, store.Decision{Outcome: store.OutcomeAllow, At: time.Now()})
+				must(t, err)
+			}
+			audit, err := s.AuditLog(ctx, "", 0)
+			must(t, err)
+			if len(audit) != 6 {
+				t.Errorf("audit log holds %d entries, want 6 (3 created, 3 settled)", len(audit))
+			}
+		})
 	}
 }

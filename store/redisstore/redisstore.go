@@ -8,8 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -49,8 +47,9 @@ type config struct {
 	redeliveryDelay time.Duration
 }
 
-// WithPrefix sets the key prefix (default "slackgate"). It becomes the hash
-// tag of every key, so it must not contain braces or glob characters.
+// WithPrefix sets the key prefix (default "slackgate"). Every key's hash tag
+// starts with it ("{prefix}" or "{prefix:…}", see keys.go), so it must not
+// contain braces or glob characters.
 // Stores with different prefixes on one server never see each other's data.
 func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
 
@@ -73,10 +72,11 @@ func WithClaimIdle(d time.Duration) Option { return func(c *config) { c.claimIdl
 // every failure (default store.DefaultRedeliveryDelay).
 func WithRedeliveryDelay(d time.Duration) Option { return func(c *config) { c.redeliveryDelay = d } }
 
-// Store is a store.Store on Redis. It holds one connection pool and one
-// pub/sub connection shared by every WaitDecision.
+// Store is a store.Store on Redis: one server, a Sentinel-managed primary or
+// a Cluster (see New). It holds one connection pool (one per node on a
+// cluster) and one pub/sub connection shared by every WaitDecision.
 type Store struct {
-	rdb  *redis.Client
+	rdb  redis.UniversalClient
 	keys keys
 	cfg  config
 
@@ -91,9 +91,10 @@ type Store struct {
 	closeErr  error
 }
 
-// New connects to the Redis at rawURL (redis:// or rediss://, as REDIS_URL)
-// and checks it answers, failing fast with an error that names the URL with
-// its password masked.
+// New connects to the Redis at rawURL, as REDIS_URL: a single server
+// (redis:// or rediss://), a Cluster or Sentinel (the forms are listed in
+// url.go), and checks it answers, failing fast with an error that names the
+// URL with its password masked.
 func New(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	cfg := config{
 		prefix:          DefaultPrefix,
@@ -113,26 +114,13 @@ func New(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("redisstore: options must be positive: %w", store.ErrInvalid)
 	}
 	masked := MaskURL(rawURL)
-	ropts, err := redis.ParseURL(rawURL)
+	rdb, err := dial(rawURL)
 	if err != nil {
-		// url.Parse's error quotes the whole URL, password included.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
 		return nil, fmt.Errorf("redisstore: parse %s: %w", masked, err)
 	}
-	if ropts.PoolSize == 0 {
-		// Every blocked Claim, NextInput and Consume holds a connection
-		// (so it can be woken); a worker running many sessions needs more
-		// than go-redis's default of 10 per CPU. Connections are only
-		// opened when needed. pool_size in the URL overrides this.
-		ropts.PoolSize = defaultPoolSize
-	}
-	rdb := redis.NewClient(ropts)
 	pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 	defer cancel()
-	if err := rdb.Ping(pctx).Err(); err != nil {
+	if err := ping(pctx, rdb); err != nil {
 		_ = rdb.Close()
 		return nil, fmt.Errorf("redisstore: cannot reach %s (is redis-server running and the URL right?): %w", masked, err)
 	}
@@ -150,6 +138,9 @@ func New(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 // MaskURL returns rawURL with any password replaced by "***", fit for logs
 // and errors.
 func MaskURL(rawURL string) string {
+	if !strings.Contains(rawURL, "://") && !strings.Contains(rawURL, "@") {
+		return rawURL // a bare seed list "host:port,host:port" carries no password
+	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
 		// Cut the userinfo by hand: everything between "://" and the last "@".
@@ -187,8 +178,10 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// Client exposes the underlying go-redis client (for health checks and tests).
-func (s *Store) Client() *redis.Client { return s.rdb }
+// Client exposes the underlying go-redis client (for health checks and
+// tests): a *redis.Client for one server or Sentinel, a *redis.ClusterClient
+// for a cluster.
+func (s *Store) Client() redis.UniversalClient { return s.rdb }
 
 // stopped returns the error a blocking call returns when ctx or the Store
 // ended, or nil while both are live.
@@ -221,10 +214,6 @@ func (s *Store) backoff(ctx context.Context, d *time.Duration) error {
 
 // --- requests ---
 
-// pendingScore orders the pending set by creation time; microseconds keep the
-// score exact in a float64.
-func pendingScore(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
-
 // CreateRequest implements store.Requests.
 func (s *Store) CreateRequest(ctx context.Context, r store.Request) error {
 	if err := r.ValidateNew(); err != nil {
@@ -251,21 +240,22 @@ func (s *Store) CreateRequest(ctx context.Context, r store.Request) error {
 		}
 		cardJSON = string(b)
 	}
-	res, err := createRequest.Run(ctx, s.rdb,
-		[]string{s.keys.request(r.ID), s.keys.pending(), s.keys.audit(), s.keys.events()},
-		r.ID, bodyJSON, r.SessionID, string(r.Kind), r.ToolName, pendingScore(r.CreatedAt), auditJSON, eventJSON, s.cfg.eventsMaxLen, cardJSON,
-		s.auditMinID(),
-	).Result()
+	// The indexes first, so no request is ever stored unindexed (keys.go).
+	if err := s.indexPending(ctx, r.ID, r.SessionID); err != nil {
+		return fmt.Errorf("redisstore: create request %s: %w", r.ID, err)
+	}
+	n, err := s.run(ctx, createRequest, []string{s.keys.request(r.ID)},
+		bodyJSON, r.SessionID, string(r.Kind), r.ToolName, cardJSON).Int()
 	if err != nil {
 		return fmt.Errorf("redisstore: create request %s: %w", r.ID, err)
 	}
-	if n, ok := res.(int64); ok && n == 0 {
+	if n == 0 {
 		return fmt.Errorf("redisstore: create request %s: %w", r.ID, store.ErrExists)
 	}
 	// A request holds its session, should it be at rest (a worker creates
 	// requests only while it runs the session, so it rarely is).
-	if err := s.retainIfAtRest(ctx, r.SessionID); err != nil {
-		return fmt.Errorf("redisstore: create request %s: %w", r.ID, err)
+	if err := s.afterRequest(ctx, auditJSON, eventJSON, r.SessionID, ""); err != nil {
+		return fmt.Errorf("redisstore: create request %s: stored, but %w", r.ID, err)
 	}
 	return nil
 }
@@ -327,43 +317,6 @@ func (s *Store) GetRequest(ctx context.Context, id string) (store.Request, error
 	return r, nil
 }
 
-// ListPending implements store.Requests. Pending requests are few (each
-// waits for a person), so it reads them all and filters by session.
-func (s *Store) ListPending(ctx context.Context, sessionID string) ([]store.Request, error) {
-	ids, err := s.rdb.ZRange(ctx, s.keys.pending(), 0, -1).Result()
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: list pending: %w", err)
-	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	pipe := s.rdb.Pipeline()
-	cmds := make([]*redis.SliceCmd, len(ids))
-	for i, id := range ids {
-		cmds[i] = pipe.HMGet(ctx, s.keys.request(id), requestFields...)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, fmt.Errorf("redisstore: list pending: %w", err)
-	}
-	var out []store.Request
-	for i, cmd := range cmds {
-		r, err := fieldsToRequest(ids[i], cmd.Val())
-		if errors.Is(err, store.ErrNotFound) {
-			continue // expired or removed between the two reads
-		}
-		if err != nil {
-			return nil, fmt.Errorf("redisstore: list pending: %w", err)
-		}
-		if !r.Pending() || (sessionID != "" && r.SessionID != sessionID) {
-			continue
-		}
-		out = append(out, r)
-	}
-	// The score keeps microseconds; the stable sort restores nanosecond order.
-	sort.SliceStable(out, func(i, j int) bool { return out[i].CreatedAt.Before(out[j].CreatedAt) })
-	return out, nil
-}
-
 // Decide implements store.Requests.
 func (s *Store) Decide(ctx context.Context, id string, d store.Decision) (store.Request, error) {
 	if err := d.Validate(); err != nil {
@@ -391,10 +344,8 @@ func (s *Store) Decide(ctx context.Context, id string, d store.Decision) (store.
 	if err != nil {
 		return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, err)
 	}
-	res, err := decideRequest.Run(ctx, s.rdb,
-		[]string{s.keys.request(id), s.keys.pending(), s.keys.audit(), s.keys.events()},
-		id, dJSON, auditJSON, eventJSON,
-		s.cfg.eventsMaxLen, s.cfg.retention.Milliseconds(), s.keys.decided(id), s.auditMinID(),
+	res, err := s.run(ctx, decideRequest, []string{s.keys.request(id)},
+		dJSON, s.cfg.retention.Milliseconds(), s.keys.decided(id),
 	).Slice()
 	if err != nil {
 		return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, err)
@@ -414,8 +365,10 @@ func (s *Store) Decide(ctx context.Context, id string, d store.Decision) (store.
 			return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, err)
 		}
 		r.Decision = &d
-		// Its session, at rest, may have waited only for this request.
-		if err := s.retainIfAtRest(ctx, r.SessionID); err != nil {
+		// Settled: the logs hear of it and the indexes let it go (a crash
+		// before leaves entries readers skip and remove); its session, at
+		// rest, may have waited only for this request.
+		if err := s.afterRequest(ctx, auditJSON, eventJSON, r.SessionID, id); err != nil {
 			return r, fmt.Errorf("redisstore: decide %s: settled, but %w", id, err)
 		}
 		return r, nil
@@ -473,16 +426,16 @@ func (s *Store) refuseOnce(ctx context.Context, id string, d store.Decision) (r 
 	if err != nil {
 		return store.Request{}, false, err
 	}
-	res, err := refuseRequest.Run(ctx, s.rdb,
-		[]string{s.keys.request(id), s.keys.audit(), s.keys.events()},
-		read, dJSON, auditJSON, eventJSON, s.cfg.eventsMaxLen,
-	).Slice()
+	res, err := s.run(ctx, refuseRequest, []string{s.keys.request(id)}, read, dJSON).Slice()
 	if err != nil {
 		return store.Request{}, false, err
 	}
 	switch code, _ := res[0].(int64); code {
 	case refuseDone:
 		r.Decision = &d
+		if err := s.appendRecords(ctx, auditJSON, eventJSON); err != nil {
+			return r, false, fmt.Errorf("refused, but %w", err)
+		}
 		return r, true, nil
 	case refuseChanged:
 		return store.Request{}, false, nil
@@ -491,13 +444,95 @@ func (s *Store) refuseOnce(ctx context.Context, id string, d store.Decision) (r 
 	}
 }
 
+// afterRequest finishes a request's creation or settlement in one pipeline
+// (one round trip per node): it appends the audit entry and event, removes
+// request unindex ("" for none) from the pending indexes, and reads the
+// session, then retains the session should it be at rest.
+func (s *Store) afterRequest(ctx context.Context, auditJSON, eventJSON []byte, sessionID, unindex string) error {
+	var get *redis.StringCmd
+	err := s.pipelineScripts(ctx, func(pipe redis.Pipeliner) error {
+		err := s.runIn(ctx, pipe, appendRecords, []string{s.keys.audit(), s.keys.events()},
+			auditJSON, eventJSON, s.cfg.eventsMaxLen, s.auditMinID())
+		if unindex != "" {
+			pipe.ZRem(ctx, s.keys.pendingOf(unindex), unindex)
+			pipe.ZRem(ctx, s.keys.sessionPending(sessionID), unindex)
+		}
+		get = pipe.Get(ctx, s.keys.session(sessionID))
+		return err
+	}, appendRecords)
+	if err != nil {
+		return fmt.Errorf("append audit entry and event: %w", err)
+	}
+	raw, err := get.Bytes()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read session %s: %w", sessionID, err)
+	}
+	var sess store.Session
+	if err := json.Unmarshal(raw, &sess); err != nil {
+		return fmt.Errorf("decode session %s: %w", sessionID, err)
+	}
+	if !sess.State.AtRest() {
+		return nil
+	}
+	return s.retainSession(ctx, sess)
+}
+
+// pipelineScripts runs a pipeline that calls the given scripts by their SHA
+// (s.runIn). Should the server not know one (NOSCRIPT: a new or restarted
+// server), the scripts are loaded and the pipeline sent again, so every
+// command in it must be safe to repeat. A redis.Nil reply is not an error.
+func (s *Store) pipelineScripts(ctx context.Context, build func(redis.Pipeliner) error, scripts ...*redis.Script) error {
+	for attempt := 0; ; attempt++ {
+		pipe := s.rdb.Pipeline()
+		if err := build(pipe); err != nil {
+			return err
+		}
+		cmds, err := pipe.Exec(ctx)
+		if errors.Is(err, redis.Nil) {
+			err = nil // a missing key; a real error of another command is found below
+		}
+		for _, c := range cmds {
+			if e := c.Err(); e != nil && !errors.Is(e, redis.Nil) {
+				err = e
+				break
+			}
+		}
+		if err == nil || attempt > 0 || !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			return err
+		}
+		for _, sc := range scripts {
+			if err := sc.Load(ctx, s.rdb).Err(); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// appendRecords appends a transition's audit entry and event (see the
+// appendRecords script). It runs after the transition, in the global slot:
+// a process dying between the two loses these two records, never the
+// transition, and the readers of the logs are built for that (the bot
+// reconciles pending requests from the index at start, and WaitDecision
+// hears decisions by pub/sub and by reading the request).
+func (s *Store) appendRecords(ctx context.Context, auditJSON, eventJSON []byte) error {
+	err := s.run(ctx, appendRecords, []string{s.keys.audit(), s.keys.events()},
+		auditJSON, eventJSON, s.cfg.eventsMaxLen, s.auditMinID()).Err()
+	if err != nil {
+		return fmt.Errorf("append audit entry and event: %w", err)
+	}
+	return nil
+}
+
 // SetCard implements store.Requests.
 func (s *Store) SetCard(ctx context.Context, id string, card store.MessageRef) error {
 	cJSON, err := json.Marshal(card)
 	if err != nil {
 		return fmt.Errorf("redisstore: set card %s: %w", id, err)
 	}
-	n, err := setCard.Run(ctx, s.rdb, []string{s.keys.request(id)}, cJSON).Int()
+	n, err := s.run(ctx, setCard, []string{s.keys.request(id)}, cJSON).Int()
 	if err != nil {
 		return fmt.Errorf("redisstore: set card %s: %w", id, err)
 	}

@@ -34,6 +34,30 @@ func redisURL(tb testing.TB) string {
 	return ""
 }
 
+// clusterURL returns the Redis Cluster the cluster tests use, or skips
+// (fails when integration tests are required).
+func clusterURL(tb testing.TB) string {
+	tb.Helper()
+	url := os.Getenv("REDIS_CLUSTER_URL")
+	if url != "" {
+		return url
+	}
+	if os.Getenv("SLACKGATE_REQUIRE_INTEGRATION") == "1" || os.Getenv("CI") == "true" {
+		tb.Fatal("REDIS_CLUSTER_URL is not set; run: .ci/with-redis.sh go test -race ./store/redisstore/ (it starts a 3-node cluster)")
+	}
+	tb.Skip("REDIS_CLUSTER_URL is not set; run with a private cluster: .ci/with-redis.sh go test -race ./store/redisstore/")
+	return ""
+}
+
+// servers are the two deployments the suite runs on.
+var servers = []struct {
+	name string
+	url  func(testing.TB) string
+}{
+	{"Single", redisURL},
+	{"Cluster", clusterURL},
+}
+
 // testRedelivery is the base redelivery delay of the suite's stores.
 const testRedelivery = 20 * time.Millisecond
 
@@ -65,24 +89,53 @@ func open(tb testing.TB, url, prefix string, opts ...redisstore.Option) *redisst
 	return s
 }
 
-// dropPrefix deletes every key of a prefix (SCAN, test-only).
+// prefixKeys lists every key of a prefix (SCAN on every primary, test-only;
+// SCAN also drops keys whose TTL has passed as it meets them).
+func prefixKeys(tb testing.TB, c redis.UniversalClient, prefix string) []string {
+	tb.Helper()
+	ctx := context.Background()
+	var mu sync.Mutex
+	var out []string
+	scan := func(ctx context.Context, c *redis.Client) error {
+		// "{prefix}:…" (the global slot) and "{prefix:kind:id}:…".
+		for _, pattern := range []string{"{" + prefix + "}:*", "{" + prefix + ":*"} {
+			iter := c.Scan(ctx, 0, pattern, 1000).Iterator()
+			for iter.Next(ctx) {
+				mu.Lock()
+				out = append(out, iter.Val())
+				mu.Unlock()
+			}
+			if err := iter.Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var err error
+	switch c := c.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, scan)
+	case *redis.Client:
+		err = scan(ctx, c)
+	}
+	if err != nil {
+		tb.Fatalf("scan: %v", err)
+	}
+	return out
+}
+
+// dropPrefix deletes every key of a prefix.
 func dropPrefix(tb testing.TB, url, prefix string) {
 	tb.Helper()
-	opts, err := redis.ParseURL(url)
+	c, err := redisstore.Dial(url)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	c := redis.NewClient(opts)
 	defer c.Close()
-	ctx := context.Background()
-	iter := c.Scan(ctx, 0, "{"+prefix+"}:*", 1000).Iterator()
-	for iter.Next(ctx) {
-		if err := c.Del(ctx, iter.Val()).Err(); err != nil {
-			tb.Errorf("cleanup: del %s: %v", iter.Val(), err)
+	for _, k := range prefixKeys(tb, c, prefix) {
+		if err := c.Del(context.Background(), k).Err(); err != nil {
+			tb.Errorf("cleanup: del %s: %v", k, err)
 		}
-	}
-	if err := iter.Err(); err != nil {
-		tb.Errorf("cleanup: scan: %v", err)
 	}
 }
 
@@ -109,13 +162,19 @@ func newSuiteStore(url string) (storetest.NewFunc, storetest.Option) {
 }
 
 func TestConformance(t *testing.T) {
-	url := redisURL(t)
-	newStore, second := newSuiteStore(url)
-	storetest.Run(t, newStore, second, storetest.WithRedeliveryDelay(testRedelivery))
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			newStore, second := newSuiteStore(srv.url(t))
+			storetest.Run(t, newStore, second, storetest.WithRedeliveryDelay(testRedelivery))
+		})
+	}
 }
 
 func BenchmarkStore(b *testing.B) {
-	url := redisURL(b)
-	newStore, _ := newSuiteStore(url)
-	storetest.Bench(b, newStore)
+	for _, srv := range servers {
+		b.Run(srv.name, func(b *testing.B) {
+			newStore, _ := newSuiteStore(srv.url(b))
+			storetest.Bench(b, newStore)
+		})
+	}
 }

@@ -1,8 +1,6 @@
 package redisstore_test
 
 import (
-	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -11,30 +9,25 @@ import (
 	"github.com/slackgate/slackgate/store/storetest"
 )
 
-// keysOf lists the keys of a prefix (SCAN, which also drops keys whose TTL
-// has passed as it meets them).
+// keysOf lists the keys of a prefix.
 func keysOf(tb testing.TB, s *redisstore.Store, prefix string) []string {
 	tb.Helper()
-	ctx := context.Background()
-	var out []string
-	iter := s.Client().Scan(ctx, 0, "{"+prefix+"}:*", 1000).Iterator()
-	for iter.Next(ctx) {
-		out = append(out, iter.Val())
-	}
-	if err := iter.Err(); err != nil {
-		tb.Fatalf("scan: %v", err)
-	}
-	return out
+	return prefixKeys(tb, s.Client(), prefix)
 }
 
 // logKey reports whether k is one of the two logs retention leaves to their
 // own bounds (the capped event stream, the audit stream).
 func logKey(prefix, k string) bool {
-	return k == "{"+prefix+"}:events" || k == "{"+prefix+"}:audit"
+	return k == redisstore.Key(prefix, "events", "") || k == redisstore.Key(prefix, "audit", "")
 }
 
 func TestRetention(t *testing.T) {
-	url := redisURL(t)
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) { retentionOn(t, srv.url(t)) })
+	}
+}
+
+func retentionOn(t *testing.T, url string) {
 	const retention = time.Second
 	storetest.RunRetention(t, func(tb testing.TB) storetest.RetentionBackend {
 		prefix := uniquePrefix()
@@ -63,7 +56,12 @@ func TestRetention(t *testing.T) {
 // (queued, claimed, running, a request settled, idle, released) every key
 // it left carries a TTL of at most the retention, except the two logs.
 func TestEveryKeyOfAFinishedSessionExpires(t *testing.T) {
-	url := redisURL(t)
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) { everyKeyOfAFinishedSessionExpires(t, srv.url(t)) })
+	}
+}
+
+func everyKeyOfAFinishedSessionExpires(t *testing.T, url string) {
 	prefix := uniquePrefix()
 	t.Cleanup(func() { dropPrefix(t, url, prefix) })
 	const retention = 30 * 24 * time.Hour
@@ -95,7 +93,8 @@ func TestEveryKeyOfAFinishedSessionExpires(t *testing.T) {
 	must(t, err)
 
 	keys := keysOf(t, s, prefix)
-	want := map[string]bool{"sess:s1": false, "thread:C1:1.2": false, "req:r1": false, "dedup:retry-1": false}
+	want := map[string]bool{"{" + prefix + ":s:s1}:sess": false, "{" + prefix + ":t:C1:1.2}:thread": false,
+		"{" + prefix + ":r:r1}:req": false, "{" + prefix + ":d:retry-1}:dedup": false}
 	for _, k := range keys {
 		if logKey(prefix, k) {
 			continue
@@ -105,11 +104,10 @@ func TestEveryKeyOfAFinishedSessionExpires(t *testing.T) {
 		if ttl <= 0 || ttl > retention {
 			t.Errorf("key %s has TTL %v; want one in (0, %v]", k, ttl, retention)
 		}
-		name := strings.TrimPrefix(k, "{"+prefix+"}:")
-		if _, ok := want[name]; !ok {
+		if _, ok := want[k]; !ok {
 			t.Errorf("unexpected key %s left by a finished session", k)
 		}
-		want[name] = true
+		want[k] = true
 	}
 	for name, seen := range want {
 		if !seen {
@@ -119,8 +117,8 @@ func TestEveryKeyOfAFinishedSessionExpires(t *testing.T) {
 	// Taken up again, the session and its thread key lose their TTL.
 	_, err = s.Enqueue(ctx, store.Input{SessionID: sess.ID, Text: "more"})
 	must(t, err)
-	for _, k := range []string{"sess:s1", "thread:C1:1.2"} {
-		ttl, err := s.Client().PTTL(ctx, "{"+prefix+"}:"+k).Result()
+	for _, k := range []string{redisstore.Key(prefix, "session", "s1"), redisstore.Key(prefix, "thread", "C1:1.2")} {
+		ttl, err := s.Client().PTTL(ctx, k).Result()
 		must(t, err)
 		if ttl != -1 {
 			t.Errorf("key %s has TTL %v after an input was queued; want none (-1)", k, ttl)

@@ -1,33 +1,50 @@
 package redisstore
 
-import "github.com/redis/go-redis/v9"
+import (
+	"context"
 
-// One Lua script per atomic transition. Each documents its KEYS, ARGV and
-// reply; a 0 (or a status code) in the reply is mapped to a store sentinel by
-// the Go caller. Scripts never build key names themselves: every key they
-// touch arrives in KEYS, and all keys share the store's hash tag.
+	"github.com/redis/go-redis/v9"
+)
 
-// createRequest stores a new pending request and records its creation.
+// One Lua script per atomic step. Each documents its KEYS, ARGV and reply; a
+// 0 (or a status code) in the reply is mapped to a store sentinel by the Go
+// caller. Scripts never build key names themselves: every key they touch
+// arrives in KEYS, and all of a script's keys share one hash tag (one
+// cluster slot; see keys.go for the groups and TestScriptKeysShareASlot).
+// A transition spanning groups runs one script per group, in the order
+// keys.go argues for.
+
+// appendRecords appends a transition's audit entry and event to the two
+// logs, in the global slot.
 //
-// KEYS[1] request hash   KEYS[2] pending zset   KEYS[3] audit stream   KEYS[4] events stream
-// ARGV[1] request id     ARGV[2] body JSON      ARGV[3] session id     ARGV[4] kind
-// ARGV[5] tool name      ARGV[6] pending score  ARGV[7] audit JSON     ARGV[8] event JSON
-// ARGV[9] events MAXLEN (approximate)            ARGV[10] card JSON ("" when not posted yet)
-// ARGV[11] audit MINID: entries older go (audit retention; "0" keeps all)
+// KEYS[1] audit stream   KEYS[2] events stream
+// ARGV[1] audit JSON     ARGV[2] event JSON     ARGV[3] events MAXLEN (approximate)
+// ARGV[4] audit MINID: entries older go (audit retention; "0" keeps all)
 //
-// Returns 0 when the id is taken (ErrExists), else the event's stream id.
-// A pending request has no TTL; decideRequest gives it one.
+// Returns the event's stream id.
+var appendRecords = redis.NewScript(`
+redis.call('XADD', KEYS[1], 'MINID', ARGV[4], '*', 'a', ARGV[1])
+return redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'e', ARGV[2])
+`)
+
+// createRequest stores a new pending request. The caller has already put
+// its id into the pending indexes (index first: see keys.go).
+//
+// KEYS[1] request hash
+// ARGV[1] body JSON      ARGV[2] session id     ARGV[3] kind
+// ARGV[4] tool name      ARGV[5] card JSON ("" when not posted yet)
+//
+// Returns 0 when the id is taken (ErrExists), 1 when stored. A pending
+// request has no TTL; decideRequest gives it one.
 var createRequest = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then
 	return 0
 end
-redis.call('HSET', KEYS[1], 'body', ARGV[2], 'session', ARGV[3], 'kind', ARGV[4], 'tool', ARGV[5])
-if ARGV[10] ~= '' then
-	redis.call('HSET', KEYS[1], 'card', ARGV[10])
+redis.call('HSET', KEYS[1], 'body', ARGV[1], 'session', ARGV[2], 'kind', ARGV[3], 'tool', ARGV[4])
+if ARGV[5] ~= '' then
+	redis.call('HSET', KEYS[1], 'card', ARGV[5])
 end
-redis.call('ZADD', KEYS[2], ARGV[6], ARGV[1])
-redis.call('XADD', KEYS[3], 'MINID', ARGV[11], '*', 'a', ARGV[7])
-return redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[9], '*', 'e', ARGV[8])
+return 1
 `)
 
 // Replies of decideRequest.
@@ -38,16 +55,15 @@ const (
 )
 
 // decideRequest settles a request exactly once (compare-and-set on the
-// decision field), then records and announces it. The audit entry and event
-// arrive marshalled by the Go caller, as createRequest's do; they are
-// appended only when this call settles the request.
+// decision field) and announces it to WaitDecision. The caller then appends
+// the audit entry and event (only when this call settled it) and removes
+// the id from the pending indexes.
 //
-// KEYS[1] request hash   KEYS[2] pending zset   KEYS[3] audit stream   KEYS[4] events stream
-// ARGV[1] request id     ARGV[2] decision JSON  ARGV[3] audit JSON     ARGV[4] event JSON
-// ARGV[5] events MAXLEN (approximate)           ARGV[6] retention of a settled request in ms (0: keep)
-// ARGV[7] decided pub/sub channel               ARGV[8] audit MINID, as createRequest's
+// KEYS[1] request hash
+// ARGV[1] decision JSON  ARGV[2] retention of a settled request in ms (0: keep)
+// ARGV[3] decided pub/sub channel
 //
-// The settled request's hash expires ARGV[6] ms from now (the retention).
+// The settled request's hash expires ARGV[2] ms from now (the retention).
 // Returns {0} for an unknown id (ErrNotFound); {1, body, card} when this call
 // settled it; {2, body, card, decision} when it was settled before
 // (ErrAlreadyDecided), so the loser learns the winning decision.
@@ -59,14 +75,11 @@ end
 if f[3] then
 	return {2, f[1], f[2] or '', f[3]}
 end
-redis.call('HSET', KEYS[1], 'decision', ARGV[2])
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('XADD', KEYS[3], 'MINID', ARGV[8], '*', 'a', ARGV[3])
-redis.call('XADD', KEYS[4], 'MAXLEN', '~', ARGV[5], '*', 'e', ARGV[4])
-if tonumber(ARGV[6]) > 0 then
-	redis.call('PEXPIRE', KEYS[1], ARGV[6])
+redis.call('HSET', KEYS[1], 'decision', ARGV[1])
+if tonumber(ARGV[2]) > 0 then
+	redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
-redis.call('PUBLISH', ARGV[7], ARGV[2])
+redis.call('PUBLISH', ARGV[3], ARGV[1])
 return {1, f[1], f[2] or ''}
 `)
 
@@ -77,32 +90,28 @@ const (
 	refuseChanged  = 2
 )
 
-// refuseRequest replaces a settled request's decision with a refusal, then
-// records and announces it. The Go caller read the decision it refuses
-// (the audit entry names its decider) and built the audit entry and event;
-// the script swaps only while the decision is still the one it read
-// (compare-and-set), so the entry never names another decision's decider.
-// The hash keeps the expiry Decide gave it.
+// refuseRequest replaces a settled request's decision with a refusal. The
+// Go caller read the decision it refuses (the audit entry it appends after
+// names its decider); the script swaps only while the decision is still the
+// one it read (compare-and-set), so the entry never names another
+// decision's decider. The hash keeps the expiry Decide gave it.
 //
-// KEYS[1] request hash   KEYS[2] audit stream   KEYS[3] events stream
+// KEYS[1] request hash
 // ARGV[1] the decision JSON the caller read      ARGV[2] refusal JSON
-// ARGV[3] audit JSON     ARGV[4] event JSON     ARGV[5] events MAXLEN (approximate)
 //
-// Returns {0} for an unknown id (ErrNotFound); {1, body, card} when this call
-// refused it; {2} when the decision is no longer the one read (the caller
-// reads again).
+// Returns {0} for an unknown id (ErrNotFound); {1} when this call refused
+// it; {2} when the decision is no longer the one read (the caller reads
+// again).
 var refuseRequest = redis.NewScript(`
-local f = redis.call('HMGET', KEYS[1], 'body', 'card', 'decision')
+local f = redis.call('HMGET', KEYS[1], 'body', 'decision')
 if not f[1] then
 	return {0}
 end
-if f[3] ~= ARGV[1] then
+if f[2] ~= ARGV[1] then
 	return {2}
 end
 redis.call('HSET', KEYS[1], 'decision', ARGV[2])
-redis.call('XADD', KEYS[2], '*', 'a', ARGV[3])
-redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[5], '*', 'e', ARGV[4])
-return {1, f[1], f[2] or ''}
+return {1}
 `)
 
 // setCard records where a request's card was posted.
@@ -119,68 +128,163 @@ redis.call('HSET', KEYS[1], 'card', ARGV[1])
 return 1
 `)
 
-// createSession stores a new session, indexes it by thread and adds it to
-// its starter's set (see keys.starter).
+// claimThread claims a Slack thread's index entry for a new session, before
+// the session is written. An entry left by a creation that died before
+// writing its session (the caller saw the session missing) is taken over
+// once it is older than indexGrace.
 //
-// KEYS[1] session key    KEYS[2] thread key    KEYS[3] starter set
-// ARGV[1] session JSON   ARGV[2] session id
-// ARGV[3] "1" when the session has a thread   ARGV[4] "1" when it has a starter
+// KEYS[1] thread hash
+// ARGV[1] session id     ARGV[2] now (unix µs)
+// ARGV[3] the id of a stale claim to take over ("" for none)
+// ARGV[4] the oldest claim time (unix µs) a stale claim may have
 //
-// Returns 0 when the id or the thread is taken (ErrExists), 1 when stored.
+// Returns 1 when claimed, 0 when the thread is taken (ErrExists).
+var claimThread = redis.NewScript(`
+local cur = redis.call('HMGET', KEYS[1], 'id', 'at')
+if cur[1] then
+	if ARGV[3] == '' or cur[1] ~= ARGV[3] or tonumber(cur[2] or '0') > tonumber(ARGV[4]) then
+		return 0
+	end
+	redis.call('DEL', KEYS[1])
+end
+redis.call('HSET', KEYS[1], 'id', ARGV[1], 'at', ARGV[2])
+return 1
+`)
+
+// unclaimThread drops a thread entry that still names the session, after
+// the session turned out to exist already.
+//
+// KEYS[1] thread hash
+// ARGV[1] session id
+//
+// Returns 1 when dropped, 0 when it names another session.
+var unclaimThread = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'id') ~= ARGV[1] then
+	return 0
+end
+redis.call('DEL', KEYS[1])
+return 1
+`)
+
+// createSession stores a new session. The caller has already added it to
+// its starter's set and claimed its thread entry.
+//
+// KEYS[1] session key
+// ARGV[1] session JSON
+//
+// Returns 0 when the id is taken (ErrExists), 1 when stored.
 var createSession = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 1 then
 	return 0
 end
-if ARGV[3] == '1' and redis.call('EXISTS', KEYS[2]) == 1 then
-	return 0
-end
 redis.call('SET', KEYS[1], ARGV[1])
-if ARGV[3] == '1' then
-	redis.call('SET', KEYS[2], ARGV[2])
-end
-if ARGV[4] == '1' then
-	redis.call('SADD', KEYS[3], ARGV[2])
-end
 return 1
 `)
 
-// enqueue appends an input to a session's inbox and marks the session ready
-// when no worker owns it and it is not in the ready list already.
+// enqueue appends an input to a session's inbox. The caller then marks the
+// session ready (markReady) when the reply says no worker owns it.
 //
-// KEYS[1] inbox list     KEYS[2] ready list     KEYS[3] owner key
-// ARGV[1] session id     ARGV[2] input JSON
+// KEYS[1] inbox list     KEYS[2] owner key
+// ARGV[1] input JSON
 //
-// Returns 1 when the session became ready, 0 otherwise.
+// Returns 1 when no worker owns the session, 0 otherwise.
 var enqueue = redis.NewScript(`
-redis.call('RPUSH', KEYS[1], ARGV[2])
-if redis.call('EXISTS', KEYS[3]) == 0 and not redis.call('LPOS', KEYS[2], ARGV[1]) then
-	redis.call('RPUSH', KEYS[2], ARGV[1])
+redis.call('RPUSH', KEYS[1], ARGV[1])
+if redis.call('EXISTS', KEYS[2]) == 0 then
 	return 1
 end
 return 0
 `)
 
-// claim takes a session out of the ready list and makes the worker its owner.
-// Claim first waits with BLMOVE ready→ready (a rotation, so a worker that
-// dies before this script runs leaves the session ready for another), then
-// runs this script. A session another worker removed first, one owned
-// already, or one whose inbox is empty is dropped from the list.
+// markReady ends an input's (or a repair's) work in the global slot: puts
+// the session on the ready list when asked and it is not there already, and
+// strikes the operation's note from the arriving set.
 //
-// KEYS[1] ready list     KEYS[2] owner key      KEYS[3] owned set of the worker
-// KEYS[4] inbox list     KEYS[5] set of workers owning sessions
-// ARGV[1] worker         ARGV[2] session id
+// KEYS[1] ready list     KEYS[2] arriving set
+// ARGV[1] session id     ARGV[2] "1" to mark it ready
+// ARGV[3] the operation's member of the arriving set
 //
-// Returns 1 when the worker now owns the session, 0 when it was dropped.
-var claim = redis.NewScript(`
-if redis.call('LREM', KEYS[1], 1, ARGV[2]) == 0 then
+// Returns 1 when added to the ready list, 0 otherwise.
+var markReady = redis.NewScript(`
+redis.call('ZREM', KEYS[2], ARGV[3])
+if ARGV[2] ~= '1' or redis.call('LPOS', KEYS[1], ARGV[1]) then
 	return 0
 end
-if redis.call('EXISTS', KEYS[2]) == 1 or redis.call('LLEN', KEYS[4]) == 0 then
+redis.call('RPUSH', KEYS[1], ARGV[1])
+return 1
+`)
+
+// addOwned records, before a worker tries to own a session, that it may:
+// the session joins the worker's owned set and the worker the owners set,
+// so a worker that dies between this and claiming is still found dead with
+// the session. For a take-over, the dead worker's heartbeat is checked in
+// the same step, so a worker that beats again keeps what it owns.
+//
+// KEYS[1] owned set of the worker   KEYS[2] set of workers owning sessions
+// KEYS[3] heartbeat of the worker taken over from (a take-over), or KEYS[1]
+// ARGV[1] worker         ARGV[2] session id     ARGV[3] "1" for a take-over
+//
+// Returns 0 when the worker taken over from is alive (ErrNotOwner), 1 when recorded.
+var addOwned = redis.NewScript(`
+if ARGV[3] == '1' and redis.call('EXISTS', KEYS[3]) == 1 then
 	return 0
 end
-redis.call('SET', KEYS[2], ARGV[1])
-redis.call('SADD', KEYS[3], ARGV[2])
-redis.call('SADD', KEYS[5], ARGV[1])
+redis.call('SADD', KEYS[1], ARGV[2])
+redis.call('SADD', KEYS[2], ARGV[1])
+return 1
+`)
+
+// setOwner is the compare-and-set that decides who owns a session: claim
+// (ARGV[2] = "", the session must be unowned and have input) or take-over
+// (ARGV[2] = the dead worker, who must still own it).
+//
+// KEYS[1] owner key      KEYS[2] inbox list
+// ARGV[1] new owner      ARGV[2] expected owner ("" for none)
+//
+// Returns {1} when ARGV[1] now owns the session, {0, current owner or ""}
+// otherwise.
+var setOwner = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if ARGV[2] == '' then
+	if cur or redis.call('LLEN', KEYS[2]) == 0 then
+		return {0, cur or ''}
+	end
+elseif cur ~= ARGV[2] then
+	return {0, cur or ''}
+end
+redis.call('SET', KEYS[1], ARGV[1])
+return {1}
+`)
+
+// settleOwned finishes a claim or take-over in the global slot: drops the
+// session from the ready list (a claim), from the owned set of the worker
+// that lost it (a take-over; also when that worker's entry was stale), and
+// from the new worker's set when it did not get it; workers left owning
+// nothing leave the owners set.
+//
+// KEYS[1] ready list     KEYS[2] owned set of the worker claiming
+// KEYS[3] owned set of the worker taken over from (or KEYS[2])
+// KEYS[4] set of workers owning sessions
+// ARGV[1] worker claiming                ARGV[2] worker taken over from ("" for a claim)
+// ARGV[3] session id     ARGV[4] "1" when setOwner made ARGV[1] the owner
+// ARGV[5] the owner setOwner found ("" when none or when it won)
+//
+// Returns 1.
+var settleOwned = redis.NewScript(`
+if ARGV[2] == '' then
+	redis.call('LREM', KEYS[1], 1, ARGV[3])
+elseif ARGV[5] ~= ARGV[2] then
+	redis.call('SREM', KEYS[3], ARGV[3])
+	if redis.call('SCARD', KEYS[3]) == 0 then
+		redis.call('SREM', KEYS[4], ARGV[2])
+	end
+end
+if ARGV[4] ~= '1' and ARGV[5] ~= ARGV[1] then
+	redis.call('SREM', KEYS[2], ARGV[3])
+	if redis.call('SCARD', KEYS[2]) == 0 then
+		redis.call('SREM', KEYS[4], ARGV[1])
+	end
+end
 return 1
 `)
 
@@ -228,50 +332,70 @@ redis.call('LPUSH', KEYS[2], ARGV[2])
 return 1
 `)
 
-// release gives up a worker's ownership of a session; a session with input
-// left becomes ready again.
+// Replies of release.
+const (
+	releaseNotOwner  = 0
+	releaseEmpty     = 1
+	releaseWithInput = 2
+)
+
+// release gives up a worker's ownership of a session, in the session's
+// slot. The caller then drops it from the worker's owned set and, when input
+// is left, marks it ready (releaseOwned).
 //
-// KEYS[1] owner key      KEYS[2] owned set of the worker   KEYS[3] inbox list
-// KEYS[4] ready list     KEYS[5] set of workers owning sessions
-// ARGV[1] worker         ARGV[2] session id
+// KEYS[1] owner key      KEYS[2] inbox list
+// ARGV[1] worker
 //
-// Returns 0 when the worker does not own the session (ErrNotOwner), 1 when released.
+// Returns 0 when the worker does not own the session (ErrNotOwner), 1 when
+// released with an empty inbox, 2 when released with input left.
 var release = redis.NewScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then
 	return 0
 end
 redis.call('DEL', KEYS[1])
-redis.call('SREM', KEYS[2], ARGV[2])
-if redis.call('SCARD', KEYS[2]) == 0 then
-	redis.call('SREM', KEYS[5], ARGV[1])
-end
-if redis.call('LLEN', KEYS[3]) > 0 and not redis.call('LPOS', KEYS[4], ARGV[2]) then
-	redis.call('RPUSH', KEYS[4], ARGV[2])
+if redis.call('LLEN', KEYS[2]) > 0 then
+	return 2
 end
 return 1
 `)
 
-// takeOver moves a session from a dead worker to a live one. The dead
-// worker's heartbeat key is read in the same script, so a worker that beats
-// again keeps what it owns, and two workers taking over one session cannot
-// both succeed: the second finds the owner changed.
+// releaseOwned finishes a release in the global slot, striking its note
+// from the arriving set.
 //
-// KEYS[1] owner key      KEYS[2] owned set of the dead worker
-// KEYS[3] owned set of the new owner                KEYS[4] heartbeat of the dead worker
-// KEYS[5] set of workers owning sessions
-// ARGV[1] dead worker    ARGV[2] new owner          ARGV[3] session id
+// KEYS[1] owned set of the worker   KEYS[2] set of workers owning sessions
+// KEYS[3] ready list     KEYS[4] arriving set
+// ARGV[1] worker         ARGV[2] session id     ARGV[3] "1" when input is left
+// ARGV[4] the release's member of the arriving set
 //
-// Returns 0 when the dead worker does not own the session or is alive (ErrNotOwner), 1 when moved.
-var takeOver = redis.NewScript(`
-if redis.call('GET', KEYS[1]) ~= ARGV[1] or redis.call('EXISTS', KEYS[4]) == 1 then
-	return 0
+// Returns 1.
+var releaseOwned = redis.NewScript(`
+redis.call('ZREM', KEYS[4], ARGV[4])
+redis.call('SREM', KEYS[1], ARGV[2])
+if redis.call('SCARD', KEYS[1]) == 0 then
+	redis.call('SREM', KEYS[2], ARGV[1])
 end
-redis.call('SET', KEYS[1], ARGV[2])
-redis.call('SREM', KEYS[2], ARGV[3])
-if redis.call('SCARD', KEYS[2]) == 0 then
-	redis.call('SREM', KEYS[5], ARGV[1])
+if ARGV[3] == '1' and not redis.call('LPOS', KEYS[3], ARGV[2]) then
+	redis.call('RPUSH', KEYS[3], ARGV[2])
 end
-redis.call('SADD', KEYS[3], ARGV[3])
-redis.call('SADD', KEYS[5], ARGV[2])
 return 1
 `)
+
+// run runs a script after checking its keys share a cluster slot.
+func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	if err := oneSlot(keys); err != nil {
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(err)
+		return cmd
+	}
+	return script.Run(ctx, s.rdb, keys, args...)
+}
+
+// runIn queues a script, by its SHA, in a pipeline after checking its keys
+// share a cluster slot; see pipelineScripts for the pipeline's sending.
+func (s *Store) runIn(ctx context.Context, pipe redis.Pipeliner, script *redis.Script, keys []string, args ...any) error {
+	if err := oneSlot(keys); err != nil {
+		return err
+	}
+	script.EvalSha(ctx, pipe, keys, args...)
+	return nil
+}

@@ -24,13 +24,35 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
 	if err != nil {
 		return fmt.Errorf("redisstore: create session %s: %w", sess.ID, err)
 	}
-	keys := []string{s.keys.session(sess.ID), s.keys.thread(sess.Thread.Channel, sess.Thread.TS), s.keys.starter(sess.StartedBy)}
-	n, err := createSession.Run(ctx, s.rdb, keys, b, sess.ID, flag(!sess.Thread.IsZero()), flag(sess.StartedBy != "")).Int()
+	// Index entries first (keys.go): the starter's set, then the thread.
+	addedStarter, err := s.addStarter(ctx, sess)
+	if err != nil {
+		return fmt.Errorf("redisstore: create session %s: %w", sess.ID, err)
+	}
+	undo := func(err error) error {
+		if addedStarter {
+			if uerr := s.rdb.ZRem(ctx, s.keys.starter(sess.StartedBy), sess.ID).Err(); uerr != nil {
+				err = errors.Join(err, fmt.Errorf("undo starter entry: %w", uerr))
+			}
+		}
+		return fmt.Errorf("redisstore: create session %s: %w", sess.ID, err)
+	}
+	if !sess.Thread.IsZero() {
+		if err := s.claimThread(ctx, sess); err != nil {
+			return undo(err)
+		}
+	}
+	n, err := s.run(ctx, createSession, []string{s.keys.session(sess.ID)}, b).Int()
 	if err != nil {
 		return fmt.Errorf("redisstore: create session %s: %w", sess.ID, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("redisstore: create session %s: %w", sess.ID, store.ErrExists)
+		if !sess.Thread.IsZero() {
+			if uerr := s.run(ctx, unclaimThread, []string{s.keys.thread(sess.Thread.Channel, sess.Thread.TS)}, sess.ID).Err(); uerr != nil {
+				return undo(errors.Join(store.ErrExists, fmt.Errorf("undo thread entry: %w", uerr)))
+			}
+		}
+		return undo(store.ErrExists)
 	}
 	if sess.State.AtRest() { // created at rest: its retention starts now
 		if err := s.retainSession(ctx, sess); err != nil {
@@ -69,14 +91,61 @@ func (s *Store) SessionByThread(ctx context.Context, thread store.MessageRef) (s
 	if thread.IsZero() {
 		return store.Session{}, fmt.Errorf("redisstore: session by thread: empty thread: %w", store.ErrNotFound)
 	}
-	id, err := s.rdb.Get(ctx, s.keys.thread(thread.Channel, thread.TS)).Result()
+	id, err := s.rdb.HGet(ctx, s.keys.thread(thread.Channel, thread.TS), "id").Result()
 	if errors.Is(err, redis.Nil) {
 		return store.Session{}, fmt.Errorf("redisstore: session by thread %s/%s: %w", thread.Channel, thread.TS, store.ErrNotFound)
 	}
 	if err != nil {
 		return store.Session{}, fmt.Errorf("redisstore: session by thread %s/%s: %w", thread.Channel, thread.TS, err)
 	}
+	// The entry is written before its session (keys.go): an entry whose
+	// session is missing is one being created, or left by a crash.
 	return s.GetSession(ctx, id)
+}
+
+// addStarter adds a new session to its starter's set; added reports
+// whether this call put it there.
+func (s *Store) addStarter(ctx context.Context, sess store.Session) (added bool, err error) {
+	if sess.StartedBy == "" {
+		return false, nil
+	}
+	n, err := s.rdb.ZAddNX(ctx, s.keys.starter(sess.StartedBy), redis.Z{Score: indexScore(), Member: sess.ID}).Result()
+	if err != nil {
+		return false, fmt.Errorf("add to starter set: %w", err)
+	}
+	return n == 1, nil
+}
+
+// claimThread claims the thread entry of a new session (ErrExists when it
+// is taken). An entry naming a session that does not exist, claimed more
+// than indexGrace ago, was left by a creation that died: it is taken over.
+func (s *Store) claimThread(ctx context.Context, sess store.Session) error {
+	key := s.keys.thread(sess.Thread.Channel, sess.Thread.TS)
+	now := indexScore()
+	stale := ""
+	cur, err := s.rdb.HGet(ctx, key, "id").Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+	case err != nil:
+		return fmt.Errorf("claim thread: %w", err)
+	default:
+		n, err := s.rdb.Exists(ctx, s.keys.session(cur)).Result()
+		if err != nil {
+			return fmt.Errorf("claim thread: %w", err)
+		}
+		if n == 0 {
+			stale = cur
+		}
+	}
+	n, err := s.run(ctx, claimThread, []string{key}, sess.ID, int64(now), stale,
+		time.Now().Add(-indexGrace).UnixMicro()).Int()
+	if err != nil {
+		return fmt.Errorf("claim thread: %w", err)
+	}
+	if n == 0 {
+		return store.ErrExists
+	}
+	return nil
 }
 
 // UpdateSession implements store.Sessions with WATCH/MULTI: fn runs on the

@@ -53,14 +53,11 @@ func (s *Store) TakeOver(ctx context.Context, sessionID, dead, worker string) er
 	if worker == "" || dead == "" || worker == dead {
 		return fmt.Errorf("redisstore: take over %s from %q by %q: %w", sessionID, dead, worker, store.ErrInvalid)
 	}
-	n, err := takeOver.Run(ctx, s.rdb,
-		[]string{s.keys.owner(sessionID), s.keys.owned(dead), s.keys.owned(worker), s.keys.heartbeat(dead), s.keys.owners()},
-		dead, worker, sessionID,
-	).Int()
+	won, err := s.changeOwner(ctx, sessionID, dead, worker)
 	if err != nil {
 		return fmt.Errorf("redisstore: take over %s from %s: %w", sessionID, dead, err)
 	}
-	if n == 0 {
+	if !won {
 		return fmt.Errorf("redisstore: take over %s from %s: %w", sessionID, dead, store.ErrNotOwner)
 	}
 	return nil

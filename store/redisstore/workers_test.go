@@ -5,11 +5,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slackgate/slackgate/store/redisstore"
 	"github.com/slackgate/slackgate/store/storetest"
 )
 
 func TestWorkers(t *testing.T) {
-	url := redisURL(t)
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) { workersOn(t, srv.url(t)) })
+	}
+}
+
+func workersOn(t *testing.T, url string) {
 	storetest.RunWorkers(t, func(tb testing.TB) storetest.WorkersBackend {
 		prefix := uniquePrefix()
 		tb.Cleanup(func() { dropPrefix(tb, url, prefix) })
@@ -22,7 +28,7 @@ func TestWorkers(t *testing.T) {
 			// the wait is exact rather than hopeful.
 			Pass: func(_ testing.TB, d time.Duration) { time.Sleep(d) },
 			Remaining: func(tb testing.TB, worker string) time.Duration {
-				d, err := s.Client().PTTL(context.Background(), "{"+prefix+"}:hb:"+worker).Result()
+				d, err := s.Client().PTTL(context.Background(), redisstore.Key(prefix, "heartbeat", worker)).Result()
 				if err != nil {
 					tb.Fatal(err)
 				}
