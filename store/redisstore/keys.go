@@ -22,6 +22,10 @@ func (k keys) pending() string { return k.tag + ":pending" }
 // session is the Session's JSON.
 func (k keys) session(id string) string { return k.tag + ":sess:" + id }
 
+// transcript is the session's transcript as the worker saved it (opaque
+// bytes); it expires with the session.
+func (k keys) transcript(sessionID string) string { return k.tag + ":transcript:" + sessionID }
+
 // thread maps a Slack thread to the id of the session living in it.
 func (k keys) thread(channel, ts string) string { return k.tag + ":thread:" + channel + ":" + ts }
 

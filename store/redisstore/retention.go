@@ -14,8 +14,8 @@ import (
 
 // Retention (see store.Store) on Redis is key expiry: decideRequest gives a
 // settled request's hash a TTL; retainSession gives a session at rest, and
-// its thread key, a TTL, and takes it away when the session is taken up
-// again; the audit stream is trimmed by MINID on every append; dedup keys
+// its thread and transcript keys, a TTL, and takes it away when the session
+// is taken up again; the audit stream is trimmed by MINID on every append; dedup keys
 // carry their ttl. Nothing else outlives what is live: inboxes, the ready
 // list, owner keys, owned sets and the pending set empty out, and Redis
 // deletes an empty list, set or sorted set.
@@ -45,8 +45,11 @@ func (s *Store) auditMinID() string {
 // sibling rested would leave the set first; the bound it serves
 // (MAX_SESSIONS_PER_USER) then undercounts that one session.
 //
+// The session's transcript, when one was saved, follows the session key.
+//
 // KEYS[1] session key    KEYS[2] owner key      KEYS[3] inbox list
 // KEYS[4] thread key     KEYS[5] the starter's set of sessions
+// KEYS[6] transcript key
 // ARGV[1] retention ms (0: keep forever)       ARGV[2] "1" when a request of the session is pending
 // ARGV[3] session id
 //
@@ -63,6 +66,7 @@ local starter = redis.call('SISMEMBER', KEYS[5], ARGV[3]) == 1
 if tonumber(ARGV[1]) > 0 and (st == 'idle' or st == 'failed') and ARGV[2] == '0'
 	and redis.call('EXISTS', KEYS[2]) == 0 and redis.call('LLEN', KEYS[3]) == 0 then
 	redis.call('PEXPIRE', KEYS[1], ARGV[1])
+	redis.call('PEXPIRE', KEYS[6], ARGV[1])
 	if thread then
 		redis.call('PEXPIRE', KEYS[4], ARGV[1])
 	end
@@ -72,6 +76,7 @@ if tonumber(ARGV[1]) > 0 and (st == 'idle' or st == 'failed') and ARGV[2] == '0'
 	return 1
 end
 redis.call('PERSIST', KEYS[1])
+redis.call('PERSIST', KEYS[6])
 if thread then
 	redis.call('PERSIST', KEYS[4])
 end
@@ -97,7 +102,7 @@ func (s *Store) retainSession(ctx context.Context, sess store.Session) error {
 	// A session without a thread or a starter names keys that hold no
 	// member of it: the script leaves them alone.
 	keys := []string{s.keys.session(sess.ID), s.keys.owner(sess.ID), s.keys.inbox(sess.ID),
-		s.keys.thread(sess.Thread.Channel, sess.Thread.TS), s.keys.starter(sess.StartedBy)}
+		s.keys.thread(sess.Thread.Channel, sess.Thread.TS), s.keys.starter(sess.StartedBy), s.keys.transcript(sess.ID)}
 	err := retainSessionScript.Run(ctx, s.rdb, keys, s.cfg.retention.Milliseconds(), pending, sess.ID).Err()
 	if err != nil {
 		return fmt.Errorf("retain session %s: %w", sess.ID, err)
