@@ -1,173 +1,212 @@
-package relay_test
+package relay
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
-	"time"
 
 	"github.com/rs/zerolog"
 
-	"github.com/slackgate/slackgate/relay"
 	"github.com/slackgate/slackgate/relay/relaytest"
 	"github.com/slackgate/slackgate/store"
+	"github.com/slackgate/slackgate/store/boltstore"
 )
 
-// withHome gives a worker's CLI a home (and so a config directory) of its
-// own, as on another machine.
-func withHome(home string) option {
-	return func(c *relay.Config) { c.Env = homeEnv(c.Env, home) }
-}
-
-func homeEnv(env []string, home string) []string {
-	var out []string
-	for _, kv := range env {
-		if !strings.HasPrefix(kv, "HOME=") {
-			out = append(out, kv)
-		}
+func TestPlaceOfFollowsTheCLIsConfigDir(t *testing.T) {
+	u := &RunAs{Name: "claude", UID: 1001, GID: 1001, Home: "/home/claude"}
+	for _, tc := range []struct {
+		name string
+		env  []string
+		user *RunAs
+		want transcriptPlace
+	}{
+		{"home", []string{"HOME=/root", "HOME=/srv/home"}, nil, transcriptPlace{root: "/srv/home", dir: ".claude"}},
+		{"config dir", []string{"HOME=/srv/home", "CLAUDE_CONFIG_DIR=/var/lib/claude/"}, nil, transcriptPlace{root: "/var/lib/claude", dir: "."}},
+		{"relative config dir is not trusted", []string{"HOME=/srv/home", "CLAUDE_CONFIG_DIR=cfg"}, nil, transcriptPlace{root: "/srv/home", dir: ".claude"}},
+		{"another user's home", []string{"HOME=/root"}, u, transcriptPlace{root: "/home/claude", dir: ".claude", owner: u}},
+		{"another user's config dir", []string{"HOME=/root", "CLAUDE_CONFIG_DIR=/etc/claude"}, u, transcriptPlace{root: "/etc/claude", dir: ".", owner: u}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := placeOf(tc.env, tc.user); got != tc.want {
+				t.Errorf("placeOf = %+v, want %+v", got, tc.want)
+			}
+		})
 	}
-	return append(out, "HOME="+home)
 }
 
-// startWorker runs another worker on h's store with cfg and stops it at
-// the end of the test.
-func startWorker(t *testing.T, h *harness, cfg relay.Config, name string) *relay.Worker {
-	t.Helper()
-	w, err := relay.NewWorker(cfg, h.st, zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel).With().Str("as", name).Logger())
+func TestUnpackRefusesWhatNoWorkerSaved(t *testing.T) {
+	good, err := packTranscript("-srv-repo", []byte("line\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, stop := context.WithCancel(h.ctx)
-	done := make(chan error, 1)
-	go func() { done <- w.Run(ctx) }()
-	t.Cleanup(func() {
-		stop()
-		if err := <-done; err != nil {
-			t.Errorf("worker %s: %v", name, err)
-		}
-	})
-	return w
-}
-
-// storedTranscript waits until the store holds a transcript of the session
-// that contains want, and returns it unpacked. The worker saves in the
-// background after a turn, so the test waits on the store's content.
-func storedTranscript(t *testing.T, h *harness, sessionID, want string) string {
-	t.Helper()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	var last string
-	for {
-		packed, err := h.st.LoadTranscript(h.ctx, sessionID)
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			t.Fatal(err)
-		}
-		if err == nil {
-			zr, err := gzip.NewReader(bytes.NewReader(packed))
-			if err != nil {
-				t.Fatalf("the stored transcript is not gzip: %v", err)
-			}
-			b, err := io.ReadAll(zr)
+	if p, c, err := unpackTranscript(good, 100); err != nil || p != "-srv-repo" || string(c) != "line\n" {
+		t.Fatalf("unpack = %q, %q, %v", p, c, err)
+	}
+	for _, tc := range []struct {
+		name    string
+		project string
+		content []byte
+		limit   int64
+	}{
+		{"a path out of the config dir", "../../etc", []byte("x"), 100},
+		{"two directories", "a/b", []byte("x"), 100},
+		{"no project", "", []byte("x"), 100},
+		{"over the limit once inflated", "-srv", bytes.Repeat([]byte("a"), 1000), 999},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			packed, err := packTranscript(tc.project, tc.content)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if last = string(b); strings.Contains(last, want) {
-				return last
+			if _, _, err := unpackTranscript(packed, tc.limit); err == nil {
+				t.Error("unpacked; want a refusal")
 			}
+		})
+	}
+	if _, _, err := unpackTranscript([]byte("not gzip"), 100); err == nil {
+		t.Error("unpacked garbage")
+	}
+}
+
+// newTranscripts returns transcripts kept under a temp directory, in a
+// real store holding one session.
+func newTranscripts(t *testing.T, owner *RunAs) (*transcripts, string) {
+	t.Helper()
+	st, err := boltstore.Open(filepath.Join(t.TempDir(), "slackgate.db"), boltstore.WithNoSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	id := "0b7c1a2e-5d4f-4e3a-9c8b-7a6f5e4d3c2b"
+	if err := st.CreateSession(t.Context(), store.Session{ID: id, State: store.SessionRunning}); err != nil {
+		t.Fatal(err)
+	}
+	root := t.TempDir()
+	if owner != nil {
+		if err := os.Chown(root, int(owner.UID), int(owner.GID)); err != nil {
+			t.Fatal(err)
 		}
-		select {
-		case <-tick.C:
-		case <-h.ctx.Done():
-			t.Fatalf("the store never held a transcript of %s with %q (last: %d bytes)", sessionID, want, len(last))
+	}
+	return &transcripts{st: st, place: transcriptPlace{root: root, dir: ".claude", owner: owner}, max: 1 << 20}, id
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// What the CLI's user plants in its config dir (symlinks out of it, a
+// file of someone else's) never travels to the store.
+func TestSaveTakesOnlyTheCLIUsersOwnFile(t *testing.T) {
+	ctx, log := context.Background(), zerolog.New(zerolog.NewTestWriter(t))
+	secret := filepath.Join(t.TempDir(), "secret")
+	writeFile(t, secret, "not the CLI's")
+	t.Run("a symlinked project directory", func(t *testing.T) {
+		tr, id := newTranscripts(t, nil)
+		outside := filepath.Join(t.TempDir(), "proj")
+		writeFile(t, filepath.Join(outside, id+".jsonl"), "outside")
+		must(t, os.MkdirAll(filepath.Join(tr.place.root, ".claude", "projects"), 0o700))
+		must(t, os.Symlink(outside, filepath.Join(tr.place.root, ".claude", "projects", "-srv")))
+		tr.save(ctx, id, fileStamp{}, log)
+		requireNoTranscript(t, tr, id)
+	})
+	t.Run("a symlinked file", func(t *testing.T) {
+		tr, id := newTranscripts(t, nil)
+		dir := filepath.Join(tr.place.root, ".claude", "projects", "-srv")
+		must(t, os.MkdirAll(dir, 0o700))
+		must(t, os.Symlink(secret, filepath.Join(dir, id+".jsonl")))
+		tr.save(ctx, id, fileStamp{}, log)
+		requireNoTranscript(t, tr, id)
+	})
+	t.Run("projects symlinked out of the config dir", func(t *testing.T) {
+		tr, id := newTranscripts(t, nil)
+		outside := t.TempDir()
+		writeFile(t, filepath.Join(outside, "-srv", id+".jsonl"), "outside")
+		must(t, os.MkdirAll(filepath.Join(tr.place.root, ".claude"), 0o700))
+		must(t, os.Symlink(outside, filepath.Join(tr.place.root, ".claude", "projects")))
+		tr.save(ctx, id, fileStamp{}, log)
+		requireNoTranscript(t, tr, id)
+	})
+	t.Run("its own file travels", func(t *testing.T) {
+		tr, id := newTranscripts(t, nil)
+		writeFile(t, filepath.Join(tr.place.root, ".claude", "projects", "-srv", id+".jsonl"), "mine\n")
+		stamp := tr.save(ctx, id, fileStamp{}, log)
+		packed, err := tr.st.LoadTranscript(ctx, id)
+		must(t, err)
+		if p, c, err := unpackTranscript(packed, 100); err != nil || p != "-srv" || string(c) != "mine\n" {
+			t.Fatalf("stored %q %q %v", p, c, err)
+		}
+		if stamp.size != 5 {
+			t.Errorf("stamp %+v", stamp)
+		}
+	})
+	t.Run("over the bound it stays on disk", func(t *testing.T) {
+		tr, id := newTranscripts(t, nil)
+		tr.max = 4
+		writeFile(t, filepath.Join(tr.place.root, ".claude", "projects", "-srv", id+".jsonl"), "mine\n")
+		tr.save(ctx, id, fileStamp{}, log)
+		requireNoTranscript(t, tr, id)
+	})
+}
+
+func requireNoTranscript(t *testing.T, tr *transcripts, id string) {
+	t.Helper()
+	if b, err := tr.st.LoadTranscript(context.Background(), id); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the store holds %q (%v); want nothing saved", b, err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// With CLAUDE_USER the restored file and the directories made for it are
+// the CLI user's and private to it, and a file of someone else's in its
+// config dir is not saved.
+func TestRestoreWritesTheCLIUsersPrivateFile(t *testing.T) {
+	u, err := LookupRunAs(relaytest.OSUser(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, log := context.Background(), zerolog.New(zerolog.NewTestWriter(t))
+	tr, id := newTranscripts(t, u)
+	packed, err := packTranscript("-srv-repo", []byte("the conversation\n"))
+	must(t, err)
+	must(t, tr.st.SaveTranscript(ctx, id, packed))
+	stamp, found, err := tr.restore(ctx, id, log)
+	if err != nil || !found || stamp.size != int64(len("the conversation\n")) {
+		t.Fatalf("restore = %+v, %v, %v", stamp, found, err)
+	}
+	file := filepath.Join(tr.place.root, ".claude", "projects", "-srv-repo", id+".jsonl")
+	for _, p := range []string{filepath.Join(tr.place.root, ".claude"), filepath.Dir(file), file} {
+		fi, err := os.Lstat(p)
+		must(t, err)
+		st := fi.Sys().(*syscall.Stat_t)
+		if st.Uid != u.UID || st.Gid != u.GID || fi.Mode().Perm()&0o077 != 0 {
+			t.Errorf("%s: uid %d gid %d mode %v; want %d:%d, private", p, st.Uid, st.Gid, fi.Mode(), u.UID, u.GID)
 		}
 	}
-}
-
-// A session's first turn runs on worker A, whose CLI keeps its files in a
-// home of its own. A stops; worker B, with an empty home, resumes the
-// session from the next message: it restores the transcript from the
-// store, so the model sees the first turn.
-func TestE2ETranscriptTravelsToAWorkerWithAnEmptyHome(t *testing.T) {
-	onEachBackend(t, testTranscriptTravels)
-}
-
-func testTranscriptTravels(t *testing.T, open func(testing.TB) store.Store) {
-	homeA, homeB := t.TempDir(), t.TempDir()
-	h := newHarnessOn(t, open, "", []relaytest.Step{
-		relaytest.Text("noted: PINEAPPLE"), relaytest.Text("it was PINEAPPLE"),
-	}, withHome(homeA))
-	id := h.startSession("remember the word PINEAPPLE")
-	h.waitResult()
-	// Saved when the turn ended, with the turn's answer in it (2.1.197
-	// writes the file only after the result: the worker waits for it).
-	saved := storedTranscript(t, h, id, "noted: PINEAPPLE")
-	if !strings.Contains(saved, "remember the word PINEAPPLE") {
-		t.Errorf("the stored transcript lacks the prompt")
-	}
-	h.stopWorker()
-
-	cfgB := h.cfg
-	cfgB.WorkerID = h.cfg.WorkerID + "-b"
-	cfgB.Env = homeEnv(h.cfg.Env, homeB)
-	b := startWorker(t, h, cfgB, "B")
-	h.send("what was the word?")
-	started := h.waitEvent("start on B", ofType(store.EventSessionStarted))
-	if !strings.Contains(started.Text, "resume true") {
-		t.Errorf("start on B: %q", started.Text)
-	}
-	if res := h.waitResult(); res.IsError || res.Text != "it was PINEAPPLE" {
-		t.Fatalf("result on B: %+v; events: %s", res, h.describe())
-	}
-	if _, err := b.PID(id); err != nil {
-		t.Errorf("B does not run the session: %v", err)
-	}
-	reqs := h.srv.Requests()
-	if texts := strings.Join(reqs[len(reqs)-1].UserTexts(), "|"); !strings.Contains(texts, "remember the word PINEAPPLE") {
-		t.Errorf("the model on B did not see the first turn: %q", texts)
-	}
-	files, err := filepath.Glob(filepath.Join(homeB, ".claude", "projects", "*", id+".jsonl"))
-	if err != nil || len(files) != 1 {
-		t.Fatalf("B's home holds %v (%v), want the restored transcript", files, err)
-	}
-	fi, err := os.Stat(files[0])
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("restored transcript: %v, %v; want mode 0600", fi.Mode(), err)
-	}
-	if dir, err := os.Stat(filepath.Dir(files[0])); err != nil || dir.Mode().Perm()&0o077 != 0 {
-		t.Errorf("the project directory B made is %v (%v); want it private to the CLI's user", dir.Mode(), err)
-	}
-}
-
-// A transcript that was never saved (saving off, as when it is over the
-// bound) cannot be resumed elsewhere: the thread says why before the
-// CLI's failure.
-func TestE2EAResumeWithoutATranscriptSaysWhy(t *testing.T) {
-	t.Parallel()
-	h := newHarness(t, "", []relaytest.Step{relaytest.Text("noted")}, withHome(t.TempDir()),
-		func(c *relay.Config) { c.MaxTranscriptBytes = -1 })
-	id := h.startSession("remember this")
-	h.waitResult()
-	h.stopWorker()
-	if _, err := h.st.LoadTranscript(h.ctx, id); !errors.Is(err, store.ErrNotFound) {
-		t.Fatalf("LoadTranscript = %v; want nothing saved with saving off", err)
-	}
-	cfgB := h.cfg
-	cfgB.WorkerID = h.cfg.WorkerID + "-b"
-	cfgB.Env = homeEnv(h.cfg.Env, t.TempDir())
-	startWorker(t, h, cfgB, "B")
-	h.send("and now?")
-	e := h.waitEvent("the missing transcript's notice", ofType(store.EventError))
-	if e.Text != relay.NoTranscriptMessage {
-		t.Errorf("notice %q, want %q", e.Text, relay.NoTranscriptMessage)
-	}
-	exit := h.waitEvent("the failed resume", ofType(store.EventExit)).Exit
-	if exit.Code == 0 {
-		t.Errorf("the CLI resumed a session it has no transcript of: %+v", exit)
+	// A root-owned file where the CLI's would be (a hard link to one,
+	// say) is not read.
+	must(t, os.Chown(file, 0, 0))
+	must(t, os.WriteFile(file, []byte(strings.Repeat("root's\n", 10)), 0o600))
+	tr.save(ctx, id, fileStamp{}, log)
+	got, err := tr.st.LoadTranscript(ctx, id)
+	must(t, err)
+	if !bytes.Equal(got, packed) {
+		t.Error("a file the CLI's user does not own was saved")
 	}
 }
