@@ -273,8 +273,8 @@ func (t *transcripts) save(ctx context.Context, sessionID string, since fileStam
 // restore makes sure the CLI finds the session's transcript: the store's
 // copy is written unless this worker's own file is at least as long (the
 // CLI only appends, so the longer one is the later). It returns the stamp
-// of the file it wrote (zero when it wrote none, so the next save stores
-// what is on disk) and whether a transcript is there at all.
+// of the file as the store has it (zero when the worker's own is longer,
+// so the next save stores it) and whether a transcript is there at all.
 func (t *transcripts) restore(ctx context.Context, sessionID string, log zerolog.Logger) (fileStamp, bool, error) {
 	root, err := t.open(true)
 	if err != nil {
@@ -305,6 +305,9 @@ func (t *transcripts) restore(ctx context.Context, sessionID string, log zerolog
 	}
 	if f != nil && fi.Size() >= int64(len(content)) {
 		log.Debug().Int64("bytes", fi.Size()).Msg("transcript on this worker is as long as the store's: kept")
+		if fi.Size() == int64(len(content)) {
+			return stampOf(fi), true, nil // the store has it: nothing to save until it changes
+		}
 		return fileStamp{}, true, nil
 	}
 	stamp, err := t.write(root, project, sessionID, content)

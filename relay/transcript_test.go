@@ -210,3 +210,34 @@ func TestRestoreWritesTheCLIUsersPrivateFile(t *testing.T) {
 		t.Error("a file the CLI's user does not own was saved")
 	}
 }
+
+// The CLI only appends to a transcript, so of the worker's own file and
+// the store's copy the longer is the later: a worker the session comes
+// back to replaces its stale file, and keeps one the store has not caught
+// up with.
+func TestRestoreKeepsTheLongerTranscript(t *testing.T) {
+	ctx, log := context.Background(), zerolog.New(zerolog.NewTestWriter(t))
+	tr, id := newTranscripts(t, nil)
+	file := filepath.Join(tr.place.root, ".claude", "projects", "-srv", id+".jsonl")
+	packed, err := packTranscript("-srv", []byte("turn 1\nturn 2 elsewhere\n"))
+	must(t, err)
+	must(t, tr.st.SaveTranscript(ctx, id, packed))
+
+	writeFile(t, file, "turn 1\n") // left from before the session moved on
+	stamp, found, err := tr.restore(ctx, id, log)
+	if err != nil || !found || stamp == (fileStamp{}) {
+		t.Fatalf("restore = %+v, %v, %v", stamp, found, err)
+	}
+	if b, _ := os.ReadFile(file); string(b) != "turn 1\nturn 2 elsewhere\n" {
+		t.Fatalf("a stale file was kept: %q", b)
+	}
+
+	writeFile(t, file, "turn 1\nturn 2 elsewhere\nturn 3 not saved yet\n")
+	stamp, found, err = tr.restore(ctx, id, log)
+	if err != nil || !found || stamp != (fileStamp{}) {
+		t.Fatalf("restore = %+v, %v, %v; want the own file kept, to be saved next", stamp, found, err)
+	}
+	if b, _ := os.ReadFile(file); !strings.Contains(string(b), "turn 3") {
+		t.Fatalf("the worker's longer file was replaced: %q", b)
+	}
+}
