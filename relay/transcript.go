@@ -477,6 +477,10 @@ type transcriptSaver struct {
 	id  string
 	log zerolog.Logger
 	ctx context.Context // outlives shutdown; each save is bounded on its own
+	// exited ends a background save's wait for the file: once the
+	// process is gone, final saves whatever it left.
+	exited     context.Context
+	markExited context.CancelFunc
 
 	mu        sync.Mutex
 	busy      bool   // a background save runs
@@ -488,7 +492,9 @@ type transcriptSaver struct {
 }
 
 func newTranscriptSaver(ctx context.Context, t *transcripts, sessionID string, restored fileStamp, log zerolog.Logger) *transcriptSaver {
-	return &transcriptSaver{t: t, id: sessionID, log: log, ctx: context.WithoutCancel(ctx), last: restored}
+	s := &transcriptSaver{t: t, id: sessionID, log: log, ctx: context.WithoutCancel(ctx), last: restored}
+	s.exited, s.markExited = context.WithCancel(s.ctx)
+	return s
 }
 
 // afterTurn saves the transcript once the turn whose last message is uuid
@@ -507,7 +513,7 @@ func (s *transcriptSaver) afterTurn(uuid string) {
 		for {
 			s.saveOnce(uuid)
 			s.mu.Lock()
-			if !s.again {
+			if !s.again || s.exited.Err() != nil {
 				s.busy = false
 				s.mu.Unlock()
 				return
@@ -518,18 +524,21 @@ func (s *transcriptSaver) afterTurn(uuid string) {
 	}()
 }
 
-// final waits for a background save and saves what the exited process
-// left, if it changed.
+// final, once the process has exited, cuts short a background save's wait
+// for the file, waits for its store call, and saves what the process left
+// if it changed: at most two store calls, each bounded, hold up the
+// session's hand-back.
 func (s *transcriptSaver) final() {
+	s.markExited()
 	s.wg.Wait()
 	s.saveOnce("")
 }
 
 func (s *transcriptSaver) saveOnce(uuid string) {
-	ctx, cancel := context.WithTimeout(s.ctx, transcriptFlushWait+transcriptSaveTimeout)
-	defer cancel()
-	s.t.flushed(ctx, s.id, uuid)
-	ctx, cancel = context.WithTimeout(s.ctx, transcriptSaveTimeout)
+	wctx, cancel := context.WithTimeout(s.exited, transcriptFlushWait)
+	s.t.flushed(wctx, s.id, uuid)
+	cancel()
+	ctx, cancel := context.WithTimeout(s.ctx, transcriptSaveTimeout)
 	defer cancel()
 	s.last = s.t.save(ctx, s.id, s.last, s.log)
 }
