@@ -135,6 +135,22 @@ func testTranscriptTravels(t *testing.T, open func(testing.TB) store.Store) {
 	if err != nil || len(files) != 1 {
 		t.Fatalf("B's home holds %v (%v), want the restored transcript", files, err)
 	}
+	// The CLI's rule, as README's Liveness states it (checked on 2.1.197
+	// and 2.1.330): the working directory, symlinks resolved, every
+	// character but an ASCII letter or digit as '-'.
+	real, err := filepath.EvalSymlinks(h.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, real)
+	if got := filepath.Base(filepath.Dir(files[0])); got != rule {
+		t.Errorf("the transcript lives in projects/%s, want projects/%s", got, rule)
+	}
 	fi, err := os.Stat(files[0])
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("restored transcript: %v, %v; want mode 0600", fi.Mode(), err)
