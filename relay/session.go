@@ -274,15 +274,15 @@ func (r *processRun) shutdown() {
 	r.proc.Stop(r.pctx, store.ExitShutdown)
 }
 
-// finish waits for the process to exit, frees its place and ends its
-// pending requests, and says what is left to do with the session.
+// finish waits for the process to exit, frees its place, ends its pending
+// requests and saves its transcript, and says what is left to do with the
+// session.
 func (r *processRun) finish() sessionEnd {
 	r.stopIdle()
 	leftovers := append(r.leftovers, r.feeder.stop()...)
 	exit := r.proc.Wait()
 	r.w.untrack(r.sess.ID, r.proc)
 	r.w.cap.drop(r.sl) // a session waiting for this place starts only now
-	r.saver.final()
 	_, lastFailed := r.turn.state()
 	crashed := crashed(exit, r.proc.stopRequested(), lastFailed)
 	if exit.Cause == "" {
@@ -294,6 +294,7 @@ func (r *processRun) finish() sessionEnd {
 	r.log.Info().Int("code", exit.Code).Str("cause", string(exit.Cause)).Str("reason", exit.Reason).
 		Int64("malformed_lines", r.proc.Stats().Malformed).Msg("claude exited")
 	r.w.endPending(r.pctx, r.sess.ID, "the Claude process ended ("+exit.Reason+") while this request was waiting", r.log)
+	r.saver.final() // after the cards are settled: a slow store delays only the hand-back
 
 	last := &store.Event{Type: store.EventExit, Exit: &exit}
 	if kept := r.messagesOnly(leftovers); len(kept) > 0 {
