@@ -90,6 +90,9 @@ func (b *bridge) onAssistant(ctx context.Context, a *AssistantMessage) {
 	if a.ParentToolUseID != nil {
 		return // a subagent's inner traffic: too chatty for the thread
 	}
+	if a.UUID != "" {
+		b.turn.noteMessage(a.UUID)
+	}
 	blocks, err := a.Message.Blocks()
 	if err != nil {
 		b.log.Debug().Err(err).Msg("assistant content")

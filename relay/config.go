@@ -51,6 +51,11 @@ type Config struct {
 	DenyEnv func(name string) bool // names that never pass, whatever list they are on; nil = none
 	User    *RunAs                 // run claude as this OS user (nil = the worker's own)
 
+	// MaxTranscriptBytes bounds the session transcript (the CLI's file,
+	// uncompressed) saved to the store so another worker can resume the
+	// session (0 = DefaultMaxTranscriptBytes, negative = never saved).
+	MaxTranscriptBytes int64
+
 	claudeEnv []string // Env through the allowlist, computed once by normalize
 }
 
@@ -95,6 +100,9 @@ func (c *Config) normalize() error {
 		environ = os.Environ()
 	}
 	c.claudeEnv = ClaudeEnv(environ, c.PassEnv, c.DenyEnv)
+	if c.MaxTranscriptBytes == 0 {
+		c.MaxTranscriptBytes = DefaultMaxTranscriptBytes
+	}
 	return nil
 }
 

@@ -11,8 +11,10 @@
 // which claims sessions from the store within MaxSessions, feeds each
 // session's queued inputs to its process, turns the process's output into
 // store events and its can_use_tool requests into store requests, expires
-// requests nobody answers, and at start ends what a previous life under the
-// same WorkerID left behind.
+// requests nobody answers, saves each session's transcript (the CLI's own
+// file) to the store after every turn and restores it before a resume, so
+// any worker can resume any session, and at start ends what a previous life
+// under the same WorkerID left behind.
 //
 // It does not know Slack: it imports store and nothing else of ours, never
 // bot or blocks, and learns about people only through store decisions and

@@ -77,6 +77,7 @@ type processRun struct {
 	turn   *turnState
 	bridge *bridge
 	feeder *inputFeeder
+	saver  *transcriptSaver
 
 	idle      Timer         // runs between turns; nil during a turn
 	leftovers []store.Input // follow-ups refused while the process gave way, oldest first
@@ -88,6 +89,7 @@ func (w *Worker) startRun(ctx context.Context, sl *slot, sess store.Session, log
 	pctx := context.WithoutCancel(ctx)
 	turn := newTurnState()
 	b := newBridge(w, sess, turn, log)
+	saver := w.prepareTranscript(pctx, sess, b, log)
 	opts := w.cfg.processOptions(sess)
 	proc, err := StartProcess(pctx, opts, b.handlers(), log)
 	if err != nil {
@@ -106,7 +108,29 @@ func (w *Worker) startRun(ctx context.Context, sl *slot, sess store.Session, log
 	b.publish(pctx, store.Event{Type: store.EventSessionStarted, Text: fmt.Sprintf("claude started (pid %d, resume %t)", proc.PID(), opts.Resume)})
 	w.track(sess.ID, proc)
 	return &processRun{w: w, sl: sl, sess: sess, log: log, pctx: pctx, proc: proc, turn: turn, bridge: b,
-		feeder: startFeeder(ctx, w.st, sess.ID, w.cfg.WorkerID, log)}, nil
+		feeder: startFeeder(ctx, w.st, sess.ID, w.cfg.WorkerID, log), saver: saver}, nil
+}
+
+// prepareTranscript restores the transcript of a session about to be
+// resumed (see transcripts.restore) and returns the saver of the process
+// that will run it. A resume with no transcript anywhere is told in the
+// thread: the CLI will fail it.
+func (w *Worker) prepareTranscript(ctx context.Context, sess store.Session, b *bridge, log zerolog.Logger) *transcriptSaver {
+	var restored fileStamp
+	if sess.Started {
+		rctx, cancel := context.WithTimeout(ctx, transcriptSaveTimeout)
+		stamp, found, err := w.tr.restore(rctx, sess.ID, log)
+		cancel()
+		switch {
+		case err != nil:
+			log.Error().Err(err).Msg("restoring the session's transcript")
+		case !found:
+			log.Warn().Msg("the session's transcript is neither on this worker nor in the store")
+			b.publish(ctx, store.Event{Type: store.EventError, Text: NoTranscriptMessage})
+		}
+		restored = stamp
+	}
+	return newTranscriptSaver(ctx, w.tr, sess.ID, restored, log)
 }
 
 // loop sends first, then hands the process its queued inputs and follows
@@ -178,6 +202,7 @@ func (r *processRun) onTurnChange() {
 	} else if r.idle == nil {
 		r.idle = r.w.clock.NewTimer(r.w.cfg.IdleTimeout)
 		r.w.cap.markIdle(r.sl)
+		r.saver.afterTurn(r.turn.lastMessage())
 	}
 }
 
@@ -249,8 +274,9 @@ func (r *processRun) shutdown() {
 	r.proc.Stop(r.pctx, store.ExitShutdown)
 }
 
-// finish waits for the process to exit, frees its place and ends its
-// pending requests, and says what is left to do with the session.
+// finish waits for the process to exit, frees its place, ends its pending
+// requests and saves its transcript, and says what is left to do with the
+// session.
 func (r *processRun) finish() sessionEnd {
 	r.stopIdle()
 	leftovers := append(r.leftovers, r.feeder.stop()...)
@@ -268,6 +294,7 @@ func (r *processRun) finish() sessionEnd {
 	r.log.Info().Int("code", exit.Code).Str("cause", string(exit.Cause)).Str("reason", exit.Reason).
 		Int64("malformed_lines", r.proc.Stats().Malformed).Msg("claude exited")
 	r.w.endPending(r.pctx, r.sess.ID, "the Claude process ended ("+exit.Reason+") while this request was waiting", r.log)
+	r.saver.final() // after the cards are settled: a slow store delays only the hand-back
 
 	last := &store.Event{Type: store.EventExit, Exit: &exit}
 	if kept := r.messagesOnly(leftovers); len(kept) > 0 {

@@ -17,6 +17,10 @@ type turnState struct {
 	// sent, so requests Claude withdraws late are still attributed.
 	stopBy    string
 	stopAsked bool
+
+	// lastUUID is the uuid of the newest top-level assistant message: the
+	// line that shows the transcript file holds the whole turn.
+	lastUUID string
 }
 
 // newTurnState starts in a turn: the process is given its first message
@@ -73,6 +77,20 @@ func (t *turnState) set(inTurn, failed bool) {
 	case t.notify <- struct{}{}:
 	default:
 	}
+}
+
+// noteMessage records the uuid of a top-level assistant message.
+func (t *turnState) noteMessage(uuid string) {
+	t.mu.Lock()
+	t.lastUUID = uuid
+	t.mu.Unlock()
+}
+
+// lastMessage is the uuid noteMessage recorded last.
+func (t *turnState) lastMessage() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lastUUID
 }
 
 // state reports whether a turn runs and whether the last one failed.

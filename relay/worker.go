@@ -19,6 +19,7 @@ type Worker struct {
 	log   zerolog.Logger
 	clock Clock
 	cap   *capacity
+	tr    *transcripts
 
 	// mu guards live, the map of running processes. An exited process's
 	// count of malformed lines moves into malformed under it, so
@@ -42,8 +43,9 @@ func NewWorker(cfg Config, st store.Store, log zerolog.Logger) (*Worker, error) 
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
+	tr := &transcripts{st: st, place: placeOf(childEnv(cfg.claudeEnv), cfg.User), max: cfg.MaxTranscriptBytes}
 	return &Worker{cfg: cfg, st: st, log: log.With().Str("worker", cfg.WorkerID).Logger(), clock: cfg.Clock,
-		cap: newCapacity(cfg.MaxSessions), live: make(map[string]*Process)}, nil
+		cap: newCapacity(cfg.MaxSessions), tr: tr, live: make(map[string]*Process)}, nil
 }
 
 // MalformedLines counts stdout lines, from every process this worker ran or

@@ -596,6 +596,7 @@ func SettledEvent(r Request, d Decision) Event {
 //     (UpdateSession to queued or running, Enqueue, a new pending request)
 //     holds it again, and the next write that leaves it at rest starts the
 //     retention over. A session created at rest counts from its creation.
+//     Its transcript (see Transcripts) goes with it.
 //   - A dedup key expires at its ttl.
 //   - The event log is capped by count (100,000 events by default, trimmed
 //     as events are appended), not by time.
@@ -613,6 +614,7 @@ type Store interface {
 	Dedup
 	Counts
 	Workers
+	Transcripts
 	// AuditLog returns up to limit entries with ids after `after` ("" = from
 	// the start), oldest first. Audit and event ids are opaque strings that
 	// sort in the order the entries were appended.

@@ -18,6 +18,11 @@ import (
 	"github.com/slackgate/slackgate/relay"
 )
 
+// maxTranscriptBytes is the most MAX_TRANSCRIPT_BYTES may be: a worker
+// holds a transcript whole in memory while it saves it, and the store
+// takes at most store.MaxTranscriptBytes of it compressed.
+const maxTranscriptBytes = 128 << 20
+
 // Config is every setting slackgate reads, all from the environment. It is
 // read here and nowhere else; packages get plain structs built from it.
 type Config struct {
@@ -37,6 +42,10 @@ type Config struct {
 	// Liveness: a worker silent this long is lost, and the others take
 	// its sessions over (see relay.Config.WorkerTimeout).
 	WorkerTimeout time.Duration `env:"WORKER_TIMEOUT" envDefault:"30s"`
+	// MaxTranscriptBytes bounds the session transcript a worker saves to
+	// the store, uncompressed, so another worker can resume the session;
+	// 0 saves none (see relay.Config.MaxTranscriptBytes).
+	MaxTranscriptBytes int64 `env:"MAX_TRANSCRIPT_BYTES" envDefault:"33554432"`
 
 	// Store.
 	RedisURL       string `env:"REDIS_URL"`
@@ -133,6 +142,9 @@ func (c Config) validate() error {
 	if c.WorkerTimeout < 3*time.Millisecond {
 		// A third of it is the heartbeat period, which must not be zero.
 		errs = append(errs, fmt.Errorf("WORKER_TIMEOUT=%s: must be positive (30s is the default)", c.WorkerTimeout))
+	}
+	if c.MaxTranscriptBytes < 0 || c.MaxTranscriptBytes > maxTranscriptBytes {
+		errs = append(errs, fmt.Errorf("MAX_TRANSCRIPT_BYTES=%d: must be between 0 (save no transcripts) and %d (33554432, 32 MiB, is the default)", c.MaxTranscriptBytes, int64(maxTranscriptBytes)))
 	}
 	if c.SlackPostsPerSecond <= 0 || c.SlackPostBurst < 1 || c.SlackUpdatesPerMinute <= 0 || c.SlackUpdateBurst < 1 || c.SlackLiveEditInterval <= 0 {
 		errs = append(errs, errors.New("SLACK_POSTS_PER_SECOND, SLACK_POST_BURST, SLACK_UPDATES_PER_MINUTE, SLACK_UPDATE_BURST and SLACK_LIVE_EDIT_INTERVAL must be positive"))

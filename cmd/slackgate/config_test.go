@@ -13,7 +13,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	}
 	want := Config{
 		ClaudeBin: "claude", PermissionMode: "default", RequestTimeout: 30 * time.Minute,
-		MaxSessions: 8, IdleTimeout: 10 * time.Minute, WorkerTimeout: 30 * time.Second, DataDir: "./data", RedisKeyPrefix: "slackgate", HTTPAddr: ":3000",
+		MaxSessions: 8, IdleTimeout: 10 * time.Minute, WorkerTimeout: 30 * time.Second, MaxTranscriptBytes: 32 << 20, DataDir: "./data", RedisKeyPrefix: "slackgate", HTTPAddr: ":3000",
 		LogLevel: "info", LogFormat: "json", HealthAddr: ":9090",
 		SlackPostsPerSecond: 1, SlackPostBurst: 4, SlackUpdatesPerMinute: 50, SlackUpdateBurst: 20, SlackLiveEditInterval: 3 * time.Second,
 		Retention: 30 * 24 * time.Hour, AuditRetention: 365 * 24 * time.Hour,
@@ -32,7 +32,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 	cfg, err := loadConfig([]string{
 		"CLAUDE_BIN=/opt/claude", "CLAUDE_WORKDIR=/srv/repo", "CLAUDE_PERMISSION_MODE=plan",
 		"CLAUDE_MODEL=opus", "CLAUDE_ARGS=--max-turns 3", "REDIS_URL=redis://r:6379/1", "REDIS_KEY_PREFIX=team-a", "DATA_DIR=/var/lib/sg",
-		"REQUEST_TIMEOUT=0", "MAX_SESSIONS=2", "SESSION_IDLE_TIMEOUT=1m", "WORKER_TIMEOUT=45s", "WORKER_ID=w1", "LOG_LEVEL=debug",
+		"REQUEST_TIMEOUT=0", "MAX_SESSIONS=2", "SESSION_IDLE_TIMEOUT=1m", "WORKER_TIMEOUT=45s", "MAX_TRANSCRIPT_BYTES=0", "WORKER_ID=w1", "LOG_LEVEL=debug",
 		"LOG_FORMAT=console", "SLACK_BOT_TOKEN=xoxb-1", "SLACK_APP_TOKEN=xapp-1", "SLACK_SIGNING_SECRET=s",
 		"SLACK_API_URL=http://127.0.0.1:1/api/", "HTTP_ADDR=:8080", "HEALTH_ADDR=127.0.0.1:9191", "APPROVERS=U1,S2",
 		"CHANNEL_WORKDIRS=C1=/a", "UNRELATED=x",
@@ -46,7 +46,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 	}
 	want := Config{
 		ClaudeBin: "/opt/claude", WorkDir: "/srv/repo", PermissionMode: "plan", Model: "opus",
-		Args: "--max-turns 3", RequestTimeout: 0, MaxSessions: 2, IdleTimeout: time.Minute, WorkerTimeout: 45 * time.Second, WorkerID: "w1",
+		Args: "--max-turns 3", RequestTimeout: 0, MaxSessions: 2, IdleTimeout: time.Minute, WorkerTimeout: 45 * time.Second, MaxTranscriptBytes: 0, WorkerID: "w1",
 		RedisURL: "redis://r:6379/1", RedisKeyPrefix: "team-a", DataDir: "/var/lib/sg", SlackBotToken: "xoxb-1", SlackAppToken: "xapp-1",
 		SlackSigningSecret: "s", SlackAPIURL: "http://127.0.0.1:1/api/", HTTPAddr: ":8080", Approvers: "U1,S2",
 		ChannelWorkDirs: "C1=/a", LogLevel: "debug", LogFormat: "console", HealthAddr: "127.0.0.1:9191",
@@ -75,6 +75,9 @@ func TestLoadConfigRejectsBadValuesNamingTheVariable(t *testing.T) {
 		{"MAX_SESSIONS_PER_USER=0", "MAX_SESSIONS_PER_USER"},
 		{"MAX_QUEUED_INPUTS=0", "MAX_QUEUED_INPUTS"},
 		{"MAX_PROMPT_BYTES=-1", "MAX_PROMPT_BYTES"},
+		{"MAX_TRANSCRIPT_BYTES=-1", "MAX_TRANSCRIPT_BYTES"},
+		{"MAX_TRANSCRIPT_BYTES=1000000000", "MAX_TRANSCRIPT_BYTES"},
+		{"MAX_TRANSCRIPT_BYTES=32MiB", "MAX_TRANSCRIPT_BYTES"},
 		{"ALLOW_DMS=maybe", "ALLOW_DMS"},
 		{"LOG_LEVEL=loud", "LOG_LEVEL"},
 		{"LOG_FORMAT=xml", "LOG_FORMAT"},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -251,6 +252,10 @@ func (p program) relayConfig(cfg Config, runAs *relay.RunAs, verify ed25519.Publ
 		DenyEnv:        slackgateSetting,
 		User:           runAs,
 		VerifyKey:      verify,
+
+		// MAX_TRANSCRIPT_BYTES=0 (save none) is relay's "never"; relay's 0
+		// is its default.
+		MaxTranscriptBytes: cmp.Or(cfg.MaxTranscriptBytes, -1),
 	}
 }
 

@@ -365,7 +365,10 @@ func botAndWorkersAsSeparatePrograms(t *testing.T, be backend) {
 		relaytest.ToolUse("toolu_1", "Bash", bash("echo built > build.txt", "Build")),
 		relaytest.Text("Built."),
 		relaytest.Text("The build wrote build.txt."))
-	stopFirst := a.launch("worker-1", "worker", "WORKER_ID=worker-1")
+	// Each worker's CLI has a home of its own, as on two machines: the
+	// second resumes the session from the transcript the first saved to
+	// Redis.
+	stopFirst := a.launch("worker-1", "worker", "WORKER_ID=worker-1", "HOME="+t.TempDir())
 	thread := a.mention("build it")
 	card := a.card(thread, "echo built")
 	a.click(lee, card.Ref(), "Approve")
@@ -379,7 +382,7 @@ func botAndWorkersAsSeparatePrograms(t *testing.T, be backend) {
 	a.threadText(thread, "Built.")
 	a.threadText(thread, "Done: reply in this thread") // the turn has ended
 
-	a.launch("worker-2", "worker", "WORKER_ID=worker-2")
+	a.launch("worker-2", "worker", "WORKER_ID=worker-2", "HOME="+t.TempDir())
 	stopFirst() // its idle claude stops with it; the session is released
 	if _, err := a.slack.Reply(a.ctx, dana, general, thread, "what did the build write?"); err != nil {
 		t.Fatal(err)

@@ -170,9 +170,10 @@ func expireRequest(tx *bolt.Tx, id string) error {
 	return tx.Bucket(bktRequests).Delete([]byte(id))
 }
 
-// expireSession deletes a session still at rest, with its thread entry and
-// inbox. One that was taken up again in a way its writes did not reschedule
-// (it cannot happen through the Store's methods) is looked at afresh.
+// expireSession deletes a session still at rest, with its thread entry,
+// inbox and transcript. One that was taken up again in a way its writes did
+// not reschedule (it cannot happen through the Store's methods) is looked
+// at afresh.
 func (s *Store) expireSession(tx *bolt.Tx, id string, now time.Time) error {
 	sess, err := getSession(tx, id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -193,6 +194,9 @@ func (s *Store) expireSession(tx *bolt.Tx, id string, now time.Time) error {
 		if err := tx.Bucket(bktInbox).DeleteBucket([]byte(id)); err != nil {
 			return err
 		}
+	}
+	if err := tx.Bucket(bktTranscripts).Delete([]byte(id)); err != nil {
+		return err
 	}
 	return tx.Bucket(bktSessions).Delete([]byte(id))
 }

@@ -122,6 +122,10 @@ func (k keys) session(id string) string { return k.sess(id, "sess") }
 // session-slot time of the last retention applied to it ("ret").
 func (k keys) thread(channel, ts string) string { return k.in("t", channel+":"+ts, "thread") }
 
+// transcript is the session's transcript as the worker saved it (opaque
+// bytes), in the session's slot; it expires with the session.
+func (k keys) transcript(sessionID string) string { return k.sess(sessionID, "transcript") }
+
 // starter is a sorted set of the ids of the sessions a Slack user started,
 // scored by when each was added, so their active sessions are counted
 // without a scan. Ids of sessions that no longer exist are dropped when

@@ -14,8 +14,8 @@ import (
 
 // Retention (see store.Store) on Redis is key expiry: decideRequest gives a
 // settled request's hash a TTL; retainSession gives a session at rest, and
-// its thread key, a TTL, and takes it away when the session is taken up
-// again; the audit stream is trimmed by MINID on every append; dedup keys
+// its thread and transcript keys, a TTL, and takes it away when the session
+// is taken up again; the audit stream is trimmed by MINID on every append; dedup keys
 // carry their ttl. Nothing else outlives what is live: inboxes, the ready
 // list, owner keys, owned sets and the pending indexes empty out, and Redis
 // deletes an empty list, set or sorted set.
@@ -48,7 +48,10 @@ func (s *Store) auditMinID() string {
 // sibling rested would leave the set first; the bound it serves
 // (MAX_SESSIONS_PER_USER) then undercounts that one session.
 //
+// The session's transcript, when one was saved, follows the session key.
+//
 // KEYS[1] session key    KEYS[2] owner key      KEYS[3] inbox list
+// KEYS[4] transcript key
 // ARGV[1] retention ms (0: keep forever)       ARGV[2] "1" when a request of the session is pending
 //
 // Returns {0} when the session does not exist, {1, time} when its keys now
@@ -64,9 +67,11 @@ local st = cjson.decode(raw).state
 if tonumber(ARGV[1]) > 0 and (st == 'idle' or st == 'failed') and ARGV[2] == '0'
 	and redis.call('EXISTS', KEYS[2]) == 0 and redis.call('LLEN', KEYS[3]) == 0 then
 	redis.call('PEXPIRE', KEYS[1], ARGV[1])
+	redis.call('PEXPIRE', KEYS[4], ARGV[1])
 	return {1, now}
 end
 redis.call('PERSIST', KEYS[1])
+redis.call('PERSIST', KEYS[4])
 return {2, now}
 `)
 
@@ -128,7 +133,7 @@ func (s *Store) retainSession(ctx context.Context, sess store.Session) error {
 	}
 	ms := s.cfg.retention.Milliseconds()
 	res, err := s.run(ctx, retainSessionScript,
-		[]string{s.keys.session(sess.ID), s.keys.owner(sess.ID), s.keys.inbox(sess.ID)}, ms, pending).Slice()
+		[]string{s.keys.session(sess.ID), s.keys.owner(sess.ID), s.keys.inbox(sess.ID), s.keys.transcript(sess.ID)}, ms, pending).Slice()
 	if err != nil {
 		return fmt.Errorf("retain session %s: %w", sess.ID, err)
 	}

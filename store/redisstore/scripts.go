@@ -399,3 +399,24 @@ func (s *Store) runIn(ctx context.Context, pipe redis.Pipeliner, script *redis.S
 	script.EvalSha(ctx, pipe, keys, args...)
 	return nil
 }
+
+// saveTranscript stores a session's transcript with the expiry its session
+// has now, so the two go together: none while the session is held, the
+// session's own TTL once it rests (retainSessionScript keeps them in step
+// after that).
+//
+// KEYS[1] session key    KEYS[2] transcript key
+// ARGV[1] the transcript
+//
+// Returns 0 when the session does not exist (ErrNotFound), 1 when stored.
+var saveTranscript = redis.NewScript(`
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl == -2 then
+	return 0
+end
+redis.call('SET', KEYS[2], ARGV[1])
+if ttl > 0 then
+	redis.call('PEXPIRE', KEYS[2], ttl)
+end
+return 1
+`)

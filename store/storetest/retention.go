@@ -35,7 +35,8 @@ func RunRetention(t *testing.T, newBackend func(tb testing.TB) RetentionBackend)
 }
 
 // lifecycle drives a session the way bot and relay do: created queued, an
-// input claimed by worker, running, one request created and settled, idle.
+// input claimed by worker, running, one request created and settled, its
+// transcript saved, idle.
 // It stops before the release when release is false.
 func (h *harness) lifecycle(t *testing.T, ctx context.Context, s store.Store, worker string, release bool) (store.Session, store.Request) {
 	t.Helper()
@@ -51,6 +52,7 @@ func (h *harness) lifecycle(t *testing.T, ctx context.Context, s store.Store, wo
 	requireNoError(t, s.CreateRequest(ctx, r), "CreateRequest")
 	_, err = s.Decide(ctx, r.ID, allow("U1"))
 	requireNoError(t, err, "Decide")
+	requireNoError(t, s.SaveTranscript(ctx, sess.ID, []byte("the session's transcript")), "SaveTranscript")
 	setState(t, ctx, s, sess.ID, store.SessionIdle)
 	if release {
 		requireNoError(t, s.Release(ctx, sess.ID, worker), "Release")
@@ -104,6 +106,12 @@ func (h *harness) testExpiresOnlyAtRest(t *testing.T, b RetentionBackend) {
 	requireGone(t, err, "an idle session")
 	_, err = s.SessionByThread(ctx, done.Thread)
 	requireGone(t, err, "the thread of an idle session")
+	_, err = s.LoadTranscript(ctx, done.ID)
+	requireGone(t, err, "the transcript of an idle session")
+	for _, sess := range []store.Session{held, waiting} {
+		_, err = s.LoadTranscript(ctx, sess.ID)
+		requireKept(t, err, "the transcript of session "+sess.ID)
+	}
 	for _, sess := range []store.Session{held, waiting, running, queued} {
 		_, err = s.GetSession(ctx, sess.ID)
 		requireKept(t, err, "session "+sess.ID)
@@ -128,6 +136,8 @@ func (h *harness) testExpiresOnlyAtRest(t *testing.T, b RetentionBackend) {
 	for _, id := range []string{held.ID, waiting.ID} {
 		_, err = s.GetSession(ctx, id)
 		requireGone(t, err, "session "+id+" once at rest")
+		_, err = s.LoadTranscript(ctx, id)
+		requireGone(t, err, "the transcript of session "+id+" once at rest")
 	}
 	_, err = s.GetRequest(ctx, open.ID)
 	requireGone(t, err, "a request settled late")
