@@ -45,6 +45,7 @@ var errNothing = errors.New("boltstore: nothing to do")
 //	dedup     key → be64(expiry, unix nanoseconds); keys FirstSeen remembers
 //	dedupexp  be64(expiry) ‖ key → ""; the same keys, soonest expiry first, for the sweep
 //	expiry, expiryof, auditmarks: retention (retention.go)
+//	answers, answeridx: remembered answers (answers.go)
 var (
 	bktRequests    = []byte("requests")
 	bktPending     = []byte("pending")
@@ -150,7 +151,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bktRequests, bktPending, bktSessions, bktThreads, bktQState, bktReady, bktInbox, bktOwned, bktEvents, bktGroups, bktAudit, bktDedup, bktDedupExpiry, bktExpiry, bktExpiryOf, bktAuditMarks, bktHeartbeats} {
+		for _, name := range [][]byte{bktRequests, bktPending, bktSessions, bktThreads, bktQState, bktReady, bktInbox, bktOwned, bktEvents, bktGroups, bktAudit, bktDedup, bktDedupExpiry, bktExpiry, bktExpiryOf, bktAuditMarks, bktHeartbeats, bktAnswers, bktAnswerIndex} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}

@@ -75,3 +75,16 @@ func (k keys) requestIDFromChannel(channel string) (string, bool) {
 
 // dedup marks a key FirstSeen has seen; it expires with the caller's ttl.
 func (k keys) dedup(key string) string { return k.tag + ":dedup:" + key }
+
+// answer is a remembered answer's JSON (store.RememberedAnswer).
+func (k keys) answer(id string) string { return k.tag + ":answer:" + id }
+
+// answerIndex maps a scope and a question form's fingerprint to the id of
+// the answer remembered for them.
+func (k keys) answerIndex(scopeKey, fingerprint string) string {
+	return k.tag + ":answeridx:" + fingerprint + ":" + scopeKey
+}
+
+// answers is a sorted set of remembered answer ids scored by when they
+// were remembered (unix microseconds), for listing them without a scan.
+func (k keys) answers() string { return k.tag + ":answers" }

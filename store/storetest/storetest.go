@@ -81,6 +81,7 @@ func Run(t *testing.T, newStore NewFunc, opts ...Option) {
 	t.Run("Counts", h.testCounts)
 	t.Run("Audit", h.testAudit)
 	t.Run("Refuse", h.testRefuse)
+	t.Run("Answers", h.testAnswers)
 	t.Run("Validation", h.testValidation)
 	t.Run("ZeroTimesAreTheTimeOfTheCall", h.testZeroTimes)
 	t.Run("Close", h.testClose)
