@@ -196,20 +196,65 @@ func threadMessages() map[string][]Message {
 		"event_tool_use_secret": EventMessages(ev(store.Event{Type: store.EventToolUse, Tool: "Bash", Input: json.RawMessage(`{"command":"curl -u x https://u:p4ss@h.example/ -H \"Authorization: token ghp_abcdefghijklmnopqrstuvwxyz\""}`)})),
 		"event_assistant_hostile": EventMessages(ev(store.Event{Type: store.EventAssistantText,
 			Text: "See [github.com/acme](https://evil.example/x) and <https://evil.example|github.com>; key sk-ant-api03-abcdefghijklmnop; odd\u202echars"})),
-		"event_tool_use":        EventMessages(ev(store.Event{Type: store.EventToolUse, Tool: "Bash", Input: json.RawMessage(`{"command":"make test","description":"Run tests"}`)})),
-		"event_tool_error":      EventMessages(ev(store.Event{Type: store.EventToolResult, Tool: "Bash", IsError: true, Text: "exit status 2"})),
-		"event_result_ok":       EventMessages(ev(store.Event{Type: store.EventResult, Result: &store.Result{Subtype: "success", Turns: 3, DurationMS: 12400, CostUSD: 0.0123}})),
-		"event_result_error":    EventMessages(ev(store.Event{Type: store.EventResult, Result: &store.Result{Subtype: "error_max_turns", IsError: true, Turns: 10, DurationMS: 95000, CostUSD: 0.5, Errors: []string{"max turns reached"}}})),
-		"event_exit":            EventMessages(ev(store.Event{Type: store.EventExit, Exit: &store.Exit{Code: 1, Reason: "exit status 1", Stderr: []string{"Error: boom", "  at main"}}})),
-		"event_error":           EventMessages(ev(store.Event{Type: store.EventError, Text: "could not start claude: not found"})),
-		"event_interrupted":     EventMessages(ev(store.Event{Type: store.EventInterrupted, Text: "U0ALICE"})),
-		"status_working":        {StatusMessage(session, Status{Phase: PhaseWorking})},
-		"status_waiting":        {StatusMessage(session, Status{Phase: PhaseWaiting, Pending: 2, Since: t0})},
-		"status_done":           {StatusMessage(session, Status{Phase: PhaseDone})},
-		"status_failed":         {StatusMessage(session, Status{Phase: PhaseFailed, Detail: "claude exited with code 1"})},
-		"status_stopped":        {StatusMessage(session, Status{Phase: PhaseStopped})},
-		"ephemeral_decided":     {AlreadyDecided(cards()["final_approved"])},
-		"ephemeral_not_allowed": {NotAllowed()},
+		"event_tool_use":             EventMessages(ev(store.Event{Type: store.EventToolUse, Tool: "Bash", Input: json.RawMessage(`{"command":"make test","description":"Run tests"}`)})),
+		"event_tool_error":           EventMessages(ev(store.Event{Type: store.EventToolResult, Tool: "Bash", IsError: true, Text: "exit status 2"})),
+		"event_result_ok":            EventMessages(ev(store.Event{Type: store.EventResult, Result: &store.Result{Subtype: "success", Turns: 3, DurationMS: 12400, CostUSD: 0.0123}})),
+		"event_result_error":         EventMessages(ev(store.Event{Type: store.EventResult, Result: &store.Result{Subtype: "error_max_turns", IsError: true, Turns: 10, DurationMS: 95000, CostUSD: 0.5, Errors: []string{"max turns reached"}}})),
+		"event_exit":                 EventMessages(ev(store.Event{Type: store.EventExit, Exit: &store.Exit{Code: 1, Reason: "exit status 1", Stderr: []string{"Error: boom", "  at main"}}})),
+		"event_error":                EventMessages(ev(store.Event{Type: store.EventError, Text: "could not start claude: not found"})),
+		"event_interrupted":          EventMessages(ev(store.Event{Type: store.EventInterrupted, Text: "U0ALICE"})),
+		"status_working":             {StatusMessage(session, Status{Phase: PhaseWorking})},
+		"status_waiting":             {StatusMessage(session, Status{Phase: PhaseWaiting, Pending: 2, Since: t0})},
+		"status_done":                {StatusMessage(session, Status{Phase: PhaseDone})},
+		"status_failed":              {StatusMessage(session, Status{Phase: PhaseFailed, Detail: "claude exited with code 1"})},
+		"status_stopped":             {StatusMessage(session, Status{Phase: PhaseStopped})},
+		"ephemeral_decided":          {AlreadyDecided(cards()["final_approved"])},
+		"ephemeral_not_allowed":      {NotAllowed()},
+		"event_answered_from_memory": {AnsweredFromMemory(rememberedRepo())},
+		"ephemeral_remembered":       {Remembered(rememberedChannel())},
+	}
+}
+
+// rememberedRepo and rememberedChannel are answers remembered from the
+// cards' question forms.
+func rememberedRepo() store.RememberedAnswer {
+	r := questionRequest(oneQuestion)
+	fp, qs, _ := store.QuestionFingerprint(r.ToolName, r.Input)
+	return store.RememberedAnswer{
+		ID: "ans-0001", Scope: store.AnswerScope{Kind: store.ScopeRepo, Value: "/srv/repo"}, Fingerprint: fp,
+		Tool: r.ToolName, Questions: qs, Answers: map[string]string{"Which database should we use?": "Postgres"},
+		By: "U0ALICE", ByName: "alice", Channel: "C0CHAN", RequestID: r.ID, SessionID: session.ID, At: t0,
+	}
+}
+
+func rememberedChannel() store.RememberedAnswer {
+	r := questionRequest(severalQuestions)
+	fp, qs, _ := store.QuestionFingerprint(r.ToolName, r.Input)
+	return store.RememberedAnswer{
+		ID: "ans-0002", Scope: store.AnswerScope{Kind: store.ScopeChannel, Value: "C0CHAN"}, Fingerprint: fp,
+		Tool: r.ToolName, Questions: qs,
+		Answers: map[string]string{"Which database should we use?": "SQLite", "Which features do you want?": "Auth, Search"},
+		By:      "U0ALICE", ByName: "alice", Channel: "C0CHAN", RequestID: r.ID, SessionID: session.ID, At: t0.Add(time.Hour),
+	}
+}
+
+func homeViews() map[string]slack.HomeTabViewRequest {
+	answers := []store.RememberedAnswer{rememberedChannel(), rememberedRepo()}
+	return map[string]slack.HomeTabViewRequest{
+		"home_answers_approver": HomeView(answers, HomeOptions{CanForget: true, Notice: "Forgot one answer."}),
+		"home_answers_viewer":   HomeView(answers, HomeOptions{}),
+		"home_answers_empty":    HomeView(nil, HomeOptions{CanForget: true}),
+	}
+}
+
+func TestGoldenHomeViews(t *testing.T) {
+	for name, v := range homeViews() {
+		t.Run(name, func(t *testing.T) {
+			if err := ValidateHomeView(v); err != nil {
+				t.Errorf("home view breaks Slack's limits: %v", err)
+			}
+			checkGolden(t, name, v)
+		})
 	}
 }
 
@@ -323,6 +368,14 @@ func TestEveryGoldenFileIsValid(t *testing.T) {
 			}
 			name := filepath.Base(f)
 			switch {
+			case strings.HasPrefix(name, "home_"):
+				var v slack.HomeTabViewRequest
+				if err := json.Unmarshal(raw, &v); err != nil {
+					t.Fatalf("decode view: %v", err)
+				}
+				if err := ValidateHomeView(v); err != nil {
+					t.Error(err)
+				}
 			case strings.HasPrefix(name, "modal_"):
 				var v slack.ModalViewRequest
 				if err := json.Unmarshal(raw, &v); err != nil {
