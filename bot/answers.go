@@ -83,7 +83,9 @@ func (p *decision) remember(ctx context.Context, r store.Request, d store.Decisi
 		return
 	}
 	p.log.Info().Str("answer_id", a.ID).Str("scope", scope.Key()).Msg("answer remembered")
-	p.reply(ctx, func(ctx context.Context) { p.b.ephemeralMsg(ctx, p.card.Channel, p.threadTS, p.user, blocks.Remembered(a)) })
+	p.reply(ctx, func(ctx context.Context) {
+		p.b.ephemeralMsg(ctx, p.card.Channel, p.threadTS, p.user, blocks.Remembered(a))
+	})
 }
 
 // fromMemory answers r with a remembered answer when one matches it in
