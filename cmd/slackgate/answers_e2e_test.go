@@ -84,6 +84,10 @@ func TestARememberedAnswerAnswersTheSameQuestionUntilForgotten(t *testing.T) {
 	}
 	a.threadText(second, "second done")
 	a.noCardIn(second, "Which database should we use?")
+	_, metrics := get(t, a.ops+"/metrics")
+	if v := metricValue(t, metrics, "slackgate_decisions_total", `decider="memory",outcome="allow"`); v != 1 {
+		t.Errorf("decisions by memory = %v, want 1", v)
+	}
 
 	// Other options make another question: a card asks.
 	third := a.mention("a third project")
