@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -210,11 +211,6 @@ func threadMessages() map[string][]Message {
 		"status_stopped":        {StatusMessage(session, Status{Phase: PhaseStopped})},
 		"ephemeral_decided":     {AlreadyDecided(cards()["final_approved"])},
 		"ephemeral_not_allowed": {NotAllowed()},
-		"ephemeral_decided_from_memory": {AlreadyDecided(decided(questionRequest(oneQuestion), store.Decision{
-			Outcome: store.OutcomeAllow, By: "U0ALICE", ByName: "alice", At: t0.Add(time.Minute),
-			Answers: map[string]string{"Which database should we use?": "Postgres"}, Remembered: "ans-0001"}))},
-		"event_answered_from_memory": {AnsweredFromMemory(rememberedRepo())},
-		"ephemeral_remembered":       {Remembered(rememberedChannel())},
 	}
 }
 
@@ -238,6 +234,17 @@ func rememberedChannel() store.RememberedAnswer {
 		Tool: r.ToolName, Questions: qs,
 		Answers: map[string]string{"Which database should we use?": "SQLite", "Which features do you want?": "Auth, Search"},
 		By:      "U0ALICE", ByName: "alice", Channel: "C0CHAN", RequestID: r.ID, SessionID: session.ID, At: t0.Add(time.Hour),
+	}
+}
+
+// rememberMessages are the thread line and ephemerals of remembered answers.
+func rememberMessages() map[string][]Message {
+	return map[string][]Message{
+		"event_answered_from_memory": {AnsweredFromMemory(rememberedRepo())},
+		"ephemeral_remembered":       {Remembered(rememberedChannel())},
+		"ephemeral_decided_from_memory": {AlreadyDecided(decided(questionRequest(oneQuestion), store.Decision{
+			Outcome: store.OutcomeAllow, By: "U0ALICE", ByName: "alice", At: t0.Add(time.Minute),
+			Answers: map[string]string{"Which database should we use?": "Postgres"}, Remembered: "ans-0001"}))},
 	}
 }
 
@@ -338,7 +345,9 @@ func TestGoldenModals(t *testing.T) {
 }
 
 func TestGoldenThreadMessages(t *testing.T) {
-	for name, ms := range threadMessages() {
+	all := threadMessages()
+	maps.Copy(all, rememberMessages())
+	for name, ms := range all {
 		t.Run(name, func(t *testing.T) {
 			if len(ms) == 0 {
 				t.Fatal("no message rendered")
