@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -92,10 +93,11 @@ func (s *Store) LookupAnswer(ctx context.Context, scope store.AnswerScope, finge
 
 // ListAnswers implements store.Answers.
 func (s *Store) ListAnswers(ctx context.Context) ([]store.RememberedAnswer, error) {
-	ids, err := s.rdb.ZRevRange(ctx, s.keys.answers(), 0, -1).Result()
+	ids, err := s.rdb.ZRange(ctx, s.keys.answers(), 0, -1).Result()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: list answers: %w", err)
 	}
+	slices.Reverse(ids) // newest first
 	if len(ids) == 0 {
 		return nil, nil
 	}
