@@ -160,7 +160,7 @@ func TestARememberedAnswerAnswersTheSameQuestionUntilForgotten(t *testing.T) {
 	}
 }
 
-func TestHookQuestionAnsweredFromMemory(t *testing.T) {
+func TestHookQuestionAnsweredFromMemoryReachesTheModel(t *testing.T) {
 	t.Parallel()
 	a, base := startHookApp(t,
 		relaytest.ToolUse("toolu_hq1", "AskUserQuestion", ask(dbQuestion)), relaytest.Text("first done"),
