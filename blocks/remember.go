@@ -29,6 +29,8 @@ const (
 
 	// RememberLabel is the menu's placeholder.
 	RememberLabel = "Always answer this way…"
+	// RememberBlockID is the block_id of the menu's actions block.
+	RememberBlockID = blockRemember
 )
 
 // Rememberable reports whether a question card offers to remember its
