@@ -39,6 +39,7 @@ const (
 var actionKinds = map[ActionKind]bool{
 	ActionApprove: true, ActionDeny: true, ActionEdit: true, ActionAlways: true, ActionAnswer: true,
 	ActionPick: true, ActionSubmit: true, ActionOther: true, ActionSkip: true, ActionStop: true,
+	ActionRemember: true, ActionForget: true,
 }
 
 // Action is a decoded click on one of slackgate's cards.
@@ -46,6 +47,7 @@ type Action struct {
 	Kind      ActionKind
 	RequestID string // every kind but ActionStop
 	SessionID string // ActionStop
+	AnswerID  string // ActionForget: the remembered answer
 	// Question is the question's index (question cards); Index is the
 	// suggestion's index (ActionAlways) or the option's (ActionAnswer).
 	Question int
@@ -66,8 +68,9 @@ func ParseAction(a *slack.BlockAction) (Action, bool) {
 		return Action{}, false
 	}
 	val := a.Value
-	if kind == ActionAlways && val == "" {
-		// The menu carries the chosen suggestion in its option's value;
+	if (kind == ActionAlways && val == "") || kind == ActionRemember {
+		// A menu carries the chosen option in its value (the remember
+		// menu always; "Approve and allow" its suggestion). For the latter,
 		// cards posted before it had one button per suggestion, whose value
 		// is the same "<0>|<index>|<request id>".
 		val = a.SelectedOption.Value
@@ -79,8 +82,11 @@ func ParseAction(a *slack.BlockAction) (Action, bool) {
 	if !ok {
 		return Action{}, false
 	}
-	if kind == ActionStop {
+	switch kind {
+	case ActionStop:
 		return Action{Kind: kind, SessionID: id}, true
+	case ActionForget:
+		return Action{Kind: kind, AnswerID: id}, true
 	}
 	return Action{Kind: kind, RequestID: id, Question: q, Index: o}, true
 }

@@ -706,7 +706,11 @@ func dateToken(t time.Time) string {
 }
 
 func byWhom(d *store.Decision) string {
-	if d.By != "" {
+	switch {
+	case d.Remembered != "":
+		// Not the person's tap: their answer, remembered.
+		return " from memory, remembered by <@" + d.By + ">"
+	case d.By != "":
 		return " by <@" + d.By + ">"
 	}
 	return ""

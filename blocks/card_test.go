@@ -241,11 +241,11 @@ func TestQuestionCardsPickTheRightControls(t *testing.T) {
 		wantAction []string // action_ids in order, across all actions blocks
 	}{
 		{"one single-select question answers with one tap", oneQuestion,
-			[]string{"sg_answer.0", "sg_answer.1", "sg_answer.2", "sg_other", "sg_skip"}},
+			[]string{"sg_answer.0", "sg_answer.1", "sg_answer.2", "sg_other", "sg_skip", "sg_remember"}},
 		{"one multi-select question uses checkboxes and Submit", multiQuestion,
-			[]string{"sg_pick", "sg_submit", "sg_other", "sg_skip"}},
+			[]string{"sg_pick", "sg_submit", "sg_other", "sg_skip", "sg_remember"}},
 		{"several questions use one menu each and one Submit", severalQuestions,
-			[]string{"sg_pick", "sg_pick", "sg_submit", "sg_other", "sg_skip"}},
+			[]string{"sg_pick", "sg_pick", "sg_submit", "sg_other", "sg_skip", "sg_remember"}},
 		{"many options use a multi-select menu", inputJSON(t, map[string]any{"questions": []map[string]any{{
 			"question": "Q", "multiSelect": true, "options": func() []map[string]string {
 				var o []map[string]string
@@ -254,10 +254,11 @@ func TestQuestionCardsPickTheRightControls(t *testing.T) {
 				}
 				return o
 			}()}}}),
-			[]string{"sg_pick", "sg_submit", "sg_other", "sg_skip"}},
+			[]string{"sg_pick", "sg_submit", "sg_other", "sg_skip", "sg_remember"}},
+		// Nothing to fingerprint, so nothing to remember.
 		{"no questions still offers Other and Skip", `{"questions":[]}`, []string{"sg_other", "sg_skip"}},
 		{"a question without options is answered in the modal, no Submit", `{"questions":[{"question":"Name?","options":[]},{"question":"DB?","options":[{"label":"a"},{"label":"b"}]}]}`,
-			[]string{"sg_pick", "sg_other", "sg_skip"}},
+			[]string{"sg_pick", "sg_other", "sg_skip", "sg_remember"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -66,6 +66,9 @@ func (c *card) controls() {
 		}
 	}
 	c.add(slack.NewActionBlock(blockActions, els...))
+	if r.Kind == store.KindQuestion && Rememberable(c.real) {
+		c.rememberMenu()
+	}
 	if menu := c.alwaysMenu(); menu != nil {
 		c.add(slack.NewActionBlock(blockAlways, menu))
 	}

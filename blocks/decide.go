@@ -65,7 +65,7 @@ func DecideAction(a Action, r store.Request, cb *slack.InteractionCallback, by W
 		}
 		d.Outcome = store.OutcomeAllow
 		d.Answers = map[string]string{qs[0].Question: qs[0].Options[a.Index].Label}
-	case ActionPick:
+	case ActionPick, ActionRemember:
 		if !isQuestion {
 			return mismatch()
 		}

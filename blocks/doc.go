@@ -97,6 +97,18 @@
 // "Skip" denies with SkipMessage and Decision.Skipped set, which is what the
 // card shows it by.
 //
+// # Remembered answers
+//
+// A question card (when Rememberable) has one more menu, "Always answer
+// this way…" (ActionRemember: this repository, this channel, only this
+// time); choosing decides nothing. RememberChoice(r, cb) reads the choice
+// from the click that answers, and the answer modal carries it
+// (ViewAction.Remember). AnsweredFromMemory(a) is the one thread line that
+// replaces the card of a question the bot answered from memory;
+// Remembered(a) the approver's private note; HomeView(answers, opts) the
+// App Home tab (checked with ValidateHomeView: 100 blocks), with a Forget
+// button (ActionForget, Action.AnswerID) for approvers only.
+//
 // # Thread
 //
 //	EventMessages(e store.Event) []Message        // assistant text (Markdown → mrkdwn, split), tool-use line, failed tool result, result, exit, error, "Stopped by <@U…>"

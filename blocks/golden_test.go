@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -213,6 +214,60 @@ func threadMessages() map[string][]Message {
 	}
 }
 
+// rememberedRepo and rememberedChannel are answers remembered from the
+// cards' question forms.
+func rememberedRepo() store.RememberedAnswer {
+	r := questionRequest(oneQuestion)
+	fp, qs, _ := store.QuestionFingerprint(r.ToolName, r.Input)
+	return store.RememberedAnswer{
+		ID: "ans-0001", Scope: store.AnswerScope{Kind: store.ScopeRepo, Value: "/srv/repo"}, Fingerprint: fp,
+		Tool: r.ToolName, Questions: qs, Answers: map[string]string{"Which database should we use?": "Postgres"},
+		By: "U0ALICE", ByName: "alice", Channel: "C0CHAN", RequestID: r.ID, SessionID: session.ID, At: t0,
+	}
+}
+
+func rememberedChannel() store.RememberedAnswer {
+	r := questionRequest(severalQuestions)
+	fp, qs, _ := store.QuestionFingerprint(r.ToolName, r.Input)
+	return store.RememberedAnswer{
+		ID: "ans-0002", Scope: store.AnswerScope{Kind: store.ScopeChannel, Value: "C0CHAN"}, Fingerprint: fp,
+		Tool: r.ToolName, Questions: qs,
+		Answers: map[string]string{"Which database should we use?": "SQLite", "Which features do you want?": "Auth, Search"},
+		By:      "U0ALICE", ByName: "alice", Channel: "C0CHAN", RequestID: r.ID, SessionID: session.ID, At: t0.Add(time.Hour),
+	}
+}
+
+// rememberMessages are the thread line and ephemerals of remembered answers.
+func rememberMessages() map[string][]Message {
+	return map[string][]Message{
+		"event_answered_from_memory": {AnsweredFromMemory(rememberedRepo())},
+		"ephemeral_remembered":       {Remembered(rememberedChannel())},
+		"ephemeral_decided_from_memory": {AlreadyDecided(decided(questionRequest(oneQuestion), store.Decision{
+			Outcome: store.OutcomeAllow, By: "U0ALICE", ByName: "alice", At: t0.Add(time.Minute),
+			Answers: map[string]string{"Which database should we use?": "Postgres"}, Remembered: "ans-0001"}))},
+	}
+}
+
+func homeViews() map[string]slack.HomeTabViewRequest {
+	answers := []store.RememberedAnswer{rememberedChannel(), rememberedRepo()}
+	return map[string]slack.HomeTabViewRequest{
+		"home_answers_approver": HomeView(answers, HomeOptions{CanForget: true, Notice: "Forgot one answer."}),
+		"home_answers_viewer":   HomeView(answers, HomeOptions{}),
+		"home_answers_empty":    HomeView(nil, HomeOptions{CanForget: true}),
+	}
+}
+
+func TestGoldenHomeViews(t *testing.T) {
+	for name, v := range homeViews() {
+		t.Run(name, func(t *testing.T) {
+			if err := ValidateHomeView(v); err != nil {
+				t.Errorf("home view breaks Slack's limits: %v", err)
+			}
+			checkGolden(t, name, v)
+		})
+	}
+}
+
 type goldenMessage struct {
 	Text          string          `json:"text"`
 	Blocks        json.RawMessage `json:"blocks"`
@@ -290,7 +345,9 @@ func TestGoldenModals(t *testing.T) {
 }
 
 func TestGoldenThreadMessages(t *testing.T) {
-	for name, ms := range threadMessages() {
+	all := threadMessages()
+	maps.Copy(all, rememberMessages())
+	for name, ms := range all {
 		t.Run(name, func(t *testing.T) {
 			if len(ms) == 0 {
 				t.Fatal("no message rendered")
@@ -323,6 +380,14 @@ func TestEveryGoldenFileIsValid(t *testing.T) {
 			}
 			name := filepath.Base(f)
 			switch {
+			case strings.HasPrefix(name, "home_"):
+				var v slack.HomeTabViewRequest
+				if err := json.Unmarshal(raw, &v); err != nil {
+					t.Fatalf("decode view: %v", err)
+				}
+				if err := ValidateHomeView(v); err != nil {
+					t.Error(err)
+				}
 			case strings.HasPrefix(name, "modal_"):
 				var v slack.ModalViewRequest
 				if err := json.Unmarshal(raw, &v); err != nil {

@@ -29,6 +29,9 @@ type metadata struct {
 	Request string `json:"r"`
 	Channel string `json:"c,omitempty"`
 	TS      string `json:"t,omitempty"`
+	// Remember is the scope chosen on the card's "Always answer this
+	// way…" menu when the answer modal was opened (question modals only).
+	Remember store.ScopeKind `json:"m,omitempty"`
 }
 
 func modal(kind ModalKind, r store.Request, card store.MessageRef, title, submit string, bs ...slack.Block) slack.ModalViewRequest {
@@ -58,7 +61,11 @@ func ModalFor(kind ModalKind, r store.Request, card store.MessageRef, cb *slack.
 	case ModalEdit:
 		return EditModal(r, card), true
 	case ModalOther:
-		return otherModal(r, card, cardPicks(r, cb)), true
+		m := otherModal(r, card, cardPicks(r, cb))
+		if scope := RememberChoice(r, cb); scope != "" {
+			m = rememberedInModal(m, r, card, scope)
+		}
+		return m, true
 	}
 	return slack.ModalViewRequest{}, false
 }
@@ -165,11 +172,28 @@ func otherModal(r store.Request, card store.MessageRef, picks map[int][]int) sla
 	return modal(ModalOther, r, card, "Answer Claude", "Send answers", bs...)
 }
 
+// rememberedInModal carries the scope chosen on the card into the answer
+// modal, and says so in it.
+func rememberedInModal(m slack.ModalViewRequest, r store.Request, card store.MessageRef, scope store.ScopeKind) slack.ModalViewRequest {
+	meta, _ := json.Marshal(metadata{Request: r.ID, Channel: card.Channel, TS: card.TS, Remember: scope})
+	m.PrivateMetadata = string(meta)
+	where := "this repository"
+	if scope == store.ScopeChannel {
+		where = "this channel"
+	}
+	note := slack.NewContextBlock("", mrkdwn("🧠 These answers will be remembered for "+where+" (chosen on the card)."))
+	m.Blocks.BlockSet = append([]slack.Block{note}, m.Blocks.BlockSet...)
+	return m
+}
+
 // ViewAction is a decoded modal submission.
 type ViewAction struct {
 	Kind      ModalKind
 	RequestID string
 	Card      store.MessageRef // the card to update afterwards
+	// Remember is the scope to remember the answers for (ModalOther),
+	// as chosen on the card; "" for none.
+	Remember store.ScopeKind
 }
 
 // ParseViewSubmission reads which modal was submitted, for which request and
@@ -188,7 +212,11 @@ func ParseViewSubmission(cb *slack.InteractionCallback) (ViewAction, error) {
 	if err := json.Unmarshal([]byte(cb.View.PrivateMetadata), &m); err != nil || m.Request == "" {
 		return ViewAction{}, fmt.Errorf("%w: private_metadata %q", ErrNotOurs, cut(cb.View.PrivateMetadata, 100))
 	}
-	return ViewAction{Kind: kind, RequestID: m.Request, Card: store.MessageRef{Channel: m.Channel, TS: m.TS}}, nil
+	v := ViewAction{Kind: kind, RequestID: m.Request, Card: store.MessageRef{Channel: m.Channel, TS: m.TS}}
+	if kind == ModalOther && (m.Remember == store.ScopeRepo || m.Remember == store.ScopeChannel) {
+		v.Remember = m.Remember
+	}
+	return v, nil
 }
 
 // DecideView turns a modal submission into a Decision. When the input needs

@@ -116,11 +116,39 @@ func ValidateView(mv slack.ModalViewRequest) error {
 	return v.err()
 }
 
+// ValidateHomeView checks an App Home view against Slack's limits (100
+// blocks, like a modal, but no title or submit). It returns a
+// *ValidationError.
+func ValidateHomeView(hv slack.HomeTabViewRequest) error {
+	v := &validator{surface: surfaceHome}
+	raw, err := json.Marshal(hv)
+	if err != nil {
+		return fmt.Errorf("blocks: marshal home view: %w", err)
+	}
+	if len(raw) > MaxViewBytes {
+		v.addf("view", "%d > %d bytes", len(raw), MaxViewBytes)
+	}
+	var obj map[string]any
+	if err := unmarshal(raw, &obj); err != nil {
+		return fmt.Errorf("blocks: decode home view: %w", err)
+	}
+	if t, _ := obj["type"].(string); t != string(slack.VTHomeTab) {
+		v.addf("type", "%q is not \"home\"", t)
+	}
+	v.maxString("private_metadata", obj["private_metadata"], MaxPrivateMeta)
+	v.maxString("callback_id", obj["callback_id"], MaxID)
+	v.maxString("external_id", obj["external_id"], MaxID)
+	list, _ := obj["blocks"].([]any)
+	v.blockList("blocks", list, MaxViewBlocks)
+	return v.err()
+}
+
 type surface int
 
 const (
 	surfaceMessage surface = iota
 	surfaceModal
+	surfaceHome
 )
 
 type validator struct {

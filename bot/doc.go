@@ -24,6 +24,9 @@ package bot
 //	stop.go          Stop from the status message or a "stop" reply
 //	store_events.go  store → Slack: the bus consumer that posts cards,
 //	                 settles them and shows what Claude said and did
+//	answers.go       remembered answers: kept when an approver answers with
+//	                 "Always answer this way", used (signed) when the same
+//	                 question's request arrives, the App Home and Forget
 //	reconcile.go     cards lost in a crash posted at start and every 30 s;
 //	                 one poster per card (a claim in the store)
 //	status.go        the one status message per session (statusBook)

@@ -26,9 +26,13 @@ func (b *Bot) onInteraction(cb *slack.InteractionCallback) any {
 	case slack.InteractionTypeBlockActions:
 		for _, a := range cb.ActionCallback.BlockActions {
 			act, ok := blocks.ParseAction(a)
-			if !ok || act.Kind == blocks.ActionPick {
+			if !ok || act.Kind == blocks.ActionPick || act.Kind == blocks.ActionRemember {
 				// Not ours, or a menu change: Slack keeps the choice in
 				// state.values until Submit, so there is nothing to do.
+				continue
+			}
+			if act.Kind == blocks.ActionForget { // the App Home's, names an answer
+				b.work.Go(func(ctx context.Context) { b.onForgetClick(ctx, cb, act) })
 				continue
 			}
 			if act.Kind == blocks.ActionStop { // names a session, not a request
@@ -74,6 +78,9 @@ type decision struct {
 	// async runs replies after the ack, for a submission whose ack must not
 	// wait for them; a click, already acked, replies inline.
 	async bool
+	// scope is where the person asked to remember their answer ("Always
+	// answer this way…"); "" for this time only. Set by decode.
+	scope store.ScopeKind
 }
 
 // reply runs f now or, for a submission, after the ack.
@@ -152,6 +159,7 @@ func (p *decision) run(ctx context.Context, requestID string, dec decode) error 
 	default:
 		// The card is updated by the EventRequestSettled the store published.
 		p.log.Info().Str("outcome", string(d.Outcome)).Msg("request decided")
+		p.remember(ctx, r, d)
 	}
 	return nil
 }
@@ -169,6 +177,7 @@ func (b *Bot) onAction(ctx context.Context, cb *slack.InteractionCallback, a blo
 		case err != nil:
 			return d, false, err
 		case next == blocks.NextDecide:
+			p.scope = blocks.RememberChoice(r, cb)
 			return d, true, nil
 		case next != blocks.NextNothing:
 			b.openModal(ctx, p, cb, next, r)
@@ -213,6 +222,7 @@ func (b *Bot) onViewSubmission(ctx context.Context, cb *slack.InteractionCallbac
 			return d, false, err
 		}
 		invalid = errs // shown in the ack, keeping the modal open
+		p.scope = v.Remember
 		return d, len(errs) == 0, nil
 	})
 	switch {

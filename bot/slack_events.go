@@ -19,9 +19,12 @@ import (
 // onEvent handles an Events API event after the transport acked it, off
 // the transport's path: telling a redelivery apart takes a store call.
 func (b *Bot) onEvent(ev slackevents.EventsAPIEvent) {
-	switch ev.InnerEvent.Data.(type) {
+	switch e := ev.InnerEvent.Data.(type) {
 	case *slackevents.AppMentionEvent, *slackevents.MessageEvent:
 		b.work.Go(func(ctx context.Context) { b.dispatchEvent(ctx, ev) })
+	case *slackevents.AppHomeOpenedEvent:
+		// Publishing the tab twice shows the same: no redelivery check.
+		b.work.Go(func(ctx context.Context) { b.onHomeOpened(ctx, e.User, e.Tab) })
 	}
 }
 

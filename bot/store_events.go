@@ -148,6 +148,11 @@ func (b *Bot) showRequest(ctx context.Context, log zerolog.Logger, id string) er
 	if !claimed {
 		return nil
 	}
+	if a, ok := b.fromMemory(ctx, log, r, s); ok {
+		// Answered without a person: one line in the thread, no card.
+		b.posting.done(r.ID)
+		return b.showFromMemory(log, s, a)
+	}
 	res := b.out.postPending(log, laneCard, s.Thread.Channel, s.Thread.TS, card.msg)
 	// The card shows the call: take it out of the turn's fold.
 	b.showProgress(log, s, store.Event{Type: store.EventRequestCreated}, &r)

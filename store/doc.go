@@ -6,7 +6,9 @@
 // It owns the types both sides speak (Request, Decision, Session, Input,
 // Event, AuditEntry), the sentinel errors callers test with errors.Is, and
 // the Store interface with the contract every backend keeps: above all that
-// Decide settles a request exactly once, whoever races it.
+// Decide settles a request exactly once, whoever races it. It also keeps
+// remembered answers (Answers: an approver's answer to a question form,
+// kept per repository or channel and keyed by QuestionFingerprint).
 //
 // It does not store anything itself: store/boltstore (one machine) and
 // store/redisstore (several) implement Store, and store/storetest holds them

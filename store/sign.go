@@ -44,6 +44,9 @@ type signedPayload struct {
 	By           string            `json:"by"`
 	ByName       string            `json:"by_name"`
 	At           string            `json:"at"`
+	// Remembered is left out when empty, so the payload of every other
+	// decision is what it was before remembered answers existed.
+	Remembered string `json:"remembered,omitempty"`
 }
 
 // DecisionPayload is the byte string a signature of d, settling r, covers.
@@ -70,7 +73,7 @@ func DecisionPayload(r Request, d Decision) ([]byte, error) {
 		RequestID: r.ID, SessionID: r.SessionID, CLIRequestID: r.CLIRequestID, Kind: r.Kind, Tool: r.ToolName,
 		Outcome: d.Outcome, Input: canon, Answers: answers, Permissions: perms,
 		Message: d.Message, Interrupt: d.Interrupt, Skipped: d.Skipped, By: d.By, ByName: d.ByName,
-		At: d.At.UTC().Format(time.RFC3339Nano),
+		At: d.At.UTC().Format(time.RFC3339Nano), Remembered: d.Remembered,
 	}
 	body, err := json.Marshal(p)
 	if err != nil {

@@ -206,6 +206,10 @@ type Decision struct {
 	// answer (see SignDecision); a worker acts on an allow or deny only
 	// when it verifies. Decisions the worker makes itself carry none.
 	Signature []byte `json:"signature,omitempty"`
+	// Remembered is the id of the remembered answer the bot answered a
+	// question with (allow only); By and ByName then name the approver
+	// who remembered it. Empty for a person's own answer.
+	Remembered string `json:"remembered,omitempty"`
 }
 
 // Validate checks d as Decide takes it: a known outcome, a time, and the
@@ -222,6 +226,9 @@ func (d Decision) Validate() error {
 	}
 	if d.Outcome != OutcomeAllow && (len(d.UpdatedInput) > 0 || len(d.Permissions) > 0 || len(d.Answers) > 0) {
 		return invalid("%s decision with an edited input, permissions or answers; only an allow has them", d.Outcome)
+	}
+	if d.Remembered != "" && (d.Outcome != OutcomeAllow || len(d.Answers) == 0) {
+		return invalid("%s decision from a remembered answer without answers; only an allow with answers can be", d.Outcome)
 	}
 	return nil
 }
@@ -475,10 +482,31 @@ const (
 	// (see Requests.Refuse); the entry names the decider the refused
 	// decision claimed, and why it was refused.
 	AuditRefused AuditAction = "refused"
+	// AuditAnsweredFromMemory: a question was settled with a remembered
+	// answer (AnswerID); By names who remembered it.
+	AuditAnsweredFromMemory AuditAction = "answered_from_memory"
+	// AuditAnswerRemembered: an approver remembered an answer (AnswerID)
+	// while answering a request; Message is the scope's key.
+	AuditAnswerRemembered AuditAction = "answer_remembered"
+	// AuditAnswerForgotten: someone (By) forgot a remembered answer; it
+	// names no request.
+	AuditAnswerForgotten AuditAction = "answer_forgotten"
 )
 
 // Valid reports whether a is one of the known actions.
-func (a AuditAction) Valid() bool { return a == AuditCreated || a == AuditSettled || a == AuditRefused }
+func (a AuditAction) Valid() bool {
+	switch a {
+	case AuditCreated, AuditSettled, AuditRefused, AuditAnsweredFromMemory, AuditAnswerRemembered, AuditAnswerForgotten:
+		return true
+	}
+	return false
+}
+
+// settles reports whether an entry of action a records a settlement, and
+// so carries an outcome.
+func (a AuditAction) settles() bool {
+	return a == AuditSettled || a == AuditRefused || a == AuditAnsweredFromMemory
+}
 
 // AuditEntry is one line of the append-only audit log: a request created or
 // settled.
@@ -494,19 +522,25 @@ type AuditEntry struct {
 	By        string      `json:"by,omitempty"`
 	ByName    string      `json:"by_name,omitempty"`
 	Message   string      `json:"message,omitempty"`
+	// AnswerID names the remembered answer an answer_* entry is about.
+	AnswerID string `json:"answer_id,omitempty"`
 }
 
 // Validate checks a: a known action, a time, the request and session it is
-// about, and, for a settlement, a known outcome.
+// about (the remembered answer, for answer_remembered and
+// answer_forgotten), and, for a settlement, a known outcome.
 func (a AuditEntry) Validate() error {
+	aboutAnswer := a.Action == AuditAnswerRemembered || a.Action == AuditAnswerForgotten
 	switch {
 	case !a.Action.Valid():
 		return invalid("audit entry with unknown action %q", a.Action)
 	case a.At.IsZero():
 		return invalid("audit entry %s of %s without a time", a.Action, a.RequestID)
-	case a.RequestID == "" || a.SessionID == "":
+	case aboutAnswer && a.AnswerID == "":
+		return invalid("audit entry %s without a remembered answer", a.Action)
+	case !aboutAnswer && (a.RequestID == "" || a.SessionID == ""):
 		return invalid("audit entry %s without a request or session", a.Action)
-	case a.Action != AuditCreated && !a.Outcome.Valid():
+	case a.Action.settles() && !a.Outcome.Valid():
 		return invalid("audit entry %s of %s with unknown outcome %q", a.Action, a.RequestID, a.Outcome)
 	}
 	return nil
@@ -517,12 +551,17 @@ func CreatedAudit(r Request) AuditEntry {
 	return AuditEntry{At: r.CreatedAt, Action: AuditCreated, RequestID: r.ID, SessionID: r.SessionID, Kind: r.Kind, Tool: r.ToolName}
 }
 
-// SettledAudit is the audit entry Decide appends when d settles r.
+// SettledAudit is the audit entry Decide appends when d settles r: an
+// answered_from_memory entry naming the answer when d came from one.
 func SettledAudit(r Request, d Decision) AuditEntry {
-	return AuditEntry{
+	a := AuditEntry{
 		At: d.At, Action: AuditSettled, RequestID: r.ID, SessionID: r.SessionID, Kind: r.Kind, Tool: r.ToolName,
 		Outcome: d.Outcome, By: d.By, ByName: d.ByName, Message: d.Message,
 	}
+	if d.Remembered != "" {
+		a.Action, a.AnswerID = AuditAnsweredFromMemory, d.Remembered
+	}
+	return a
 }
 
 // RefusedAudit is the audit entry Refuse appends when d, a refusal,
@@ -615,6 +654,7 @@ type Store interface {
 	Counts
 	Workers
 	Transcripts
+	Answers
 	// AuditLog returns up to limit entries with ids after `after` ("" = from
 	// the start), oldest first. Audit and event ids are opaque strings that
 	// sort in the order the entries were appended.

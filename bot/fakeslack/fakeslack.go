@@ -132,6 +132,7 @@ type Fake struct {
 	ephemerals  map[string][]*Message // by recipient
 	views       map[string]*View      // by view id
 	open        map[string]string     // user → id of the modal open for them
+	homes       map[string]*View      // user → the App Home view published for them
 	triggers    map[string]*trigger
 	uploads     map[string]*File // by file id, until completed
 	files       []*File
@@ -191,6 +192,7 @@ func New(t testing.TB, opts ...Option) *Fake {
 		ephemerals:   map[string][]*Message{},
 		views:        map[string]*View{},
 		open:         map[string]string{},
+		homes:        map[string]*View{},
 		triggers:     map[string]*trigger{},
 		uploads:      map[string]*File{},
 		state:        map[stateKey]json.RawMessage{},

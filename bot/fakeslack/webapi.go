@@ -216,6 +216,8 @@ func (f *Fake) dispatchLocked(method, token string, p params) (map[string]any, e
 		return f.postEphemeralLocked(p)
 	case "views.open":
 		return f.openViewLocked(p)
+	case "views.publish":
+		return f.publishViewLocked(p)
 	case "files.getUploadURLExternal":
 		n, err := strconv.Atoi(p.get("length"))
 		if p.get("filename") == "" || err != nil || n <= 0 {

@@ -37,6 +37,8 @@ commands:
            DECISION_SIGNING_KEY (for bots) and DECISION_VERIFY_KEY (for workers)
   audit    print the audit log (requests and who decided them) as JSON lines:
            slackgate audit [-after ID] [-limit N]
+  answers  the remembered answers ("Always answer this way") in the store:
+           slackgate answers list [-json] | slackgate answers forget [-by NAME] ID
   doctor   check the tokens, scopes, Socket Mode, the store, the CLI and the
            working directories, one line each, saying what to fix:
            slackgate doctor [run|bot|worker]
@@ -91,7 +93,7 @@ func (p program) run(ctx context.Context, args []string) error {
 	case "mcp":
 		return p.mcp(ctx)
 	}
-	if cmd != "run" && cmd != "bot" && cmd != "worker" && cmd != "audit" && cmd != "doctor" {
+	if cmd != "run" && cmd != "bot" && cmd != "worker" && cmd != "audit" && cmd != "answers" && cmd != "doctor" {
 		fmt.Fprint(p.stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
 	}
@@ -104,6 +106,9 @@ func (p program) run(ctx context.Context, args []string) error {
 	}
 	if cmd == "doctor" {
 		return p.doctor(ctx, args[1:], cfg)
+	}
+	if cmd == "answers" {
+		return p.answers(ctx, args[1:], cfg)
 	}
 	if cmd != "run" && cfg.RedisURL == "" {
 		return fmt.Errorf("slackgate %s runs beside other processes and needs REDIS_URL; use `slackgate run` for one machine", cmd)

@@ -51,7 +51,7 @@ func newMetrics() *metrics {
 		f(h)
 		return h
 	}
-	m.decisions = counter("decisions_total", "Requests settled by this process, by outcome and by who settled them (person or system).", "outcome", "decider")
+	m.decisions = counter("decisions_total", "Requests settled by this process, by outcome and by who settled them (person, memory: a remembered answer, or system).", "outcome", "decider")
 	m.decisionTime = histogram("decision_seconds", "Time from a request's creation to its decision by a person, by request kind: the approval SLO.", approvalBuckets, "kind")
 	m.slackCalls = counter("slack_calls_total", "Slack Web API calls made by the outbox, by method.", "method")
 	m.slackErrors = counter("slack_errors_total", "Slack Web API calls that failed other than by a 429, by method.", "method")
@@ -88,13 +88,17 @@ func (m *metrics) OutboxWait(lane string, d time.Duration) {
 }
 
 // decided counts a settled request; only a person's decision measures the
-// approval time (a deadline or an ended process says nothing about it).
+// approval time (a deadline, an ended process or a remembered answer says
+// nothing about it).
 func (m *metrics) decided(r store.Request) {
 	if r.Decision == nil {
 		return
 	}
 	decider := "system"
-	if r.Decision.By != "" {
+	switch {
+	case r.Decision.Remembered != "":
+		decider = "memory"
+	case r.Decision.By != "":
 		decider = "person"
 		if !r.CreatedAt.IsZero() {
 			m.decisionTime.WithLabelValues(string(r.Kind)).Observe(r.Decision.At.Sub(r.CreatedAt).Seconds())

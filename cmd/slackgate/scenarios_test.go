@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slackgate/slackgate/blocks"
 	"github.com/slackgate/slackgate/bot/fakeslack"
 	"github.com/slackgate/slackgate/relay/relaytest"
 )
@@ -459,7 +460,8 @@ func (a *app) view(user string) fakeslack.View {
 }
 
 // selectBlocks returns the block_ids of the card's blocks that hold a menu or
-// choice element, in order.
+// choice element, in order, leaving out "Always answer this way…" (which
+// answers no question).
 func selectBlocks(t *testing.T, m fakeslack.Message) []string {
 	t.Helper()
 	var bs []struct {
@@ -473,6 +475,9 @@ func selectBlocks(t *testing.T, m fakeslack.Message) []string {
 	}
 	var ids []string
 	for _, b := range bs {
+		if b.BlockID == blocks.RememberBlockID {
+			continue
+		}
 		for _, e := range b.Elements {
 			switch e.Type {
 			case "static_select", "multi_static_select", "checkboxes", "radio_buttons":

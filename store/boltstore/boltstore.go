@@ -47,6 +47,7 @@ var errNothing = errors.New("boltstore: nothing to do")
 //	expiry, expiryof, auditmarks: retention (retention.go)
 //	heartbeats: liveness (workers.go)
 //	transcripts  session id → the session's transcript as the worker saved it (transcripts.go)
+//	answers, answeridx: remembered answers (answers.go)
 var (
 	bktRequests    = []byte("requests")
 	bktPending     = []byte("pending")
@@ -152,7 +153,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bktRequests, bktPending, bktSessions, bktThreads, bktQState, bktReady, bktInbox, bktOwned, bktEvents, bktGroups, bktAudit, bktDedup, bktDedupExpiry, bktExpiry, bktExpiryOf, bktAuditMarks, bktHeartbeats, bktTranscripts} {
+		for _, name := range [][]byte{bktRequests, bktPending, bktSessions, bktThreads, bktQState, bktReady, bktInbox, bktOwned, bktEvents, bktGroups, bktAudit, bktDedup, bktDedupExpiry, bktExpiry, bktExpiryOf, bktAuditMarks, bktHeartbeats, bktTranscripts, bktAnswers, bktAnswerIndex} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}

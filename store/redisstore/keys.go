@@ -219,3 +219,20 @@ func oneSlot(keys []string) error {
 	}
 	return nil
 }
+
+// Remembered answers live in the global slot, with the audit stream their
+// scripts append to: they are few, written at the pace people click, and
+// remembering one replaces another atomically.
+
+// answer is a remembered answer's JSON (store.RememberedAnswer).
+func (k keys) answer(id string) string { return k.global("answer:" + id) }
+
+// answerIndex maps a scope and a question form's fingerprint to the id of
+// the answer remembered for them.
+func (k keys) answerIndex(scopeKey, fingerprint string) string {
+	return k.global("answeridx:" + fingerprint + ":" + scopeKey)
+}
+
+// answers is a sorted set of remembered answer ids scored by when they
+// were remembered (unix microseconds), for listing them without a scan.
+func (k keys) answers() string { return k.global("answers") }

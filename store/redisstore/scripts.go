@@ -420,3 +420,56 @@ if ttl > 0 then
 end
 return 1
 `)
+
+// rememberAnswer stores a remembered answer, indexes it by scope and
+// fingerprint, drops the answer it replaces and records it. The Go caller
+// read the index first: the script replaces only while the index still
+// names what it read (compare-and-set), so the answer it drops is the one
+// whose key it was given.
+//
+// KEYS[1] answer key     KEYS[2] index key      KEYS[3] answers zset
+// KEYS[4] audit stream   KEYS[5] the replaced answer's key (any key when ARGV[5] is "")
+// ARGV[1] answer id      ARGV[2] answer JSON    ARGV[3] zset score
+// ARGV[4] audit JSON     ARGV[5] the id the caller read from the index ("" for none)
+// ARGV[6] audit MINID, as createRequest's
+//
+// Returns 0 when the index changed since it was read (the caller reads
+// again), 1 when stored.
+var rememberAnswer = redis.NewScript(`
+local old = redis.call('GET', KEYS[2]) or ''
+if old ~= ARGV[5] then
+	return 0
+end
+if old ~= '' then
+	redis.call('DEL', KEYS[5])
+	redis.call('ZREM', KEYS[3], old)
+end
+redis.call('SET', KEYS[1], ARGV[2])
+redis.call('SET', KEYS[2], ARGV[1])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
+redis.call('XADD', KEYS[4], 'MINID', ARGV[6], '*', 'a', ARGV[4])
+return 1
+`)
+
+// forgetAnswer removes a remembered answer and records who forgot it. The
+// Go caller read the answer (to name its index key and build the audit
+// entry); the script removes it only while it is still the same.
+//
+// KEYS[1] answer key     KEYS[2] index key      KEYS[3] answers zset
+// KEYS[4] audit stream
+// ARGV[1] answer id      ARGV[2] the answer JSON the caller read
+// ARGV[3] audit JSON     ARGV[4] audit MINID, as createRequest's
+//
+// Returns 0 when the answer is gone or changed (ErrNotFound), 1 when removed.
+var forgetAnswer = redis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[2] then
+	return 0
+end
+redis.call('DEL', KEYS[1])
+if redis.call('GET', KEYS[2]) == ARGV[1] then
+	redis.call('DEL', KEYS[2])
+end
+redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('XADD', KEYS[4], 'MINID', ARGV[4], '*', 'a', ARGV[3])
+return 1
+`)

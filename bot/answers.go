@@ -1,0 +1,206 @@
+package bot
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+
+	"github.com/slackgate/slackgate/blocks"
+	"github.com/slackgate/slackgate/store"
+)
+
+// Remembered answers ("Always answer this way"). An approver remembers an
+// answer only together with answering a question card, through the same
+// decide pipeline as any answer; the bot answers the same question from a
+// session in the same scope when its request_created event arrives, with a
+// decision signed like a person's, and puts one line in the thread instead
+// of the card. The App Home lists what is remembered; approvers forget.
+
+// answerScope is the scope of kind that s belongs to; false when s has
+// none (a session without a directory has no repository).
+func answerScope(s store.Session, kind store.ScopeKind) (store.AnswerScope, bool) {
+	switch kind {
+	case store.ScopeChannel:
+		if s.Thread.Channel == "" {
+			return store.AnswerScope{}, false
+		}
+		return store.AnswerScope{Kind: kind, Value: s.Thread.Channel}, true
+	case store.ScopeRepo:
+		if strings.TrimSpace(s.WorkDir) == "" {
+			return store.AnswerScope{}, false
+		}
+		sc := store.AnswerScope{Kind: kind, Value: filepath.Clean(s.WorkDir)}
+		if isAPISession(s.ID) {
+			// The directory is the client's word: it meets only answers
+			// remembered for sessions of the same token.
+			sc.Token, _, _ = strings.Cut(strings.TrimPrefix(s.ID, apiSessionPrefix), ".")
+		}
+		return sc, true
+	}
+	return store.AnswerScope{}, false
+}
+
+// remember keeps the answer d gave r for the scope the approver chose,
+// and tells them what it means (or why nothing was remembered). It runs
+// after d settled r: the answer went to Claude whatever happens here.
+func (p *decision) remember(ctx context.Context, r store.Request, d store.Decision) {
+	if p.scope == "" || r.Kind != store.KindQuestion {
+		return
+	}
+	if d.Outcome != store.OutcomeAllow || len(d.Answers) == 0 {
+		p.tell(ctx, "Skipping a question is not remembered; the next time it comes, a card asks again.")
+		return
+	}
+	s, err := p.b.st.GetSession(ctx, r.SessionID)
+	if err != nil {
+		p.log.Error().Err(err).Msg("remember answer: get session")
+		p.tell(ctx, "Your answer was sent, but it could not be remembered (the session store is unavailable).")
+		return
+	}
+	scope, ok := answerScope(s, p.scope)
+	fp, qs, ferr := store.QuestionFingerprint(r.ToolName, r.Input)
+	if !ok || ferr != nil {
+		p.tell(ctx, "Your answer was sent, but there is nothing to remember it for (this session has no repository, or the question no form).")
+		return
+	}
+	a := store.RememberedAnswer{
+		Scope: scope, Fingerprint: fp, Tool: r.ToolName, Questions: qs, Answers: d.Answers,
+		By: d.By, ByName: d.ByName, Channel: s.Thread.Channel, RequestID: r.ID, SessionID: r.SessionID, At: d.At,
+	}
+	a, err = p.b.st.Remember(ctx, a)
+	switch {
+	case errors.Is(err, store.ErrInvalid):
+		p.log.Info().Err(err).Msg("answer not remembered")
+		p.tell(ctx, "Your answer was sent, but only an answer to every question can be remembered.")
+		return
+	case err != nil:
+		p.log.Error().Err(err).Msg("remember answer")
+		p.tell(ctx, "Your answer was sent, but it could not be remembered (the store is unavailable).")
+		return
+	}
+	p.log.Info().Str("answer_id", a.ID).Str("scope", scope.Key()).Msg("answer remembered")
+	p.reply(ctx, func(ctx context.Context) {
+		p.b.ephemeralMsg(ctx, p.card.Channel, p.threadTS, p.user, blocks.Remembered(a))
+	})
+}
+
+// fromMemory answers r with a remembered answer when one matches it in
+// the session's repository or, failing that, its channel: signed and
+// decided like a person's answer, in the name of the approver who
+// remembered it, who must still be an approver. It reports the answer
+// used; false means the card is to be posted as usual (no answer, or
+// anything in the way, which is logged).
+func (b *Bot) fromMemory(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) (store.RememberedAnswer, bool) {
+	if r.Kind != store.KindQuestion || !r.Pending() {
+		return store.RememberedAnswer{}, false
+	}
+	fp, _, err := store.QuestionFingerprint(r.ToolName, r.Input)
+	if err != nil {
+		return store.RememberedAnswer{}, false
+	}
+	for _, kind := range []store.ScopeKind{store.ScopeRepo, store.ScopeChannel} {
+		scope, ok := answerScope(s, kind)
+		if !ok {
+			continue
+		}
+		a, err := b.st.LookupAnswer(ctx, scope, fp)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			log.Warn().Err(err).Msg("look up remembered answers; posting the card")
+			return a, false
+		}
+		log = log.With().Str("answer_id", a.ID).Logger()
+		if ok, err := b.approvers.allowed(ctx, a.By); !ok || err != nil {
+			log.Info().Err(err).Str("by", a.By).Msg("remembered answer not used: who remembered it is not an approver (now)")
+			continue
+		}
+		return a, b.decideFromMemory(ctx, log, r, a)
+	}
+	return store.RememberedAnswer{}, false
+}
+
+// decideFromMemory settles r with a, signed by this bot.
+func (b *Bot) decideFromMemory(ctx context.Context, log zerolog.Logger, r store.Request, a store.RememberedAnswer) bool {
+	d := store.Decision{Outcome: store.OutcomeAllow, By: a.By, ByName: a.ByName, At: b.clock.Now(), Answers: a.Answers, Remembered: a.ID}
+	if err := store.SignDecision(b.cfg.SigningKey, r, &d); err != nil {
+		log.Error().Err(err).Msg("sign a decision from memory")
+		return false
+	}
+	if _, err := b.st.Decide(ctx, r.ID, d); err != nil {
+		if !errors.Is(err, store.ErrAlreadyDecided) {
+			log.Error().Err(err).Msg("decide from memory; posting the card")
+		}
+		return false
+	}
+	log.Info().Msg("question answered from memory")
+	return true
+}
+
+// showFromMemory posts the one thread line that stands for a card answered
+// from memory.
+func (b *Bot) showFromMemory(log zerolog.Logger, s store.Session, a store.RememberedAnswer) error {
+	res := b.out.postPending(log, laneCard, s.Thread.Channel, s.Thread.TS, toMsg(blocks.AnsweredFromMemory(a)))
+	return b.awaitWrite(log, res, func(pr opResult) error { return pr.err })
+}
+
+// forgetAnswers guards forgetting a remembered answer: approvers only.
+var forgetAnswers = guarded{verb: "forget remembered answers", can: "forget remembered answers", refused: "forget by a non-approver refused"}
+
+// onHomeOpened publishes the App Home tab for the person who opened it.
+func (b *Bot) onHomeOpened(ctx context.Context, user, tab string) {
+	if user == "" || (tab != "" && tab != "home") {
+		return
+	}
+	b.publishHome(ctx, user, "")
+}
+
+// publishHome shows user the remembered answers, with Forget buttons when
+// they are an approver, and notice first.
+func (b *Bot) publishHome(ctx context.Context, user, notice string) {
+	log := b.log.With().Str("user", user).Logger()
+	canForget, err := b.approvers.allowed(ctx, user)
+	if err != nil {
+		log.Warn().Err(err).Msg("home: check approvers")
+		notice = strings.TrimSpace(notice + "\nI could not check whether you may forget answers, so no Forget buttons are shown.")
+	}
+	answers, err := b.st.ListAnswers(ctx)
+	if err != nil {
+		log.Error().Err(err).Msg("home: list remembered answers")
+		notice = strings.TrimSpace(notice + "\n⚠️ The remembered answers could not be read (the store is unavailable). Open the tab again later.")
+	}
+	view := blocks.HomeView(answers, blocks.HomeOptions{CanForget: canForget, Notice: notice})
+	if _, err := b.api.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: view}); err != nil {
+		log.Error().Err(err).Msg("views.publish")
+	}
+}
+
+// onForgetClick forgets a remembered answer from the App Home, for an
+// approver, and shows the tab again saying what happened.
+func (b *Bot) onForgetClick(ctx context.Context, cb *slack.InteractionCallback, a blocks.Action) {
+	user := cb.User.ID
+	log := b.log.With().Str("user", user).Str("answer_id", a.AnswerID).Logger()
+	var notice string
+	if !b.may(ctx, log, user, forgetAnswers, func(text string) { notice = text }) {
+		b.publishHome(ctx, user, notice)
+		return
+	}
+	who := b.who(ctx, cb)
+	gone, err := b.st.ForgetAnswer(ctx, a.AnswerID, who.ID, who.Name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		notice = "That answer was forgotten already."
+	case err != nil:
+		log.Error().Err(err).Msg("forget answer")
+		notice = "Sorry, I could not forget that answer (the store is unavailable). Please try again."
+	default:
+		log.Info().Str("scope", gone.Scope.Key()).Msg("answer forgotten")
+		notice = "✅ Forgotten: the next time that question comes " + blocks.ScopeWords(gone.Scope) + ", a card asks a person again."
+	}
+	b.publishHome(ctx, user, notice)
+}

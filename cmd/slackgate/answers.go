@@ -1,0 +1,106 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/user"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/slackgate/slackgate/store"
+)
+
+// answers lists or forgets the remembered answers ("Always answer this
+// way") in the configured store.
+//
+//	slackgate answers list [-json]
+//	slackgate answers forget [-by NAME] ID
+func (p program) answers(ctx context.Context, args []string, cfg Config) error {
+	if len(args) == 0 || (args[0] != "list" && args[0] != "forget") {
+		return errors.New("answers: say list or forget: slackgate answers list [-json] | slackgate answers forget [-by NAME] ID")
+	}
+	sub := args[0]
+	fs := flag.NewFlagSet("answers "+sub, flag.ContinueOnError)
+	fs.SetOutput(p.stderr)
+	asJSON := fs.Bool("json", false, "list: one JSON object a line instead of a table")
+	by := fs.String("by", "", "forget: who forgets it, for the audit log (default: cli:<OS user>)")
+	if err := fs.Parse(args[1:]); err != nil {
+		return fmt.Errorf("answers %s: %w", sub, err)
+	}
+	switch {
+	case sub == "list" && fs.NArg() > 0:
+		return fmt.Errorf("answers list: unexpected argument %q", fs.Arg(0))
+	case sub == "forget" && fs.NArg() != 1:
+		return errors.New("answers forget: give the id of one answer (slackgate answers list shows them)")
+	}
+	st, err := openStore(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if sub == "forget" {
+		return p.forgetAnswer(ctx, st, fs.Arg(0), *by)
+	}
+	list, err := st.ListAnswers(ctx)
+	if err != nil {
+		return fmt.Errorf("answers list: %w", err)
+	}
+	if *asJSON {
+		enc := json.NewEncoder(p.stdout)
+		for _, a := range list {
+			if err := enc.Encode(a); err != nil {
+				return fmt.Errorf("answers list: write: %w", err)
+			}
+		}
+		return nil
+	}
+	return writeAnswerTable(p, list)
+}
+
+// writeAnswerTable prints the answers as a table, one row per question.
+func writeAnswerTable(p program, list []store.RememberedAnswer) error {
+	w := tabwriter.NewWriter(p.stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tSCOPE\tQUESTION\tANSWER\tBY\tAT")
+	for _, a := range list {
+		for i, q := range a.Questions {
+			id, scope, who, at := a.ID, a.Scope.Key(), cmp.Or(a.ByName, a.By), a.At.UTC().Format(time.RFC3339)
+			if i > 0 {
+				id, scope, who, at = "", "", "", ""
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", id, scope, oneLine(cmp.Or(q.Header, q.Question)), oneLine(a.Answers[q.Question]), who, at)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return fmt.Errorf("answers list: write: %w", err)
+	}
+	return nil
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// forgetAnswer forgets one answer in the name of by (or the OS user).
+func (p program) forgetAnswer(ctx context.Context, st store.Store, id, by string) error {
+	if by == "" {
+		name := "unknown"
+		if u, err := user.Current(); err == nil {
+			name = u.Username
+		}
+		host, _ := os.Hostname()
+		by = "cli:" + name + "@" + cmp.Or(host, "localhost")
+	}
+	a, err := st.ForgetAnswer(ctx, id, by, by)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("answers forget: no remembered answer %q (slackgate answers list shows them)", id)
+	}
+	if err != nil {
+		return fmt.Errorf("answers forget: %w", err)
+	}
+	fmt.Fprintf(p.stdout, "forgot %s (%s)\n", a.ID, a.Scope.Key())
+	return nil
+}
