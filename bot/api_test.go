@@ -478,3 +478,59 @@ func TestAPIToolResultIsAuditedAndShownInTheThread(t *testing.T) {
 		t.Errorf("audit = %+v, want one failed tool_ran entry for the session", entries)
 	}
 }
+
+func TestAPITokenOfAPersonPutsItsThreadsInTheirDMAndGrantsThemNothing(t *testing.T) {
+	var base string
+	h := newHarness(t, transportSocket, harnessOpts{cfg: func(c *Config) {
+		toks, err := ParseAPITokens("carol:U3:" + apiTokenA + ",alice:U1:" + apiTokenB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.APITokens, c.Approvers = toks, People{IDs: []string{"U1"}}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Listener, base = ln, "http://"+ln.Addr().String()
+	}})
+	ctx := testCtx(t)
+	cardIn := func(token, session, user string) (apiResp, fakeslack.Message) {
+		t.Helper()
+		created := apiCall(t, http.MethodPost, base+"/v1/requests", token, bashBody(session))
+		if created.code != 201 {
+			t.Fatalf("create = %d %v", created.code, created.body)
+		}
+		dm := fakeslack.DMChannel(user)
+		card, err := h.fake.WaitMessage(ctx, func(m fakeslack.Message) bool { return m.Channel == dm && hasButton(m, "Approve") })
+		if err != nil {
+			t.Fatalf("no card in the DM with %s: %v", user, err)
+		}
+		if card.ThreadTS == "" {
+			t.Errorf("the card is not in the session's thread in the DM")
+		}
+		return created, card
+	}
+
+	// Carol owns the token but is no approver: the card reaches her, the
+	// decision does not.
+	created, card := cardIn(apiTokenA, "sess-dm-carol", "U3")
+	if err := h.fake.Click(ctx, "U3", card.Ref(), "Approve"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.fake.WaitEphemeral(ctx, "U3", fakeslack.Text("Nothing was changed")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := h.st.GetRequest(ctx, created.st.ID); err != nil || !got.Pending() {
+		t.Errorf("after the owner's click the request is %+v (%v), want pending", got.Decision, err)
+	}
+
+	// Alice is an approver: in her own DM she decides.
+	created, card = cardIn(apiTokenB, "sess-dm-alice", "U1")
+	if err := h.fake.Click(ctx, "U1", card.Ref(), "Approve"); err != nil {
+		t.Fatal(err)
+	}
+	r := apiCall(t, http.MethodGet, base+"/v1/requests/"+created.st.ID+"?wait=20s", apiTokenB, nil)
+	if r.st.Decision == nil || r.st.Decision.Outcome != store.OutcomeAllow || r.st.Decision.By != "U1" {
+		t.Errorf("decision = %+v, want allow by U1", r.st.Decision)
+	}
+}
