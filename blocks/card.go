@@ -264,6 +264,8 @@ func headline(r store.Request) string {
 	switch r.Kind {
 	case store.KindPlan:
 		return "📋 Claude has a plan for your approval"
+	case store.KindElicitation:
+		return elicitHeadline(elicitationOf(r))
 	case store.KindQuestion:
 		qs := questions(r)
 		switch len(qs) {
@@ -718,6 +720,9 @@ func byWhom(d *store.Decision) string {
 // outcomeWord is the one-word result for the text fallback.
 func outcomeWord(r store.Request) string {
 	d := r.Decision
+	if w := elicitOutcomeWord(r); w != "" && r.Kind == store.KindElicitation {
+		return w
+	}
 	switch d.Outcome {
 	case store.OutcomeAllow:
 		switch r.Kind {
@@ -811,6 +816,7 @@ func outcomeDetails(r store.Request) string {
 	var b strings.Builder
 	switch d.Outcome {
 	case store.OutcomeAllow:
+		b.WriteString(elicitDetails(r))
 		for _, p := range d.Permissions {
 			if rules, ok := suggestionRules(p); ok {
 				b.WriteString("\n🔓 Allowed for the rest of this session: " + rules)
