@@ -26,9 +26,10 @@ func (b *Bot) onInteraction(cb *slack.InteractionCallback) any {
 	case slack.InteractionTypeBlockActions:
 		for _, a := range cb.ActionCallback.BlockActions {
 			act, ok := blocks.ParseAction(a)
-			if !ok || act.Kind == blocks.ActionPick {
-				// Not ours, or a menu change: Slack keeps the choice in
-				// state.values until Submit, so there is nothing to do.
+			if !ok || act.Kind == blocks.ActionPick || act.Kind == blocks.ActionLink {
+				// Not ours, a menu change (Slack keeps the choice in
+				// state.values until Submit), or a link button (Slack
+				// opened the URL): there is nothing to do.
 				continue
 			}
 			if act.Kind == blocks.ActionStop { // names a session, not a request
