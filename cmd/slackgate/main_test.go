@@ -18,6 +18,7 @@ import (
 func TestMain(m *testing.M) {
 	runHookIfAsked()
 	runMCPIfAsked()
+	runElicitServerIfAsked()
 	goleak.VerifyTestMain(m)
 }
 
