@@ -220,7 +220,7 @@ func TestHookThatTimesOutPassesThroughWithoutBreakingTheSession(t *testing.T) {
 	}
 }
 
-func TestHookCancelledByClaudeCodeSaysAnsweredInTheTerminal(t *testing.T) {
+func TestHookCancelledByClaudeCodeSaysAnsweredInTheTerminalOnTheSlackCard(t *testing.T) {
 	t.Parallel()
 	a, base := startHookApp(t,
 		relaytest.ToolUse("toolu_hc", "Bash", bash("echo there > there.txt", "Write there.txt")),
@@ -234,7 +234,7 @@ func TestHookCancelledByClaudeCodeSaysAnsweredInTheTerminal(t *testing.T) {
 	run.wait(t, a)
 }
 
-func TestHookReportsWhatRanInTheThreadAndTheAuditLog(t *testing.T) {
+func TestHookReportsWhatRanInTheSessionThreadAndTheAuditLog(t *testing.T) {
 	t.Parallel()
 	a := startApp(t, options{transport: httpMode, backend: redisBackend, extraEnv: []string{"API_TOKENS=laptop:" + general + ":" + hookToken}},
 		relaytest.ToolUse("toolu_hr", "Bash", bash("echo reported > reported.txt", "Write reported.txt")),
