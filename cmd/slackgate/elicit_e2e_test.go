@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -19,7 +20,12 @@ import (
 // it answers the tool call with what the elicitation returned, so the
 // model's tool result shows exactly what reached the server.
 
-const elicitSwitch = "SLACKGATE_TEST_RUN_ELICIT_SERVER"
+const (
+	elicitSwitch = "SLACKGATE_TEST_RUN_ELICIT_SERVER"
+	// elicitURLMode makes the server ask for a visit to loginURL instead.
+	elicitURLMode = "SLACKGATE_TEST_ELICIT_URL"
+	loginURL      = "https://login.example.com/device?code=AB12"
+)
 
 // deployElicitation is the form the test server asks for.
 var deployElicitation = &mcp.ElicitParams{
@@ -43,7 +49,11 @@ func runElicitServerIfAsked() {
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			got, ok := req.Params.InputResponses["where"]
 			if !ok {
-				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"where": deployElicitation}}, nil
+				ask := deployElicitation
+				if os.Getenv(elicitURLMode) == "1" {
+					ask = &mcp.ElicitParams{Mode: "url", Message: "Sign in to deploy", URL: loginURL, ElicitationID: "login-1"}
+				}
+				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"where": ask}}, nil
 			}
 			b, _ := json.Marshal(got)
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "elicitation result: " + string(b)}}}, nil
@@ -57,14 +67,19 @@ func runElicitServerIfAsked() {
 // startElicitApp runs slackgate with the test server as the CLI's MCP
 // server "deployer", its tool allowed without a card, and approvers only
 // lee and kim.
-func startElicitApp(t *testing.T) *app {
+func startElicitApp(t *testing.T, serverEnv ...string) *app {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
+	env := map[string]string{elicitSwitch: "1"}
+	for _, kv := range serverEnv {
+		k, v, _ := strings.Cut(kv, "=")
+		env[k] = v
+	}
 	config, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
-		"deployer": map[string]any{"type": "stdio", "command": self, "env": map[string]string{elicitSwitch: "1"}},
+		"deployer": map[string]any{"type": "stdio", "command": self, "env": env},
 	}})
 	args := append(relaytest.HermeticArgs(), "--mcp-config", string(config), "--allowedTools", "mcp__deployer__deploy")
 	return startApp(t, options{approvers: lee + "," + kim, extraEnv: []string{"CLAUDE_ARGS=" + shellJoin(args)}},
@@ -124,4 +139,20 @@ func TestElicitationDeclinedInSlackTellsTheMCPServer(t *testing.T) {
 	}
 	a.settled(card.Ref(), "Declined")
 	a.threadText(thread, "deployed")
+}
+
+func TestElicitationLinkShowsItsHostAndDoneAcceptsIt(t *testing.T) {
+	t.Parallel()
+	a := startElicitApp(t, elicitURLMode+"=1")
+	thread := a.mention("deploy it")
+	card := a.card(thread, "asks you to open a link")
+	if !card.HasText("Opens *login.example.com*") || !slices.Contains(card.Buttons(), "Open login.example.com") {
+		t.Errorf("the card does not name the link's host on the text and the button: %s %q", card.AllText(), card.Buttons())
+	}
+	a.click(lee, card.Ref(), "Open login.example.com") // Slack opens the URL; nothing is decided
+	a.click(lee, card.Ref(), "Done")
+	if res := a.toolResult("toolu_el"); res.Content != `elicitation result: {"action":"accept"}` {
+		t.Errorf("the MCP server got %q, want an accept", res.Content)
+	}
+	a.settled(card.Ref(), "Done")
 }
