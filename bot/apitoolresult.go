@@ -93,13 +93,10 @@ func (b *Bot) apiToolResult(w http.ResponseWriter, r *http.Request, tok APIToken
 		apiError(w, http.StatusServiceUnavailable, "the store is unavailable; try again")
 		return
 	}
+	// Queued, not awaited: Claude Code waits for the hook, and a busy
+	// channel's budget must not hold up the terminal.
 	m := blocks.ToolRanMessage(body.ToolName, body.Input, body.Failed, body.Error)
-	if _, err := b.out.Post(r.Context(), log, s.Thread.Channel, s.Thread.TS, outMsg{Text: m.Text, Blocks: m.Blocks}); err != nil {
-		// Audited already: the record stands even if Slack is down.
-		log.Error().Err(err).Msg("api: post tool result line")
-		apiError(w, http.StatusServiceUnavailable, "recorded in the audit log, but the thread line could not be posted")
-		return
-	}
+	b.out.PostLater(log, s.Thread.Channel, s.Thread.TS, outMsg{Text: m.Text, Blocks: m.Blocks})
 	log.Info().Str("result", result).Msg("api: tool result recorded")
 	apiJSON(w, http.StatusCreated, map[string]string{"status": "recorded", "session_id": s.ID})
 }
