@@ -35,6 +35,16 @@ func WithdrawnTimedOut(wait time.Duration) string {
 	return "Nobody answered within " + shortDuration(wait) + "; the terminal asks again"
 }
 
+// WithdrawnUnanswered is what the card says when a caller that cannot pass
+// the prompt back (the MCP prompt tool) gave up after wait (0: unknown):
+// Claude was told no.
+func WithdrawnUnanswered(wait time.Duration) string {
+	if wait <= 0 {
+		return "Nobody answered in time, so Claude was told no"
+	}
+	return "Nobody answered within " + shortDuration(wait) + ", so Claude was told no"
+}
+
 // shortDuration writes d as 5m, 90s or 1h30m, without zero units.
 func shortDuration(d time.Duration) string {
 	s := d.Round(time.Second).String()

@@ -58,18 +58,22 @@ func withdrawnMessage(q url.Values) (string, error) {
 		return blocks.WithdrawnUnknown, nil
 	case "terminal":
 		return blocks.WithdrawnInTerminal, nil
-	case "timeout":
-		var waited time.Duration
-		if s := q.Get("waited"); s != "" {
-			d, err := time.ParseDuration(s)
-			if err != nil || d < 0 || d > apiMaxTimeout {
-				return "", errors.New("waited must be a duration such as 10m")
-			}
-			waited = d
-		}
-		return blocks.WithdrawnTimedOut(waited), nil
 	}
-	return "", errors.New("reason must be terminal or timeout")
+	var waited time.Duration
+	if s := q.Get("waited"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 || d > apiMaxTimeout {
+			return "", errors.New("waited must be a duration such as 10m")
+		}
+		waited = d
+	}
+	switch q.Get("reason") {
+	case "timeout":
+		return blocks.WithdrawnTimedOut(waited), nil
+	case "unanswered":
+		return blocks.WithdrawnUnanswered(waited), nil
+	}
+	return "", errors.New("reason must be terminal, timeout or unanswered")
 }
 
 // elsewhereText answers a thread reply in an API session's thread.

@@ -422,6 +422,7 @@ func TestAPIWithdrawSaysWhy(t *testing.T) {
 	for i, tc := range []struct{ query, want string }{
 		{"?reason=terminal", "Answered in the terminal"},
 		{"?reason=timeout&waited=5m0s", "Nobody answered within 5m; the terminal asks again"},
+		{"?reason=unanswered&waited=90s", "Nobody answered within 1m30s, so Claude was told no"},
 	} {
 		created := apiCall(t, http.MethodPost, base+"/v1/requests", apiTokenA, bashBody(fmt.Sprintf("sess-why-%d", i)))
 		if r := apiCall(t, http.MethodDelete, base+"/v1/requests/"+created.st.ID+tc.query, apiTokenA, nil); r.code != 200 {

@@ -75,18 +75,24 @@ func (c apiClient) ask(ctx context.Context, cfg HookConfig, req apiRequest) (*ap
 	return d, err
 }
 
-// withdrawReason is the DELETE's query, saying why nobody's decision came,
-// when the caller is the hook (a terminal is there to answer): Claude Code
-// stopped waiting for the hook (it cancels a hook once the person answers
-// in the terminal), or the hook's own wait ran out. Other ends say nothing.
+// withdrawReason is the DELETE's query, saying why nobody's decision came:
+// for the hook (a terminal is there to answer), Claude Code stopped waiting
+// (it ends a hook once the person answers in the terminal), or the hook's
+// own wait ran out and the terminal asks again; for the MCP prompt tool,
+// nobody answered and Claude is told no. Other ends say nothing.
 func withdrawReason(req apiRequest, cfg HookConfig, parent, ctx context.Context, err error) string {
+	waited := "&waited=" + url.QueryEscape(cfg.Wait.String())
 	switch {
-	case !req.Terminal || err != nil:
+	case err != nil:
 		return ""
-	case parent.Err() != nil:
+	case req.Terminal && parent.Err() != nil:
 		return "?reason=terminal"
+	case parent.Err() != nil:
+		return ""
+	case ctx.Err() != nil && req.Terminal:
+		return "?reason=timeout" + waited
 	case ctx.Err() != nil:
-		return "?reason=timeout&waited=" + url.QueryEscape(cfg.Wait.String())
+		return "?reason=unanswered" + waited
 	}
 	return ""
 }
