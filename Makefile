@@ -52,9 +52,11 @@ test-go:
 # suites run against it too (relaytest runs both versions itself). Not the
 # hook mode's end-to-end tests: 2.1.197 never calls a settings-file
 # PermissionRequest hook in -p mode (it goes on without asking), so `slackgate
-# hook` needs a newer CLI (README); they run on CLAUDE_CODE_VERSION above.
+# hook` needs a newer CLI (README); they run on CLAUDE_CODE_VERSION above. Nor
+# the URL-mode elicitation test: 2.1.197's MCP client does not offer URL
+# elicitations, so a server cannot ask for one (form ones work on both).
 test-cli-197:
-	CLAUDE_BIN="$$CLAUDE_BIN_197" $(GO) test -race -count=1 -timeout 10m -skip '^TestHook.*(Slack|Session|Model)' ./relay ./cmd/...
+	CLAUDE_BIN="$$CLAUDE_BIN_197" $(GO) test -race -count=1 -timeout 10m -skip '^TestHook.*(Slack|Session|Model)|^TestElicitationLink' ./relay ./cmd/...
 
 # Each fuzz target runs briefly: the wire decoder, the card and thread-line
 # renderers (never over Slack's limits, never an unescaped mention or an

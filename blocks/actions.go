@@ -34,12 +34,22 @@ const (
 	// session's running turn. It names a session, not a request
 	// (Action.SessionID); DecideAction does not take it.
 	ActionStop ActionKind = Prefix + "stop"
+	// Elicitation cards (an MCP server asks for input): open the form,
+	// say the link was visited, decline, or cancel (dismiss it without a
+	// choice). ActionLink is the link button: Slack opens the URL, and
+	// reports the click, which decides nothing.
+	ActionElicitFill    ActionKind = Prefix + "elicit_fill"
+	ActionElicitDone    ActionKind = Prefix + "elicit_done"
+	ActionElicitDecline ActionKind = Prefix + "elicit_decline"
+	ActionElicitCancel  ActionKind = Prefix + "elicit_cancel"
+	ActionLink          ActionKind = Prefix + "link"
 )
 
 var actionKinds = map[ActionKind]bool{
 	ActionApprove: true, ActionDeny: true, ActionEdit: true, ActionAlways: true, ActionAnswer: true,
 	ActionPick: true, ActionSubmit: true, ActionOther: true, ActionSkip: true, ActionStop: true,
 	ActionRemember: true, ActionForget: true,
+	ActionElicitFill: true, ActionElicitDone: true, ActionElicitDecline: true, ActionElicitCancel: true, ActionLink: true,
 }
 
 // Action is a decoded click on one of slackgate's cards.
@@ -132,6 +142,8 @@ const (
 	ModalDeny  ModalKind = Prefix + "deny_modal"  // optional reason (tool) or feedback (plan)
 	ModalEdit  ModalKind = Prefix + "edit_modal"  // the tool input, editable
 	ModalOther ModalKind = Prefix + "other_modal" // free-text answers, one per question
+	// ModalElicit is an elicitation's form, one input per schema field.
+	ModalElicit ModalKind = Prefix + "elicit_modal"
 )
 
 // Next says what the bot does after DecideAction.
@@ -147,6 +159,7 @@ const (
 	NextDenyModal
 	NextEditModal
 	NextOtherModal
+	NextElicitModal
 )
 
 // Modal names the modal to open, ModalNone for NextDecide and NextNothing.
@@ -158,6 +171,8 @@ func (n Next) Modal() ModalKind {
 		return ModalEdit
 	case NextOtherModal:
 		return ModalOther
+	case NextElicitModal:
+		return ModalElicit
 	}
 	return ModalNone
 }

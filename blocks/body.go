@@ -66,6 +66,9 @@ func (c *card) body() {
 	case store.KindQuestion:
 		c.questions(f)
 		return
+	case store.KindElicitation:
+		c.elicitBody()
+		return
 	}
 	if render, ok := toolBodies[c.r.ToolName]; ok && len(f) > 0 {
 		render(c, f)

@@ -136,6 +136,9 @@ func (c *card) ran() string {
 		applied.Input = maskJSON(d.UpdatedInput)
 	}
 	a := toolAct(applied, c.s.WorkDir)
+	if withdrawnFor(d) {
+		return a.object
+	}
 	if d.Outcome != store.OutcomeAllow {
 		return "did not " + a.verb + " " + a.object
 	}
@@ -261,6 +264,8 @@ func headline(r store.Request) string {
 	switch r.Kind {
 	case store.KindPlan:
 		return "📋 Claude has a plan for your approval"
+	case store.KindElicitation:
+		return elicitHeadline(elicitationOf(r))
 	case store.KindQuestion:
 		qs := questions(r)
 		switch len(qs) {
@@ -719,6 +724,9 @@ func byWhom(d *store.Decision) string {
 // outcomeWord is the one-word result for the text fallback.
 func outcomeWord(r store.Request) string {
 	d := r.Decision
+	if w := elicitOutcomeWord(r); w != "" && r.Kind == store.KindElicitation {
+		return w
+	}
 	switch d.Outcome {
 	case store.OutcomeAllow:
 		switch r.Kind {
@@ -748,6 +756,12 @@ func outcomeWord(r store.Request) string {
 	return "Settled"
 }
 
+// withdrawnFor reports whether d withdrew a request for a reason it names,
+// rather than by a person's Stop.
+func withdrawnFor(d *store.Decision) bool {
+	return d.Outcome == store.OutcomeCancelled && d.By == "" && d.Message != ""
+}
+
 // outcome is the settled card's lead without the summary of what ran.
 func outcome(r store.Request) string { return outcomeWith(r, "") }
 
@@ -758,6 +772,16 @@ func outcomeWith(r store.Request, ran string) string {
 	d := r.Decision
 	when := dateToken(d.At)
 	word := outcomeWord(r)
+	if withdrawnFor(d) {
+		// Withdrawn for a reason (answered in the terminal, the hook
+		// stopped waiting, Claude moved on): the reason is the news, and
+		// whether the tool then ran is not slackgate's to know.
+		lead := "↩️ *Cancelled* " + when + ": " + codeSafe(cut(oneLine(d.Message), 1000))
+		if ran != "" {
+			lead += " · " + ran
+		}
+		return lead
+	}
 	var b strings.Builder
 	switch d.Outcome {
 	case store.OutcomeAllow:
@@ -796,6 +820,7 @@ func outcomeDetails(r store.Request) string {
 	var b strings.Builder
 	switch d.Outcome {
 	case store.OutcomeAllow:
+		b.WriteString(elicitDetails(r))
 		for _, p := range d.Permissions {
 			if rules, ok := suggestionRules(p); ok {
 				b.WriteString("\n🔓 Allowed for the rest of this session: " + rules)

@@ -57,6 +57,8 @@ func (c *card) controls() {
 			button(string(ActionDeny), "Keep planning", v(0, 0)))
 	case store.KindQuestion:
 		els = questionButtons(questions(r), v)
+	case store.KindElicitation:
+		els = c.elicitControls(v)
 	default:
 		els = append(els,
 			c.guard(button(string(ActionApprove), "Approve", v(0, 0)).WithStyle(slack.StylePrimary), "Approve"),

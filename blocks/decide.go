@@ -34,6 +34,9 @@ func DecideAction(a Action, r store.Request, cb *slack.InteractionCallback, by W
 	mismatch := func() (store.Decision, Next, error) {
 		return store.Decision{}, NextDecide, fmt.Errorf("%w (%s on a %s request)", ErrMismatch, a.Kind, r.Kind)
 	}
+	if r.Kind == store.KindElicitation {
+		return decideElicitAction(a, r, d)
+	}
 	isQuestion := r.Kind == store.KindQuestion
 	switch a.Kind {
 	case ActionApprove:

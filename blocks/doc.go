@@ -39,6 +39,12 @@
 // one per store.Outcome. `make cards` regenerates the golden cards and
 // measures them on a 375 px phone.
 //
+// An MCP elicitation (store.KindElicitation, elicit.go) shows the server's
+// message and "Fill in…" (ElicitModal: one input per field of the requested
+// schema, its submission typed by the schema into Decision.Content, a bad
+// value a field error), or for a URL its real host on an "Open …" link
+// button and "Done"; then "Decline" and "Cancel" (a deny, Skipped).
+//
 // What you see is what runs: every input field is on the card (fields a
 // tool's card does not render itself are listed as "key: value" under
 // "Other input"; MCP arguments are "key: value" lines); Bash's

@@ -313,3 +313,29 @@ func AlreadyDecided(r store.Request) Message {
 func NotAllowed() Message {
 	return Ephemeral("Sorry, only approvers can decide Claude's requests here. Ask someone on the approvers list.")
 }
+
+// ToolSummary is the one argument that says what a tool call did, on one
+// line, secrets masked, for the audit log (plain text, not mrkdwn).
+func ToolSummary(tool string, input json.RawMessage) string {
+	return cut(oneLine(maskSecrets(toolArg(tool, maskJSON(input)))), toolLine)
+}
+
+// ToolRanMessage is the thread line for a tool that ran in a Claude
+// session slackgate did not start (the hook's PostToolUse report), in the
+// style of the tool-use lines of the sessions slackgate runs: the tool,
+// its argument, and, when it failed, the first line of the error.
+func ToolRanMessage(tool string, input json.RawMessage, failed bool, errText string) Message {
+	input = maskJSON(input)
+	name := "*" + codeSafe(cut(oneLine(tool), 100)) + "*"
+	line := "🔧 " + name + " ran"
+	if failed {
+		line = "⚠️ " + name + " failed"
+	}
+	if arg := toolArg(tool, input); arg != "" {
+		line += ": " + inlineCode(arg, toolLine)
+	}
+	if t := strings.TrimSpace(maskSecrets(errText)); failed && t != "" {
+		line += " · " + codeSafe(cut(oneLine(t), 300))
+	}
+	return contextMessage(line)
+}

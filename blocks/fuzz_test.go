@@ -88,6 +88,9 @@ func FuzzCard(f *testing.F) {
 		f.Add(string(r.Kind), r.ToolName, string(r.Input), r.Description)
 	}
 	f.Add("tool", "Bash", `{"command":"echo <!channel> \u202e `+"```"+` [a](https://evil|x)","timeout":"<@U1>"}`, "<!here>")
+	for _, r := range elicitCards() {
+		f.Add(string(r.Kind), r.ToolName, string(r.Input), r.Description)
+	}
 	f.Add("question", "mcp__x__AskUserQuestion", `{"questions":[{"question":"<!channel>","options":[{"label":"\u200b"},{"label":"b"}]}]}`, "")
 	f.Fuzz(func(t *testing.T, kind, tool, input, desc string) {
 		r := request("req-fuzz", store.Kind(kind), tool, input)
@@ -100,7 +103,7 @@ func FuzzCard(f *testing.F) {
 			checkRendered(t, CardWith(r, session, o))
 		}
 		checkRendered(t, Card(decided(r, store.Decision{Outcome: store.OutcomeDeny, By: "U0ALICE", At: t0, Message: desc}), session))
-		for _, kind := range []ModalKind{ModalDeny, ModalEdit, ModalOther} {
+		for _, kind := range []ModalKind{ModalDeny, ModalEdit, ModalOther, ModalElicit} {
 			if v, ok := Modal(kind, r, cardRef); ok {
 				if err := ValidateView(v); err != nil {
 					t.Fatalf("%s modal breaks Slack's limits: %v", kind, err)
@@ -155,6 +158,10 @@ func fuzzRequests() []store.Request {
 		r.Decision = nil
 		out = append(out, r)
 	}
+	for _, r := range elicitCards() {
+		r.Decision = nil
+		out = append(out, r)
+	}
 	return out
 }
 
@@ -189,6 +196,9 @@ func FuzzDecodeBlockActions(f *testing.F) {
 
 func FuzzDecodeViewSubmission(f *testing.F) {
 	seedPayloads(f)
+	f.Add([]byte(`{"type":"view_submission","view":{"callback_id":"sg_elicit_modal","private_metadata":"{\"r\":\"req-el\"}",` +
+		`"state":{"values":{"sg_e:0":{"sg_v":{"selected_option":{"value":"1"}}},"sg_e:1":{"sg_v":{"value":"4"}},` +
+		`"sg_e:4":{"sg_v":{"value":"a@b.example"}},"sg_e:7":{"sg_v":{"selected_options":[{"value":"0"}]}}}}}}`))
 	rs := fuzzRequests()
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		var cb slack.InteractionCallback
@@ -207,6 +217,9 @@ func FuzzDecodeViewSubmission(f *testing.F) {
 			}
 			if err == nil && len(d.UpdatedInput) > 0 && !Editable(r) {
 				t.Fatalf("edited input accepted for a request that is not editable")
+			}
+			if err == nil && errs == nil && d.Validate() != nil {
+				t.Fatalf("%s decided something invalid: %v", v.Kind, d.Validate())
 			}
 		}
 	})

@@ -19,6 +19,7 @@ const (
 	blockField     = Prefix + "f:"    // + input field name (edit modal)
 	blockPickQ     = Prefix + "pick:" // + question index (other modal)
 	blockTextQ     = Prefix + "text:" // + question index (other modal)
+	blockElicit    = Prefix + "e:"    // + field index (elicitation form)
 	actionValue    = Prefix + "v"     // the one element of a modal input block
 	interruptValue = "interrupt"
 	maxReason      = 2000
@@ -66,6 +67,8 @@ func ModalFor(kind ModalKind, r store.Request, card store.MessageRef, cb *slack.
 			m = rememberedInModal(m, r, card, scope)
 		}
 		return m, true
+	case ModalElicit:
+		return ElicitModal(r, card), r.Kind == store.KindElicitation
 	}
 	return slack.ModalViewRequest{}, false
 }
@@ -204,7 +207,7 @@ func ParseViewSubmission(cb *slack.InteractionCallback) (ViewAction, error) {
 	}
 	kind := ModalKind(cb.View.CallbackID)
 	switch kind {
-	case ModalDeny, ModalEdit, ModalOther:
+	case ModalDeny, ModalEdit, ModalOther, ModalElicit:
 	default:
 		return ViewAction{}, fmt.Errorf("%w: callback_id %q", ErrNotOurs, cb.View.CallbackID)
 	}
@@ -237,7 +240,12 @@ func DecideView(v ViewAction, r store.Request, cb *slack.InteractionCallback, by
 	}
 	get := func(block string) slack.BlockAction { return values[block][actionValue] }
 	d := store.Decision{By: by.ID, ByName: by.Name, At: at}
+	if (v.Kind == ModalElicit) != (r.Kind == store.KindElicitation) {
+		return store.Decision{}, nil, fmt.Errorf("%w (%s for a %s request)", ErrMismatch, v.Kind, r.Kind)
+	}
 	switch v.Kind {
+	case ModalElicit:
+		return decideElicitView(r, get, d)
 	case ModalDeny:
 		if r.Kind == store.KindQuestion {
 			return store.Decision{}, nil, fmt.Errorf("%w (deny modal for a question)", ErrMismatch)

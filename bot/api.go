@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/slackgate/slackgate/blocks"
 	"github.com/slackgate/slackgate/store"
 )
 
@@ -22,7 +24,9 @@ import (
 //
 //	POST   /v1/requests            create a request; 201 {"id", "status":"pending", ...}
 //	GET    /v1/requests/{id}?wait= its state, waiting up to wait (≤ apiMaxWait) for a decision
-//	DELETE /v1/requests/{id}       withdraw it (answered in the terminal, the hook gave up)
+//	DELETE /v1/requests/{id}       withdraw it; ?reason=terminal (answered there) or
+//	                               ?reason=timeout&waited=10m (the hook gave up)
+//	POST   /v1/tool-results        a tool that ran (the hook's PostToolUse): audited, one thread line
 //
 // Every call carries "Authorization: Bearer <token>" (API_TOKENS); a
 // request belongs to the token that created it, and another token is told
@@ -46,8 +50,31 @@ const (
 	apiSessionPrefix = "api."
 )
 
-// withdrawnMessage is recorded when the caller withdraws a request.
-const withdrawnMessage = "Withdrawn by the caller: answered in the terminal, or the hook stopped waiting."
+// withdrawnMessage is recorded when the caller withdraws a request: the
+// reason it names (DELETE ?reason=), in the words the card shows.
+func withdrawnMessage(q url.Values) (string, error) {
+	switch q.Get("reason") {
+	case "":
+		return blocks.WithdrawnUnknown, nil
+	case "terminal":
+		return blocks.WithdrawnInTerminal, nil
+	}
+	var waited time.Duration
+	if s := q.Get("waited"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 0 || d > apiMaxTimeout {
+			return "", errors.New("waited must be a duration such as 10m")
+		}
+		waited = d
+	}
+	switch q.Get("reason") {
+	case "timeout":
+		return blocks.WithdrawnTimedOut(waited), nil
+	case "unanswered":
+		return blocks.WithdrawnUnanswered(waited), nil
+	}
+	return "", errors.New("reason must be terminal, timeout or unanswered")
+}
 
 // elsewhereText answers a thread reply in an API session's thread.
 const elsewhereText = "This Claude session runs elsewhere (in a terminal or a job, through the approval API): messages here do not reach it. Answer its cards here; talk to it where it runs."
@@ -78,6 +105,7 @@ func (b *Bot) mountAPI(mux *http.ServeMux) {
 	mux.HandleFunc("POST /v1/requests", b.authed(b.apiCreate))
 	mux.HandleFunc("GET /v1/requests/{id}", b.authed(b.apiGet))
 	mux.HandleFunc("DELETE /v1/requests/{id}", b.authed(b.apiDelete))
+	mux.HandleFunc("POST /v1/tool-results", b.authed(b.apiToolResult))
 }
 
 // apiHandler is what Socket Mode serves on HTTPAddr: the API and a health
@@ -195,12 +223,17 @@ func (b *Bot) apiAwait(ctx context.Context, req store.Request, wait time.Duratio
 }
 
 func (b *Bot) apiDelete(w http.ResponseWriter, r *http.Request, tok APIToken, log zerolog.Logger) {
+	msg, err := withdrawnMessage(r.URL.Query())
+	if err != nil {
+		apiError(w, http.StatusBadRequest, err.Error())
+		return
+	}
 	req, ok := b.apiOwned(w, r, tok, log)
 	if !ok {
 		return
 	}
 	log = log.With().Str("request_id", req.ID).Str("session_id", req.SessionID).Logger()
-	d := store.Decision{Outcome: store.OutcomeCancelled, At: b.clock.Now(), Message: withdrawnMessage}
+	d := store.Decision{Outcome: store.OutcomeCancelled, At: b.clock.Now(), Message: msg}
 	settled, err := b.st.Decide(r.Context(), req.ID, d)
 	if err != nil && !errors.Is(err, store.ErrAlreadyDecided) {
 		log.Error().Err(err).Msg("api: withdraw request")

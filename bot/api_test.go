@@ -412,3 +412,126 @@ func TestAPIRefusesAnUnsignedDecision(t *testing.T) {
 		t.Fatalf("forged allow reported as %v, want refused without an input", r.body)
 	}
 }
+
+func TestAPIWithdrawSaysWhy(t *testing.T) {
+	h, base := newAPIHarness(t, transportSocket)
+	ctx := testCtx(t)
+	if r := apiCall(t, http.MethodDelete, base+"/v1/requests/x?reason=bored", apiTokenA, nil); r.code != 400 {
+		t.Errorf("DELETE with an unknown reason = %d %v, want 400", r.code, r.body)
+	}
+	for i, tc := range []struct{ query, want string }{
+		{"?reason=terminal", "Answered in the terminal"},
+		{"?reason=timeout&waited=5m0s", "Nobody answered within 5m; the terminal asks again"},
+		{"?reason=unanswered&waited=90s", "Nobody answered within 1m30s, so Claude was told no"},
+	} {
+		created := apiCall(t, http.MethodPost, base+"/v1/requests", apiTokenA, bashBody(fmt.Sprintf("sess-why-%d", i)))
+		if r := apiCall(t, http.MethodDelete, base+"/v1/requests/"+created.st.ID+tc.query, apiTokenA, nil); r.code != 200 {
+			t.Fatalf("withdraw %s = %d %v", tc.query, r.code, r.body)
+		}
+		if _, err := h.fake.WaitMessage(ctx, func(m fakeslack.Message) bool {
+			return len(m.Buttons()) == 0 && m.HasText("make deploy") && m.HasText(tc.want)
+		}); err != nil {
+			t.Errorf("no settled card saying %q: %v", tc.want, err)
+		}
+	}
+}
+
+func TestAPIToolResultIsAuditedAndShownInTheThread(t *testing.T) {
+	h, base := newAPIHarness(t, transportHTTP)
+	ctx := testCtx(t)
+	for _, tc := range []struct {
+		name, body, want string
+		code             int
+	}{
+		{"no tool", `{"input":{},"session":{"id":"s1"}}`, "tool_name", 400},
+		{"input not an object", `{"tool_name":"Bash","input":[1],"session":{"id":"s1"}}`, "JSON object", 400},
+		{"no session", `{"tool_name":"Bash","input":{}}`, "session.id", 400},
+		{"error too long", `{"tool_name":"Bash","input":{},"session":{"id":"s1"},"error":"` + strings.Repeat("e", apiMaxErrorText+1) + `"}`, "too long", 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := apiCall(t, http.MethodPost, base+"/v1/tool-results", apiTokenA, []byte(tc.body))
+			if r.code != tc.code || !strings.Contains(fmt.Sprint(r.body["error"]), tc.want) {
+				t.Errorf("got %d %v, want %d with an error saying %q", r.code, r.body, tc.code, tc.want)
+			}
+		})
+	}
+	if r := apiCall(t, http.MethodPost, base+"/v1/tool-results", "", []byte(`{}`)); r.code != 401 {
+		t.Errorf("without a token = %d, want 401", r.code)
+	}
+	body := `{"tool_name":"Bash","input":{"command":"rm -rf <!channel> build"},"tool_use_id":"toolu_9","failed":true,
+		"error":"permission denied","session":{"id":"sess-ran","host":"build-7","cwd":"/srv/repo"}}`
+	if r := apiCall(t, http.MethodPost, base+"/v1/tool-results", apiTokenA, []byte(body)); r.code != 201 {
+		t.Fatalf("report = %d %v", r.code, r.body)
+	}
+	line, err := h.fake.WaitMessage(ctx, fakeslack.Text("failed"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !line.HasText("rm -rf &lt;!channel&gt; build") || !line.HasText("permission denied") || line.ThreadTS == "" {
+		t.Errorf("thread line = %s (thread %q), want the escaped command and the error in the session's thread", line.AllText(), line.ThreadTS)
+	}
+	entries, err := h.st.AuditLog(ctx, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || entries[0].Action != store.AuditToolRan || entries[0].Result != store.ToolFailed ||
+		entries[0].Message != "rm -rf <!channel> build" || entries[0].SessionID != "api.laptop.sess-ran" {
+		t.Errorf("audit = %+v, want one failed tool_ran entry for the session", entries)
+	}
+}
+
+func TestAPITokenOfAPersonPutsItsThreadsInTheirDMAndGrantsThemNothing(t *testing.T) {
+	var base string
+	h := newHarness(t, transportSocket, harnessOpts{cfg: func(c *Config) {
+		toks, err := ParseAPITokens("carol:U3:" + apiTokenA + ",alice:U1:" + apiTokenB)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.APITokens, c.Approvers = toks, People{IDs: []string{"U1"}}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Listener, base = ln, "http://"+ln.Addr().String()
+	}})
+	ctx := testCtx(t)
+	cardIn := func(token, session, user string) (apiResp, fakeslack.Message) {
+		t.Helper()
+		created := apiCall(t, http.MethodPost, base+"/v1/requests", token, bashBody(session))
+		if created.code != 201 {
+			t.Fatalf("create = %d %v", created.code, created.body)
+		}
+		dm := fakeslack.DMChannel(user)
+		card, err := h.fake.WaitMessage(ctx, func(m fakeslack.Message) bool { return m.Channel == dm && hasButton(m, "Approve") })
+		if err != nil {
+			t.Fatalf("no card in the DM with %s: %v", user, err)
+		}
+		if card.ThreadTS == "" {
+			t.Errorf("the card is not in the session's thread in the DM")
+		}
+		return created, card
+	}
+
+	// Carol owns the token but is no approver: the card reaches her, the
+	// decision does not.
+	created, card := cardIn(apiTokenA, "sess-dm-carol", "U3")
+	if err := h.fake.Click(ctx, "U3", card.Ref(), "Approve"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.fake.WaitEphemeral(ctx, "U3", fakeslack.Text("Nothing was changed")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := h.st.GetRequest(ctx, created.st.ID); err != nil || !got.Pending() {
+		t.Errorf("after the owner's click the request is %+v (%v), want pending", got.Decision, err)
+	}
+
+	// Alice is an approver: in her own DM she decides.
+	created, card = cardIn(apiTokenB, "sess-dm-alice", "U1")
+	if err := h.fake.Click(ctx, "U1", card.Ref(), "Approve"); err != nil {
+		t.Fatal(err)
+	}
+	r := apiCall(t, http.MethodGet, base+"/v1/requests/"+created.st.ID+"?wait=20s", apiTokenB, nil)
+	if r.st.Decision == nil || r.st.Decision.Outcome != store.OutcomeAllow || r.st.Decision.By != "U1" {
+		t.Errorf("decision = %+v, want allow by U1", r.st.Decision)
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
 
 	"github.com/slackgate/slackgate/blocks"
 	"github.com/slackgate/slackgate/store"
@@ -148,13 +149,17 @@ func (b *Bot) apiSessionFor(ctx context.Context, log zerolog.Logger, tok APIToke
 		text += " (" + blocks.Escape(from.Name) + ")"
 	}
 	text += fmt.Sprintf(", through the approval API (token %s). Its requests appear in this thread.", tok.Name)
-	ts, err := b.out.Post(ctx, log, tok.Channel, "", outMsg{Text: text})
+	channel, err := b.apiChannel(ctx, tok)
 	if err != nil {
-		return s, fmt.Errorf("bot: post api session root in %s: %w", tok.Channel, err)
+		return s, err
+	}
+	ts, err := b.out.Post(ctx, log, channel, "", outMsg{Text: text})
+	if err != nil {
+		return s, fmt.Errorf("bot: post api session root in %s: %w", channel, err)
 	}
 	now := b.clock.Now()
 	s = store.Session{
-		ID: id, Thread: store.MessageRef{Channel: tok.Channel, TS: ts}, WorkDir: from.Cwd,
+		ID: id, Thread: store.MessageRef{Channel: channel, TS: ts}, WorkDir: from.Cwd,
 		State: store.SessionIdle, Started: true, CreatedAt: now, UpdatedAt: now,
 	}
 	if err := b.st.CreateSession(ctx, s); errors.Is(err, store.ErrExists) {
@@ -162,6 +167,19 @@ func (b *Bot) apiSessionFor(ctx context.Context, log zerolog.Logger, tok APIToke
 	} else if err != nil {
 		return s, fmt.Errorf("bot: create api session %s: %w", id, err)
 	}
-	log.Info().Str("session_id", id).Str("channel", tok.Channel).Msg("api: session opened")
+	log.Info().Str("session_id", id).Str("channel", channel).Msg("api: session opened")
 	return s, nil
+}
+
+// apiChannel is where tok's session threads go: its channel, or the DM
+// with its owner, opened (or found) with conversations.open.
+func (b *Bot) apiChannel(ctx context.Context, tok APIToken) (string, error) {
+	if tok.User == "" {
+		return tok.Channel, nil
+	}
+	ch, _, _, err := b.api.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{tok.User}})
+	if err != nil {
+		return "", fmt.Errorf("bot: open a DM with %s for api token %s (the app needs im:write): %w", tok.User, tok.Name, err)
+	}
+	return ch.ID, nil
 }

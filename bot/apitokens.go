@@ -8,12 +8,17 @@ import (
 )
 
 // APIToken is one bearer token of the approval API: a name (it shows in
-// logs and owns the requests made with it), the channel its sessions'
-// threads go to, and the token itself, kept only as its SHA-256.
+// logs and owns the requests made with it), where its sessions' threads
+// go (a channel, or a DM with one person: its owner), and the token
+// itself, kept only as its SHA-256.
 type APIToken struct {
 	Name    string
-	Channel string
-	Hash    [sha256.Size]byte
+	Channel string // a channel id (C…, G…); empty when User is set
+	// User is the token's owner (U…, W…) when its threads go to a DM with
+	// them (opened with conversations.open). It grants nothing: who may
+	// decide a card is still APPROVERS alone.
+	User string
+	Hash [sha256.Size]byte
 }
 
 // minAPITokenLen refuses tokens short enough to guess.
@@ -21,7 +26,8 @@ const minAPITokenLen = 24
 
 // ParseAPITokens parses API_TOKENS: comma-separated name:channel:token
 // entries. Names are letters, digits, '-' and '_' and unique; channels are
-// Slack channel ids; tokens are at least 24 characters. Blank input gives
+// Slack channel ids, or a user id for a DM with that person; tokens are at
+// least 24 characters. Blank input gives
 // none (the API is off).
 func ParseAPITokens(s string) ([]APIToken, error) {
 	var out []APIToken
@@ -41,13 +47,17 @@ func ParseAPITokens(s string) ([]APIToken, error) {
 			return nil, fmt.Errorf("%w: API_TOKENS name %q: use letters, digits, - and _", ErrConfig, name)
 		case seen[name]:
 			return nil, fmt.Errorf("%w: API_TOKENS names %q twice", ErrConfig, name)
-		case !isChannelID(ch):
-			return nil, fmt.Errorf("%w: API_TOKENS entry %q: %q is not a Slack channel id (C…, G…)", ErrConfig, name, ch)
+		case !isChannelID(ch) && !isUserID(ch):
+			return nil, fmt.Errorf("%w: API_TOKENS entry %q: %q is not a Slack channel id (C…, G…) or user id (U…, W…)", ErrConfig, name, ch)
 		case len(tok) < minAPITokenLen:
 			return nil, fmt.Errorf("%w: API_TOKENS entry %q: the token must be at least %d characters (openssl rand -hex 32)", ErrConfig, name, minAPITokenLen)
 		}
 		seen[name] = true
-		out = append(out, APIToken{Name: name, Channel: ch, Hash: sha256.Sum256([]byte(tok))})
+		t := APIToken{Name: name, Channel: ch, Hash: sha256.Sum256([]byte(tok))}
+		if isUserID(ch) {
+			t.Channel, t.User = "", ch
+		}
+		out = append(out, t)
 	}
 	return out, nil
 }
@@ -77,4 +87,8 @@ func tokenFor(tokens []APIToken, bearer string) (APIToken, bool) {
 		}
 	}
 	return found, ok == 1 && bearer != ""
+}
+
+func isUserID(id string) bool {
+	return len(id) > 1 && (id[0] == 'U' || id[0] == 'W') && upperAlnum(id[1:])
 }

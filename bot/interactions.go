@@ -26,9 +26,11 @@ func (b *Bot) onInteraction(cb *slack.InteractionCallback) any {
 	case slack.InteractionTypeBlockActions:
 		for _, a := range cb.ActionCallback.BlockActions {
 			act, ok := blocks.ParseAction(a)
-			if !ok || act.Kind == blocks.ActionPick || act.Kind == blocks.ActionRemember {
-				// Not ours, or a menu change: Slack keeps the choice in
-				// state.values until Submit, so there is nothing to do.
+			if !ok || act.Kind == blocks.ActionPick || act.Kind == blocks.ActionLink || act.Kind == blocks.ActionRemember {
+				// Not ours, a menu change (Slack keeps the choice in
+				// state.values until Submit; "Always answer this way" is
+				// one), or a link button (Slack opened the URL): there is
+				// nothing to do.
 				continue
 			}
 			if act.Kind == blocks.ActionForget { // the App Home's, names an answer

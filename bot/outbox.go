@@ -235,6 +235,13 @@ func (o *outbox) Post(_ context.Context, log zerolog.Logger, channel, threadTS s
 	return r.ts, r.err
 }
 
+// PostLater queues a post in the results lane and returns at once; the
+// outbox sends it within Slack's budget, in order with the thread's other
+// writes, and logs it if it fails for good.
+func (o *outbox) PostLater(log zerolog.Logger, channel, threadTS string, m outMsg) {
+	o.enqueue(&op{kind: opPost, lane: laneResult, channel: channel, threadTS: threadTS, msg: m, log: log}, false)
+}
+
 // post queues a message in lane l; the channel gets its outcome.
 func (o *outbox) post(log zerolog.Logger, l lane, channel, threadTS string, m outMsg) <-chan opResult {
 	return o.postPending(log, l, channel, threadTS, m).res

@@ -32,7 +32,7 @@ func newBridge(w *Worker, sess store.Session, turn *turnState, log zerolog.Logge
 }
 
 func (b *bridge) handlers() ConnHandlers {
-	return ConnHandlers{OnMessage: b.onMessage, OnCanUseTool: b.onCanUseTool}
+	return ConnHandlers{OnMessage: b.onMessage, OnCanUseTool: b.onCanUseTool, OnElicitation: b.onElicitation}
 }
 
 func (b *bridge) publish(ctx context.Context, e store.Event) {
@@ -139,26 +139,13 @@ func (b *bridge) onCanUseTool(ctx context.Context, cliID string, c CanUseTool) (
 	}
 	req := NewRequest(b.sess.ID, cliID, c, now, deadline)
 	log := b.log.With().Str("request_id", req.ID).Str("tool", c.ToolName).Logger()
-	if err := w.st.CreateRequest(ctx, req); err != nil {
-		log.Error().Err(err).Msg("recording control request")
-		return Deny("slackgate could not record this permission request, so it was denied: "+err.Error(), false), true
+	d, answer, failed, err := b.ask(ctx, req, log)
+	if failed != "" {
+		return Deny("slackgate "+failed+" this permission request, so it was denied: "+err.Error(), false), true
 	}
-	log.Info().Str("kind", string(req.Kind)).Msg("waiting for a decision")
-	d, expiredHere, err := b.awaitDecision(ctx, req.ID, log)
-	if err != nil && ctx.Err() == nil {
-		// The store failed us, not Claude: answer, or the CLI waits forever.
-		log.Error().Err(err).Msg("waiting for the decision")
-		return Deny("slackgate lost track of this permission request, so it was denied: "+err.Error(), false), true
-	}
-	if err != nil {
-		if errors.Is(context.Cause(ctx), ErrWithdrawn) {
-			b.withdrawn(ctx, req.ID, log)
-		}
-		// ErrStreamClosed: the session loop ends the pending requests with
-		// the exit reason.
+	if !answer {
 		return PermissionResult{}, false
 	}
-	d = b.checked(ctx, req, d, expiredHere, log)
 	res, ok, err := ResultFor(req, d)
 	if err != nil {
 		log.Error().Err(err).Msg("building the answer")
@@ -166,6 +153,62 @@ func (b *bridge) onCanUseTool(ctx context.Context, cliID string, c CanUseTool) (
 	}
 	log.Info().Str("outcome", string(d.Outcome)).Str("by", d.By).Bool("sent", ok).Msg("request settled")
 	return res, ok
+}
+
+// onElicitation records an MCP server's elicitation, waits for a person
+// (or the deadline) and returns the answer for the server.
+func (b *bridge) onElicitation(ctx context.Context, cliID string, e Elicitation) (ElicitResult, bool) {
+	w := b.w
+	now := w.clock.Now()
+	var deadline time.Time
+	if w.cfg.RequestTimeout > 0 {
+		deadline = now.Add(w.cfg.RequestTimeout)
+	}
+	req := NewElicitationRequest(b.sess.ID, cliID, e, now, deadline)
+	log := b.log.With().Str("request_id", req.ID).Str("mcp_server", e.MCPServerName).Logger()
+	d, answer, failed, _ := b.ask(ctx, req, log)
+	if failed != "" {
+		return ElicitResult{Action: "cancel"}, true // nobody answered: the server must not wait forever
+	}
+	if !answer {
+		return ElicitResult{}, false
+	}
+	res, ok, err := ElicitResultFor(d)
+	if err != nil {
+		log.Error().Err(err).Msg("building the answer")
+		return ElicitResult{Action: "cancel"}, true
+	}
+	log.Info().Str("outcome", string(d.Outcome)).Str("by", d.By).Str("action", res.Action).Bool("sent", ok).Msg("elicitation settled")
+	return res, ok
+}
+
+// ask records req, waits for its decision (or its deadline) and returns the
+// decision the worker may act on (see checked). answer is false when
+// nothing is to be sent: Claude withdrew the request, or its process
+// ended. failed, when set, says what went wrong with the store ("could not
+// record", "lost track of"; err is why): the caller must still answer, or
+// the CLI waits forever.
+func (b *bridge) ask(ctx context.Context, req store.Request, log zerolog.Logger) (d store.Decision, answer bool, failed string, err error) {
+	if err := b.w.st.CreateRequest(ctx, req); err != nil {
+		log.Error().Err(err).Msg("recording control request")
+		return d, false, "could not record", err
+	}
+	log.Info().Str("kind", string(req.Kind)).Msg("waiting for a decision")
+	d, expiredHere, err := b.awaitDecision(ctx, req.ID, log)
+	if err != nil && ctx.Err() == nil {
+		// The store failed us, not Claude.
+		log.Error().Err(err).Msg("waiting for the decision")
+		return d, false, "lost track of", err
+	}
+	if err != nil {
+		if errors.Is(context.Cause(ctx), ErrWithdrawn) {
+			b.withdrawn(ctx, req.ID, log)
+		}
+		// ErrStreamClosed: the session loop ends the pending requests with
+		// the exit reason.
+		return d, false, "", nil
+	}
+	return b.checked(ctx, req, d, expiredHere, log), true, "", nil
 }
 
 // awaitDecision waits for the request's decision while its deadline, if

@@ -53,6 +53,11 @@ type ConnHandlers struct {
 	// or its output closes (cause ErrStreamClosed); after that nothing is
 	// sent whatever it returns. ok=false sends nothing.
 	OnCanUseTool func(ctx context.Context, requestID string, req CanUseTool) (res PermissionResult, ok bool)
+	// OnElicitation answers one elicitation (an MCP server asks the user
+	// for input), in its own goroutine like OnCanUseTool, with the same
+	// withdrawal and ok=false rules. Nil: elicitations are answered with
+	// an error, which the CLI takes as a cancel.
+	OnElicitation func(ctx context.Context, requestID string, req Elicitation) (res ElicitResult, ok bool)
 }
 
 // Stats counts what a Conn has read.
@@ -165,16 +170,35 @@ func (c *Conn) dispatch(ctx context.Context, line []byte) {
 }
 
 func (c *Conn) onControlRequest(ctx context.Context, cr *ControlRequest) {
-	if cr.Subtype != SubtypeCanUseTool || c.h.OnCanUseTool == nil {
-		c.log.Debug().Str("subtype", cr.Subtype).Str("cli_request_id", cr.RequestID).Msg("unsupported control request from claude")
-		c.writeError(cr.RequestID, "Unsupported control request subtype: "+cr.Subtype)
-		return
+	id := cr.RequestID
+	switch {
+	case cr.Subtype == SubtypeCanUseTool && c.h.OnCanUseTool != nil:
+		req := *cr.CanUseTool
+		c.serve(ctx, id, "can_use_tool", func(rctx context.Context) (func() error, bool) {
+			res, ok := c.h.OnCanUseTool(rctx, id, req)
+			return func() error { return c.enc.WritePermission(id, res) }, ok
+		})
+	case cr.Subtype == SubtypeElicitation && c.h.OnElicitation != nil:
+		req := *cr.Elicitation
+		c.serve(ctx, id, "elicitation", func(rctx context.Context) (func() error, bool) {
+			res, ok := c.h.OnElicitation(rctx, id, req)
+			return func() error { return c.enc.WriteElicitResult(id, res) }, ok
+		})
+	default:
+		c.log.Debug().Str("subtype", cr.Subtype).Str("cli_request_id", id).Msg("unsupported control request from claude")
+		c.writeError(id, "Unsupported control request subtype: "+cr.Subtype)
 	}
-	id, req := cr.RequestID, *cr.CanUseTool
+}
+
+// serve runs handle for the CLI's request id in a goroutine the Conn owns,
+// with a context that ends when the CLI withdraws the request or its
+// output closes; then the answer handle returns is written, unless the
+// request is no longer live or ok is false.
+func (c *Conn) serve(ctx context.Context, id, what string, handle func(context.Context) (answer func() error, ok bool)) {
 	c.mu.Lock()
 	if _, dup := c.tools[id]; dup || c.closed {
 		c.mu.Unlock()
-		c.log.Warn().Str("cli_request_id", id).Msg("ignoring duplicate can_use_tool request")
+		c.log.Warn().Str("cli_request_id", id).Str("subtype", what).Msg("ignoring duplicate control request")
 		return
 	}
 	rctx, cancel := context.WithCancelCause(ctx)
@@ -184,7 +208,7 @@ func (c *Conn) onControlRequest(ctx context.Context, cr *ControlRequest) {
 	go func() {
 		defer c.wg.Done()
 		defer cancel(nil)
-		res, ok := c.h.OnCanUseTool(rctx, id, req)
+		answer, ok := handle(rctx)
 		c.mu.Lock()
 		_, live := c.tools[id]
 		delete(c.tools, id)
@@ -194,8 +218,8 @@ func (c *Conn) onControlRequest(ctx context.Context, cr *ControlRequest) {
 		if !ok || !live {
 			return
 		}
-		if err := c.enc.WritePermission(id, res); err != nil {
-			c.log.Error().Err(err).Str("cli_request_id", id).Str("tool", req.ToolName).Msg("cannot answer can_use_tool")
+		if err := answer(); err != nil {
+			c.log.Error().Err(err).Str("cli_request_id", id).Str("subtype", what).Msg("cannot answer control request")
 			if errors.Is(err, ErrInvalidResult) {
 				c.writeError(id, "slackgate could not build a valid answer: "+err.Error())
 			}

@@ -240,7 +240,9 @@ func TestConnRepliesErrorToUnsupportedSubtypes(t *testing.T) {
 	tests := []struct {
 		name, line, id, want string
 	}{
-		{"unknown subtype", `{"type":"control_request","request_id":"x1","request":{"subtype":"elicitation","message":"hi"}}`, "x1",
+		{"unknown subtype", `{"type":"control_request","request_id":"x1","request":{"subtype":"request_user_dialog","dialog_kind":"x"}}`, "x1",
+			"Unsupported control request subtype: request_user_dialog"},
+		{"elicitation without a handler", `{"type":"control_request","request_id":"x4","request":{"subtype":"elicitation","message":"hi"}}`, "x4",
 			"Unsupported control request subtype: elicitation"},
 		{"hook callback we never registered", `{"type":"control_request","request_id":"x2","request":{"subtype":"hook_callback","callback_id":"h"}}`, "x2",
 			"Unsupported control request subtype: hook_callback"},
@@ -451,5 +453,67 @@ func TestConnWritesDecisionsAsTheCLIRequires(t *testing.T) {
 			}
 			tt.check(t, body)
 		})
+	}
+}
+
+// elicitationLine is an elicitation as CLI 2.1.330 forwards an MCP
+// server's elicitation/create (seen live; see wire.go).
+const elicitationLine = `{"type":"control_request","request_id":"e1","request":{"subtype":"elicitation","mcp_server_name":"probe",` +
+	`"message":"Which region?","mode":"form","requested_schema":{"type":"object","properties":{"region":{"type":"string","enum":["eu","us"]},` +
+	`"count":{"type":"integer","minimum":1,"maximum":5}},"required":["region"]},"property_order":["region","count"]}}`
+
+func TestConnAnswersAnElicitationWithTheHandlersResult(t *testing.T) {
+	got := make(chan Elicitation, 1)
+	answer := make(chan ElicitResult, 1)
+	f := newFakeCLI(t, ConnHandlers{OnElicitation: func(ctx context.Context, id string, e Elicitation) (ElicitResult, bool) {
+		got <- e
+		select {
+		case r := <-answer:
+			return r, true
+		case <-ctx.Done():
+			return ElicitResult{Action: "cancel"}, true
+		}
+	}})
+	f.emit(elicitationLine)
+	var e Elicitation
+	select {
+	case e = <-got:
+	case <-time.After(guard):
+		t.Fatal("the elicitation never reached the handler")
+	}
+	if e.MCPServerName != "probe" || e.Message != "Which region?" || e.Mode != "form" ||
+		strings.Join(e.PropertyOrder, ",") != "region,count" || !strings.Contains(string(e.RequestedSchema), `"required":["region"]`) ||
+		!strings.Contains(string(e.Raw), `"subtype":"elicitation"`) {
+		t.Errorf("decoded %+v", e)
+	}
+	answer <- ElicitResult{Action: "accept", Content: json.RawMessage(`{"region":"eu","count":3}`)}
+	id, sub, body, _ := response(t, f.next())
+	if id != "e1" || sub != "success" || body["action"] != "accept" {
+		t.Fatalf("answer: %s %s %v", id, sub, body)
+	}
+	if c := body["content"].(map[string]any); c["region"] != "eu" || c["count"] != float64(3) {
+		t.Errorf("content = %v, want the typed values", c)
+	}
+
+	// Withdrawn by the CLI: nothing is written.
+	f.emit(strings.Replace(elicitationLine, `"e1"`, `"e2"`, 1))
+	<-got
+	f.emit(`{"type":"control_cancel_request","request_id":"e2"}`)
+	if err := f.endOutput(); err != nil {
+		t.Fatal(err)
+	}
+	if rest := f.rest(); len(rest) != 0 {
+		t.Errorf("host wrote %v for a withdrawn elicitation", rest)
+	}
+}
+
+func TestConnRefusesAnInvalidElicitResult(t *testing.T) {
+	f := newFakeCLI(t, ConnHandlers{OnElicitation: func(context.Context, string, Elicitation) (ElicitResult, bool) {
+		return ElicitResult{Action: "decline", Content: json.RawMessage(`{"x":1}`)}, true
+	}})
+	f.emit(elicitationLine)
+	id, sub, _, errText := response(t, f.next())
+	if id != "e1" || sub != "error" || !strings.Contains(errText, "could not build a valid answer") {
+		t.Errorf("got %s %s %q, want an error reply (which the CLI takes as cancel)", id, sub, errText)
 	}
 }

@@ -4,13 +4,13 @@
 //
 // It owns, from the bottom up: the wire types and their decoding (one stdout
 // line in, one typed Message out); Conn, the control protocol over an
-// io.Reader and an io.Writer (answering can_use_tool, sending user messages,
+// io.Reader and an io.Writer (answering can_use_tool and MCP elicitations, sending user messages,
 // interrupts and permission-mode changes, withdrawing requests the CLI
 // cancels); Process, one spawned `claude -p` whose Conn runs over its pipes
 // and which is stopped through exec.Cmd's Cancel and WaitDelay; and Worker,
 // which claims sessions from the store within MaxSessions, feeds each
 // session's queued inputs to its process, turns the process's output into
-// store events and its can_use_tool requests into store requests, expires
+// store events and its can_use_tool and elicitation requests into store requests, expires
 // requests nobody answers, saves each session's transcript (the CLI's own
 // file) to the store after every turn and restores it before a resume, so
 // any worker can resume any session, and at start ends what a previous life

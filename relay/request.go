@@ -58,6 +58,47 @@ func NewRequest(sessionID, cliRequestID string, c CanUseTool, now, deadline time
 	return r
 }
 
+// ElicitationTool is the ToolName of every elicitation request: the audit
+// log's "tool" for them (the server is in MCPServer).
+const ElicitationTool = "elicitation"
+
+// NewElicitationRequest turns an elicitation into a pending store.Request
+// with a fresh id. Its input is the request as the CLI sent it, so the
+// signature of a decision covers exactly what the person was shown.
+func NewElicitationRequest(sessionID, cliRequestID string, e Elicitation, now, deadline time.Time) store.Request {
+	input := e.Raw
+	if len(input) == 0 {
+		input, _ = json.Marshal(e)
+	}
+	return store.Request{
+		ID: uuid.NewString(), SessionID: sessionID, CLIRequestID: cliRequestID, Kind: store.KindElicitation,
+		ToolName: ElicitationTool, DisplayName: e.DisplayName, Input: input, Description: e.Description,
+		Title: e.Title, MCPServer: e.MCPServerName, CreatedAt: now, Deadline: deadline,
+	}
+}
+
+// ElicitResultFor builds the answer to a settled elicitation: a person's
+// submission is accept with its content (none for a URL visited), their
+// Decline decline, their Cancel (Skipped) and nobody answering in time
+// cancel, a refused decision decline. ok is false when nothing must be
+// sent (cancelled or ended: Claude no longer waits).
+func ElicitResultFor(d store.Decision) (res ElicitResult, ok bool, err error) {
+	switch {
+	case d.Outcome == store.OutcomeAllow:
+		res = ElicitResult{Action: "accept", Content: d.Content}
+	case d.Outcome == store.OutcomeDeny && d.Skipped, d.Outcome == store.OutcomeExpired:
+		res = ElicitResult{Action: "cancel"}
+	case d.Outcome == store.OutcomeDeny, d.Outcome == store.OutcomeRefused:
+		res = ElicitResult{Action: "decline"}
+	default:
+		return ElicitResult{}, false, nil
+	}
+	if err := res.Validate(); err != nil {
+		return ElicitResult{}, false, err
+	}
+	return res, true, nil
+}
+
 // ExpiredMessage is what Claude is told when nobody answered in time.
 func ExpiredMessage(timeout time.Duration) string {
 	return fmt.Sprintf("Nobody answered this permission request within the timeout (%s), so it was denied. Do not retry it; continue without it or ask the user.", timeout)

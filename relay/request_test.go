@@ -2,6 +2,7 @@ package relay
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -172,5 +173,53 @@ func TestFallbackWordingDoesNotNameTheChatTool(t *testing.T) {
 		if m == "" || strings.Contains(strings.ToLower(m), "slack") {
 			t.Errorf("fallback message %q is empty or names Slack", m)
 		}
+	}
+}
+
+func TestElicitationRequestAndResultMapping(t *testing.T) {
+	line := []byte(`{"type":"control_request","request_id":"cli-e","request":{"subtype":"elicitation","mcp_server_name":"probe",` +
+		`"message":"Which region?","mode":"form","requested_schema":{"type":"object","properties":{"region":{"type":"string"}}},"title":"Deploy"}}`)
+	m, err := DecodeLine(line)
+	if err != nil || m.ControlRequest == nil || m.ControlRequest.Elicitation == nil {
+		t.Fatalf("decode: %+v, %v", m, err)
+	}
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	r := NewElicitationRequest("sess-1", "cli-e", *m.ControlRequest.Elicitation, now, now.Add(time.Hour))
+	if r.Kind != store.KindElicitation || r.ToolName != ElicitationTool || r.MCPServer != "probe" || r.Title != "Deploy" ||
+		r.CLIRequestID != "cli-e" || string(r.Input) != string(m.ControlRequest.Request) || r.ValidateNew() != nil {
+		t.Errorf("request = %+v", r)
+	}
+	at := now.Add(time.Minute)
+	for _, tc := range []struct {
+		name string
+		d    store.Decision
+		want string // the JSON sent, "" for nothing
+	}{
+		{"submitted", store.Decision{Outcome: store.OutcomeAllow, At: at, Content: json.RawMessage(`{"region":"eu"}`)}, `{"action":"accept","content":{"region":"eu"}}`},
+		{"link visited", store.Decision{Outcome: store.OutcomeAllow, At: at}, `{"action":"accept"}`},
+		{"declined", store.Decision{Outcome: store.OutcomeDeny, At: at}, `{"action":"decline"}`},
+		{"cancelled by the person", store.Decision{Outcome: store.OutcomeDeny, Skipped: true, At: at}, `{"action":"cancel"}`},
+		{"nobody answered", store.Decision{Outcome: store.OutcomeExpired, At: at}, `{"action":"cancel"}`},
+		{"refused", store.Decision{Outcome: store.OutcomeRefused, At: at}, `{"action":"decline"}`},
+		{"withdrawn by Claude", store.Decision{Outcome: store.OutcomeCancelled, At: at}, ""},
+		{"process ended", store.Decision{Outcome: store.OutcomeEnded, At: at}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, ok, err := ElicitResultFor(tc.d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if ok {
+				b, _ := json.Marshal(res)
+				got = string(b)
+			}
+			if got != tc.want {
+				t.Errorf("sent %q, want %q", got, tc.want)
+			}
+		})
+	}
+	if _, _, err := ElicitResultFor(store.Decision{Outcome: store.OutcomeAllow, Content: json.RawMessage(`[1]`)}); !errors.Is(err, ErrInvalidResult) {
+		t.Errorf("content that is not an object: err = %v, want ErrInvalidResult", err)
 	}
 }

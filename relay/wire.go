@@ -25,6 +25,7 @@ const (
 // Control request subtypes the host sends or answers.
 const (
 	SubtypeCanUseTool        = "can_use_tool"
+	SubtypeElicitation       = "elicitation"
 	SubtypeInterrupt         = "interrupt"
 	SubtypeSetPermissionMode = "set_permission_mode"
 	SubtypeSuccess           = "success"
@@ -65,8 +66,34 @@ type ControlRequest struct {
 	RequestID string          `json:"request_id"`
 	Request   json.RawMessage `json:"request"`
 
-	Subtype    string      `json:"-"`
-	CanUseTool *CanUseTool `json:"-"`
+	Subtype     string       `json:"-"`
+	CanUseTool  *CanUseTool  `json:"-"`
+	Elicitation *Elicitation `json:"-"`
+}
+
+// Elicitation is the body of an elicitation request: an MCP server asks
+// the user for input, a form (RequestedSchema) or a visit to URL (Mode
+// "url"). Raw is the request as the CLI sent it, which slackgate keeps as
+// the store request's input. Seen from CLI 2.1.330 (and 2.1.197), for a
+// server's elicitation/create:
+//
+//	{"subtype":"elicitation","mcp_server_name":"probe","message":"Which region?","mode":"form",
+//	 "requested_schema":{"type":"object","properties":{…},"required":[…]},"property_order":["region","count"]}
+//	{"subtype":"elicitation","mcp_server_name":"probe","message":"Log in please","mode":"url","url":"https://…"}
+type Elicitation struct {
+	Subtype         string          `json:"subtype"`
+	MCPServerName   string          `json:"mcp_server_name"`
+	Message         string          `json:"message"`
+	Mode            string          `json:"mode,omitempty"`
+	URL             string          `json:"url,omitempty"`
+	ElicitationID   string          `json:"elicitation_id,omitempty"`
+	RequestedSchema json.RawMessage `json:"requested_schema,omitempty"`
+	PropertyOrder   []string        `json:"property_order,omitempty"`
+	Title           string          `json:"title,omitempty"`
+	DisplayName     string          `json:"display_name,omitempty"`
+	Description     string          `json:"description,omitempty"`
+
+	Raw json.RawMessage `json:"-"`
 }
 
 // CanUseTool is the body of a can_use_tool request: Claude asks whether it
@@ -283,6 +310,15 @@ func (cr *ControlRequest) decodeInner() error {
 		return err
 	}
 	cr.Subtype = inner.Subtype
+	if inner.Subtype == SubtypeElicitation {
+		var e Elicitation
+		if err := json.Unmarshal(cr.Request, &e); err != nil {
+			return err
+		}
+		e.Raw = cr.Request
+		cr.Elicitation = &e
+		return nil
+	}
 	if inner.Subtype != SubtypeCanUseTool {
 		return nil
 	}
@@ -365,6 +401,31 @@ func (p PermissionResult) Validate() error {
 		}
 	default:
 		return fmt.Errorf("relay: behavior %q: %w", p.Behavior, ErrInvalidResult)
+	}
+	return nil
+}
+
+// ElicitResult is the host's answer to an elicitation, the MCP
+// ElicitResult: accept (with the form's content, an object, in form
+// mode), decline, or cancel (dismissed without a choice).
+type ElicitResult struct {
+	Action  string          `json:"action"`
+	Content json.RawMessage `json:"content,omitempty"`
+}
+
+// Validate reports a result the MCP server could not take.
+func (e ElicitResult) Validate() error {
+	switch e.Action {
+	case "accept":
+		if len(e.Content) > 0 && !isJSONObject(e.Content) {
+			return fmt.Errorf("relay: elicitation content that is not an object: %w", ErrInvalidResult)
+		}
+	case "decline", "cancel":
+		if len(e.Content) > 0 {
+			return fmt.Errorf("relay: %s with content: %w", e.Action, ErrInvalidResult)
+		}
+	default:
+		return fmt.Errorf("relay: elicitation action %q: %w", e.Action, ErrInvalidResult)
 	}
 	return nil
 }
@@ -470,6 +531,15 @@ func (e *Encoder) WritePermission(requestID string, p PermissionResult) error {
 	}
 	return e.write(controlResponseOut{Type: TypeControlResponse,
 		Response: controlReplyBody{Subtype: SubtypeSuccess, RequestID: requestID, Response: p}})
+}
+
+// WriteElicitResult answers an elicitation request.
+func (e *Encoder) WriteElicitResult(requestID string, r ElicitResult) error {
+	if err := r.Validate(); err != nil {
+		return err
+	}
+	return e.write(controlResponseOut{Type: TypeControlResponse,
+		Response: controlReplyBody{Subtype: SubtypeSuccess, RequestID: requestID, Response: r}})
 }
 
 // WriteError answers a control request with an error.

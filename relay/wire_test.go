@@ -73,7 +73,8 @@ func TestDecodeLineKeepsUnknownAndRejectsMalformed(t *testing.T) {
 	}{
 		{"unknown type is kept raw", `{"type":"brand_new","x":1}`, false, "brand_new"},
 		{"unknown system subtype is typed as system", `{"type":"system","subtype":"brand_new"}`, false, "system"},
-		{"unknown control subtype keeps its subtype", `{"type":"control_request","request_id":"r","request":{"subtype":"elicitation"}}`, false, "control_request"},
+		{"unknown control subtype keeps its subtype", `{"type":"control_request","request_id":"r","request":{"subtype":"request_user_dialog"}}`, false, "control_request"},
+		{"elicitation of the wrong shape", `{"type":"control_request","request_id":"r","request":{"subtype":"elicitation","message":5}}`, true, "control_request"},
 		{"not json", `{this is not json`, true, ""},
 		{"array", `[1,2]`, true, ""},
 		{"no type", `{"subtype":"x"}`, true, ""},

@@ -25,7 +25,7 @@ const signingDomain = "slackgate decision v1\n"
 
 // signedPayload is what a decision's signature covers: the request it
 // answers and everything of the decision that reaches Claude or the audit
-// trail. Input is the exact input that will run, in canonical JSON, so the
+// trail (an elicitation's submitted content too). Input is the exact input that will run, in canonical JSON, so the
 // bot (which reads the request back from the store) and the worker (which
 // holds the request as it came from the CLI) agree on its bytes.
 type signedPayload struct {
@@ -47,6 +47,9 @@ type signedPayload struct {
 	// Remembered is left out when empty, so the payload of every other
 	// decision is what it was before remembered answers existed.
 	Remembered string `json:"remembered,omitempty"`
+	// Content (an elicitation's form) is left out when empty, so the
+	// payload of every other decision is what it was before it existed.
+	Content []byte `json:"content,omitempty"`
 }
 
 // DecisionPayload is the byte string a signature of d, settling r, covers.
@@ -59,6 +62,10 @@ func DecisionPayload(r Request, d Decision) ([]byte, error) {
 	canon, err := canonicalJSON(input)
 	if err != nil {
 		return nil, fmt.Errorf("store: decision payload of %s: input: %w", r.ID, err)
+	}
+	content, err := canonicalJSON(d.Content)
+	if err != nil {
+		return nil, fmt.Errorf("store: decision payload of %s: content: %w", r.ID, err)
 	}
 	// An empty map or list reads back from a store as absent: sign both
 	// the same way.
@@ -73,7 +80,7 @@ func DecisionPayload(r Request, d Decision) ([]byte, error) {
 		RequestID: r.ID, SessionID: r.SessionID, CLIRequestID: r.CLIRequestID, Kind: r.Kind, Tool: r.ToolName,
 		Outcome: d.Outcome, Input: canon, Answers: answers, Permissions: perms,
 		Message: d.Message, Interrupt: d.Interrupt, Skipped: d.Skipped, By: d.By, ByName: d.ByName,
-		At: d.At.UTC().Format(time.RFC3339Nano), Remembered: d.Remembered,
+		At: d.At.UTC().Format(time.RFC3339Nano), Remembered: d.Remembered, Content: content,
 	}
 	body, err := json.Marshal(p)
 	if err != nil {

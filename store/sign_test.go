@@ -99,6 +99,7 @@ func TestAnyChangeBreaksTheSignature(t *testing.T) {
 		{"ByName", func(r *store.Request, d *store.Decision) { d.ByName = "Eve" }},
 		{"At", func(r *store.Request, d *store.Decision) { d.At = d.At.Add(time.Nanosecond) }},
 		{"Signature", func(r *store.Request, d *store.Decision) { d.Signature[0] ^= 1 }},
+		{"ContentAdded", func(r *store.Request, d *store.Decision) { d.Content = json.RawMessage(`{"region":"us"}`) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, d := signedFixture(t, priv)
@@ -138,5 +139,29 @@ func TestEditedInputThatIsNotJSONFails(t *testing.T) {
 	}
 	if err := store.VerifyDecision(pub, r, d); !errors.Is(err, store.ErrBadSignature) {
 		t.Errorf("VerifyDecision of an input that is not JSON: err = %v, want ErrBadSignature", err)
+	}
+}
+
+func TestAnElicitationsContentIsSigned(t *testing.T) {
+	pub, priv := testKey(1)
+	r := store.Request{ID: "req-e", SessionID: "sess-1", CLIRequestID: "cli-e", Kind: store.KindElicitation, ToolName: "elicitation",
+		Input: json.RawMessage(`{"subtype":"elicitation","mcp_server_name":"deployer","message":"Where?"}`)}
+	d := store.Decision{Outcome: store.OutcomeAllow, By: "U1", At: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Content: json.RawMessage(`{"region": "eu", "replicas": 3}`)}
+	if err := store.SignDecision(priv, r, &d); err != nil {
+		t.Fatal(err)
+	}
+	// As a store reads it back: compacted. The signature still holds.
+	stored := d
+	stored.Content = json.RawMessage(`{"region":"eu","replicas":3}`)
+	if err := store.VerifyDecision(pub, r, stored); err != nil {
+		t.Errorf("the stored form does not verify: %v", err)
+	}
+	for name, content := range map[string]string{"value": `{"region":"us","replicas":3}`, "dropped": ``, "added": `{"region":"eu","replicas":3,"force":true}`} {
+		forged := d
+		forged.Content = json.RawMessage(content)
+		if err := store.VerifyDecision(pub, r, forged); !errors.Is(err, store.ErrBadSignature) {
+			t.Errorf("content %s changed: err = %v, want ErrBadSignature", name, err)
+		}
 	}
 }

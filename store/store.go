@@ -51,6 +51,11 @@ const (
 	KindTool     Kind = "tool"     // a tool call to approve or deny
 	KindQuestion Kind = "question" // AskUserQuestion: options to pick, or free text
 	KindPlan     Kind = "plan"     // ExitPlanMode: a plan to approve or send back
+	// KindElicitation: an MCP server asks the person for input (a form
+	// built from a JSON schema, or a URL to visit). Its Input holds the
+	// elicitation as Claude Code sent it (ElicitationInput); an allow
+	// carries the submitted form in Decision.Content.
+	KindElicitation Kind = "elicitation"
 )
 
 // Outcome is how a request was settled.
@@ -79,7 +84,7 @@ func (o Outcome) Valid() bool {
 // Valid reports whether k is one of the known kinds.
 func (k Kind) Valid() bool {
 	switch k {
-	case KindTool, KindQuestion, KindPlan:
+	case KindTool, KindQuestion, KindPlan, KindElicitation:
 		return true
 	}
 	return false
@@ -202,6 +207,9 @@ type Decision struct {
 	// Answers maps each AskUserQuestion question text to the chosen label,
 	// several labels joined by ", ", or free text (allow only).
 	Answers map[string]string `json:"answers,omitempty"`
+	// Content is an elicitation's submitted form: a JSON object whose
+	// values are typed by the requested schema (allow only).
+	Content json.RawMessage `json:"content,omitempty"`
 	// Signature is the Ed25519 signature of the bot that took the person's
 	// answer (see SignDecision); a worker acts on an allow or deny only
 	// when it verifies. Decisions the worker makes itself carry none.
@@ -224,8 +232,8 @@ func (d Decision) Validate() error {
 	if d.Outcome != OutcomeDeny && (d.Skipped || d.Interrupt) {
 		return invalid("%s decision marked skipped or interrupting; only a deny can be", d.Outcome)
 	}
-	if d.Outcome != OutcomeAllow && (len(d.UpdatedInput) > 0 || len(d.Permissions) > 0 || len(d.Answers) > 0) {
-		return invalid("%s decision with an edited input, permissions or answers; only an allow has them", d.Outcome)
+	if d.Outcome != OutcomeAllow && (len(d.UpdatedInput) > 0 || len(d.Permissions) > 0 || len(d.Answers) > 0 || len(d.Content) > 0) {
+		return invalid("%s decision with an edited input, permissions, answers or content; only an allow has them", d.Outcome)
 	}
 	if d.Remembered != "" && (d.Outcome != OutcomeAllow || len(d.Answers) == 0) {
 		return invalid("%s decision from a remembered answer without answers; only an allow with answers can be", d.Outcome)
@@ -491,12 +499,17 @@ const (
 	// AuditAnswerForgotten: someone (By) forgot a remembered answer; it
 	// names no request.
 	AuditAnswerForgotten AuditAction = "answer_forgotten"
+	// AuditToolRan: a tool ran in a Claude session slackgate did not start
+	// (reported by `slackgate hook` on PostToolUse); the entry names the
+	// session, the tool, a short summary of its input (Message) and its
+	// result, and has no request.
+	AuditToolRan AuditAction = "tool_ran"
 )
 
 // Valid reports whether a is one of the known actions.
 func (a AuditAction) Valid() bool {
 	switch a {
-	case AuditCreated, AuditSettled, AuditRefused, AuditAnsweredFromMemory, AuditAnswerRemembered, AuditAnswerForgotten:
+	case AuditCreated, AuditSettled, AuditRefused, AuditAnsweredFromMemory, AuditAnswerRemembered, AuditAnswerForgotten, AuditToolRan:
 		return true
 	}
 	return false
@@ -507,6 +520,12 @@ func (a AuditAction) Valid() bool {
 func (a AuditAction) settles() bool {
 	return a == AuditSettled || a == AuditRefused || a == AuditAnsweredFromMemory
 }
+
+// Tool results an AuditToolRan entry records.
+const (
+	ToolSucceeded = "success"
+	ToolFailed    = "error"
+)
 
 // AuditEntry is one line of the append-only audit log: a request created or
 // settled.
@@ -524,11 +543,16 @@ type AuditEntry struct {
 	Message   string      `json:"message,omitempty"`
 	// AnswerID names the remembered answer an answer_* entry is about.
 	AnswerID string `json:"answer_id,omitempty"`
+	// ToolUseID and Result are set on AuditToolRan entries: the tool call's
+	// id and ToolSucceeded or ToolFailed.
+	ToolUseID string `json:"tool_use_id,omitempty"`
+	Result    string `json:"result,omitempty"`
 }
 
 // Validate checks a: a known action, a time, the request and session it is
-// about (the remembered answer, for answer_remembered and
-// answer_forgotten), and, for a settlement, a known outcome.
+// about (the remembered answer, for answer_remembered and answer_forgotten),
+// and, for a settlement, a known outcome; an AuditToolRan entry has a
+// session, a tool and a known result instead of a request.
 func (a AuditEntry) Validate() error {
 	aboutAnswer := a.Action == AuditAnswerRemembered || a.Action == AuditAnswerForgotten
 	switch {
@@ -536,6 +560,10 @@ func (a AuditEntry) Validate() error {
 		return invalid("audit entry with unknown action %q", a.Action)
 	case a.At.IsZero():
 		return invalid("audit entry %s of %s without a time", a.Action, a.RequestID)
+	case a.Action == AuditToolRan:
+		if a.SessionID == "" || a.Tool == "" || (a.Result != ToolSucceeded && a.Result != ToolFailed) {
+			return invalid("tool_ran audit entry without a session, a tool or a result (%q)", a.Result)
+		}
 	case aboutAnswer && a.AnswerID == "":
 		return invalid("audit entry %s without a remembered answer", a.Action)
 	case !aboutAnswer && (a.RequestID == "" || a.SessionID == ""):
@@ -544,6 +572,14 @@ func (a AuditEntry) Validate() error {
 		return invalid("audit entry %s of %s with unknown outcome %q", a.Action, a.RequestID, a.Outcome)
 	}
 	return nil
+}
+
+// ValidateAppend checks a as AppendAudit takes it (after its At is set).
+func (a AuditEntry) ValidateAppend() error {
+	if a.Action != AuditToolRan {
+		return invalid("audit entry %s cannot be appended on its own; its transition writes it", a.Action)
+	}
+	return a.Validate()
 }
 
 // CreatedAudit is the audit entry CreateRequest appends for r.
@@ -659,6 +695,11 @@ type Store interface {
 	// the start), oldest first. Audit and event ids are opaque strings that
 	// sort in the order the entries were appended.
 	AuditLog(ctx context.Context, after string, limit int) ([]AuditEntry, error)
+	// AppendAudit appends an entry that no request transition writes: only
+	// AuditToolRan. A zero At becomes the time of the call. ErrInvalid when
+	// a fails Validate or has another action (those are written atomically
+	// with their transition, never on their own).
+	AppendAudit(ctx context.Context, a AuditEntry) error
 	// Close releases the backend's resources; blocked calls return an error
 	// wrapping ErrClosed (Consume returns it too). Closing twice is harmless.
 	Close() error

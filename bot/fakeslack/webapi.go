@@ -214,6 +214,8 @@ func (f *Fake) dispatchLocked(method, token string, p params) (map[string]any, e
 		return f.updateMessageLocked(p)
 	case "chat.postEphemeral":
 		return f.postEphemeralLocked(p)
+	case "conversations.open":
+		return f.openConversationLocked(p)
 	case "views.open":
 		return f.openViewLocked(p)
 	case "views.publish":
@@ -230,6 +232,20 @@ func (f *Fake) dispatchLocked(method, token string, p params) (map[string]any, e
 		return f.completeUploadLocked(p)
 	}
 	return nil, fail("unknown_method")
+}
+
+// openConversationLocked opens (or finds) the bot's DM with one person, as
+// conversations.open does for a single user; group DMs are not modelled.
+func (f *Fake) openConversationLocked(p params) (map[string]any, error) {
+	users := strings.Split(p.get("users"), ",")
+	if p.get("users") == "" || len(users) != 1 {
+		return nil, fail("invalid_arguments", "fakeslack opens DMs with exactly one user")
+	}
+	if _, ok := f.users[users[0]]; !ok || users[0] == BotUserID {
+		return nil, fail("user_not_found")
+	}
+	c := f.dmLocked(users[0])
+	return map[string]any{"channel": map[string]any{"id": c.id, "is_im": true, "user": users[0]}}, nil
 }
 
 func userJSON(u *User) map[string]any {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -43,6 +44,9 @@ type apiRequest struct {
 	// SessionID, Cwd: the Claude session the prompt comes from; its
 	// requests share one thread.
 	SessionID, Cwd string
+	// Terminal: a terminal is there to answer too (the hook), so a
+	// withdrawn card says why (answered there, or nobody answered here).
+	Terminal bool
 }
 
 func newAPIClient(cfg HookConfig) apiClient {
@@ -53,6 +57,7 @@ func newAPIClient(cfg HookConfig) apiClient {
 // decision means nobody decided (the wait ran out, ctx ended, or the API
 // failed: then with the error); the card is withdrawn.
 func (c apiClient) ask(ctx context.Context, cfg HookConfig, req apiRequest) (*apiDecision, error) {
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, cfg.Wait)
 	defer cancel()
 	id, err := c.create(ctx, req, cfg)
@@ -63,11 +68,33 @@ func (c apiClient) ask(ctx context.Context, cfg HookConfig, req apiRequest) (*ap
 	if d == nil {
 		wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer wcancel()
-		if derr := c.withdraw(wctx, id); derr != nil {
+		if derr := c.withdraw(wctx, id, withdrawReason(req, cfg, parent, ctx, err)); derr != nil {
 			err = errors.Join(err, derr)
 		}
 	}
 	return d, err
+}
+
+// withdrawReason is the DELETE's query, saying why nobody's decision came:
+// for the hook (a terminal is there to answer), Claude Code stopped waiting
+// (it ends a hook once the person answers in the terminal), or the hook's
+// own wait ran out and the terminal asks again; for the MCP prompt tool,
+// nobody answered and Claude is told no. Other ends say nothing.
+func withdrawReason(req apiRequest, cfg HookConfig, parent, ctx context.Context, err error) string {
+	waited := "&waited=" + url.QueryEscape(cfg.Wait.String())
+	switch {
+	case err != nil:
+		return ""
+	case req.Terminal && parent.Err() != nil:
+		return "?reason=terminal"
+	case parent.Err() != nil:
+		return ""
+	case ctx.Err() != nil && req.Terminal:
+		return "?reason=timeout" + waited
+	case ctx.Err() != nil:
+		return "?reason=unanswered" + waited
+	}
+	return ""
 }
 
 // apiClient speaks to the bot's approval API.
@@ -146,7 +173,7 @@ func (c apiClient) await(ctx context.Context, id string) (*apiDecision, error) {
 	}
 }
 
-func (c apiClient) withdraw(ctx context.Context, id string) error {
+func (c apiClient) withdraw(ctx context.Context, id, query string) error {
 	var st apiStatus
-	return c.do(ctx, http.MethodDelete, "/v1/requests/"+id, nil, &st)
+	return c.do(ctx, http.MethodDelete, "/v1/requests/"+url.PathEscape(id)+query, nil, &st)
 }

@@ -22,7 +22,8 @@ const checkTimeout = 10 * time.Second
 
 // manifestScopes are the bot scopes deploy/slack/manifest.yaml asks for.
 // groups:history is left out: the manifest says to drop it without private
-// channels.
+// channels; so is im:write, which only API_TOKENS entries naming a person
+// need (a missing one fails their first request, saying so).
 var manifestScopes = []string{"app_mentions:read", "channels:history", "im:history", "chat:write",
 	"commands", "files:write", "users:read", "usergroups:read"}
 

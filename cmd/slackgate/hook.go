@@ -7,13 +7,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"os"
 	"time"
+	"unicode/utf8"
 )
 
 // `slackgate hook` is a Claude Code command hook: Claude Code runs it once
 // per PermissionRequest (or PreToolUse, for questions) with the event on
 // stdin, and reads the answer from stdout. It puts the prompt on a Slack
-// card through the bot's approval API and waits for a person. Whatever goes
+// card through the bot's approval API and waits for a person. On
+// PostToolUse and PostToolUseFailure it reports what ran, for the audit
+// log and the session's thread, and answers at once. Whatever goes
 // wrong, it exits 0 and prints the pass-through "{}" (never "defer", which
 // ends the turn), so the terminal's own prompt still works; errors go to
 // stderr.
@@ -40,6 +45,9 @@ type hookInput struct {
 	ToolInput   json.RawMessage   `json:"tool_input"`
 	ToolUseID   string            `json:"tool_use_id"`
 	Suggestions []json.RawMessage `json:"permission_suggestions"`
+	// PostToolUse: what the tool returned; PostToolUseFailure: its error.
+	ToolResponse json.RawMessage `json:"tool_response"`
+	Error        string          `json:"error"`
 }
 
 var passThrough = json.RawMessage(`{}`)
@@ -71,12 +79,16 @@ func (p program) hookAnswer(ctx context.Context) (json.RawMessage, error) {
 	if err := json.Unmarshal(raw, &in); err != nil {
 		return nil, fmt.Errorf("hook input is not JSON: %w", err)
 	}
-	if in.Event != "PermissionRequest" && in.Event != "PreToolUse" {
+	switch in.Event {
+	case "PostToolUse", "PostToolUseFailure":
+		return passThrough, newAPIClient(cfg).reportToolRan(ctx, cfg, in)
+	case "PermissionRequest", "PreToolUse":
+	default:
 		return passThrough, nil
 	}
 	d, err := newAPIClient(cfg).ask(ctx, cfg, apiRequest{
 		ToolName: in.ToolName, Input: in.ToolInput, ToolUseID: in.ToolUseID, Suggestions: in.Suggestions,
-		SessionID: in.SessionID, Cwd: in.Cwd,
+		SessionID: in.SessionID, Cwd: in.Cwd, Terminal: true,
 	})
 	if d == nil {
 		// Nobody decided in time, Claude Code stopped waiting (the person
@@ -122,10 +134,77 @@ func hookSettings(command string, wait time.Duration) map[string]any {
 			"type": "command", "command": command, "timeout": int((wait + hookTimeoutMargin).Seconds()),
 		}}}}
 	}
+	report := func() []any {
+		return []any{map[string]any{"matcher": "*", "hooks": []any{map[string]any{
+			"type": "command", "command": command, "timeout": int(reportTimeout.Seconds()) + 5,
+		}}}}
+	}
 	return map[string]any{"hooks": map[string]any{
-		"PermissionRequest": entry("*"),
-		"PreToolUse":        entry(questionMatcher),
+		"PermissionRequest":  entry("*"),
+		"PreToolUse":         entry(questionMatcher),
+		"PostToolUse":        report(),
+		"PostToolUseFailure": report(),
 	}}
+}
+
+// reportTimeout bounds a PostToolUse report: Claude Code waits for it
+// before it goes on.
+const reportTimeout = 15 * time.Second
+
+// maxReportedError caps the error text a report carries.
+const maxReportedError = 2000
+
+// reportToolRan tells the bot what ran (PostToolUse) or failed
+// (PostToolUseFailure), for the audit log and the session's thread.
+func (c apiClient) reportToolRan(ctx context.Context, cfg HookConfig, in hookInput) error {
+	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
+	defer cancel()
+	failed, text := toolFailed(in)
+	input := in.ToolInput
+	if len(input) == 0 || string(input) == "null" {
+		input = json.RawMessage(`{}`)
+	}
+	host, _ := os.Hostname()
+	body := map[string]any{
+		"tool_name": in.ToolName, "input": input, "tool_use_id": in.ToolUseID, "failed": failed,
+		"error":   capBytes(text, maxReportedError),
+		"session": map[string]string{"id": in.SessionID, "host": host, "cwd": in.Cwd, "name": cfg.User},
+	}
+	var out map[string]string
+	return c.do(ctx, http.MethodPost, "/v1/tool-results", body, &out)
+}
+
+// toolFailed reads the outcome of a tool call from the hook input: a
+// PostToolUseFailure failed with its error; a PostToolUse response that
+// says it is an error ("is_error": true, "success": false) failed too.
+func toolFailed(in hookInput) (bool, string) {
+	if in.Event == "PostToolUseFailure" {
+		return true, in.Error
+	}
+	var resp struct {
+		IsError *bool  `json:"is_error"`
+		Success *bool  `json:"success"`
+		Error   string `json:"error"`
+		Stderr  string `json:"stderr"`
+	}
+	if json.Unmarshal(in.ToolResponse, &resp) != nil {
+		return false, ""
+	}
+	if (resp.IsError != nil && *resp.IsError) || (resp.Success != nil && !*resp.Success) {
+		return true, cmp.Or(resp.Error, resp.Stderr)
+	}
+	return false, ""
+}
+
+// capBytes shortens s to at most n bytes on a rune boundary.
+func capBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // questionMatcher selects Claude Code's AskUserQuestion and MCP tools of

@@ -7,13 +7,17 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/slackgate/slackgate/bot/fakeslack"
 	"github.com/slackgate/slackgate/relay/relaytest"
+	"github.com/slackgate/slackgate/store"
+	"github.com/slackgate/slackgate/store/redisstore"
 )
 
 // These tests run the real CLI without slackgate's relay, as a developer's
@@ -32,8 +36,12 @@ func runHookIfAsked() {
 	if os.Getenv(hookSwitch) != "1" {
 		return
 	}
+	// As main does: Claude Code ends a hook it stops waiting for with
+	// SIGTERM, and the hook must still withdraw its card.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	p := program{environ: os.Environ(), stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
-	if err := p.run(context.Background(), []string{"hook"}); err != nil {
+	if err := p.run(ctx, []string{"hook"}); err != nil {
 		fmt.Fprintln(os.Stderr, "slackgate hook:", err)
 	}
 	os.Exit(0)
@@ -59,13 +67,25 @@ type terminalRun struct {
 // background for the turn's result. stdio adds --permission-prompt-tool
 // stdio, without which -p mode has no AskUserQuestion.
 func runTerminal(t *testing.T, a *app, base, wait string, stdio bool, prompt string) *terminalRun {
+	return runTerminalHookTimeout(t, a, base, wait, 0, stdio, prompt)
+}
+
+// runTerminalHookTimeout is runTerminal with the PermissionRequest hook's
+// timeout in the settings set to hookTimeout (0: install's, longer than
+// wait): Claude Code stops waiting for the hook when it passes, as when
+// the person answers in the terminal first.
+func runTerminalHookTimeout(t *testing.T, a *app, base, wait string, hookTimeout time.Duration, stdio bool, prompt string) *terminalRun {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	hooks := hookSettings(self+" hook", 30*time.Second)["hooks"].(map[string]any)
-	hooks["PermissionRequest"].([]any)[0].(map[string]any)["matcher"] = "Bash"
+	permission := hooks["PermissionRequest"].([]any)[0].(map[string]any)
+	permission["matcher"] = "Bash"
+	if hookTimeout > 0 {
+		permission["hooks"].([]any)[0].(map[string]any)["timeout"] = int(hookTimeout.Seconds())
+	}
 	settings, _ := json.Marshal(map[string]any{"hooks": hooks})
 	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
 		"--permission-mode", "default", "--settings", string(settings)}
@@ -189,7 +209,7 @@ func TestHookThatTimesOutPassesThroughWithoutBreakingTheSession(t *testing.T) {
 	_, card := apiCard(t, a, "Approve")
 	// Nobody answers: the hook withdraws the card and passes through; -p
 	// mode without a prompt tool then denies, and the turn goes on.
-	a.settled(card.Ref(), "Cancelled")
+	a.settled(card.Ref(), "Nobody answered within 2s; the terminal asks again")
 	run.wait(t, a)
 	a.noFile("late.txt")
 	if res := a.toolResult("toolu_ht"); !res.IsError {
@@ -197,5 +217,65 @@ func TestHookThatTimesOutPassesThroughWithoutBreakingTheSession(t *testing.T) {
 	}
 	if !strings.Contains(run.result, `"subtype":"success"`) {
 		t.Errorf("the turn did not end normally: %s", run.result)
+	}
+}
+
+func TestHookCancelledByClaudeCodeSaysAnsweredInTheTerminalOnTheSlackCard(t *testing.T) {
+	t.Parallel()
+	a, base := startHookApp(t,
+		relaytest.ToolUse("toolu_hc", "Bash", bash("echo there > there.txt", "Write there.txt")),
+		relaytest.Text("carried on"))
+	// The terminal stands in by its clock: Claude Code stops waiting for
+	// the hook after the settings' 3 s timeout (SIGTERM, as when a person
+	// answers the prompt there first), long before SLACKGATE_WAIT.
+	run := runTerminalHookTimeout(t, a, base, "60s", 3*time.Second, false, "write the file")
+	_, card := apiCard(t, a, "Approve")
+	a.settled(card.Ref(), "Answered in the terminal")
+	run.wait(t, a)
+}
+
+func TestHookReportsWhatRanInTheSessionThreadAndTheAuditLog(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, options{transport: httpMode, backend: redisBackend, extraEnv: []string{"API_TOKENS=laptop:" + general + ":" + hookToken}},
+		relaytest.ToolUse("toolu_hr", "Bash", bash("echo reported > reported.txt", "Write reported.txt")),
+		relaytest.ToolUse("toolu_hf", "Bash", bash("exit 3", "Fail")),
+		relaytest.Text("done"))
+	base := "http://" + a.prog.listener.Addr().String()
+	run := runTerminal(t, a, base, "60s", false, "write the file")
+	root, card := apiCard(t, a, "Approve")
+	a.click(dana, card.Ref(), "Approve")
+	failing, err := a.slack.WaitThread(a.ctx, general, root.TS, func(m fakeslack.Message) bool {
+		return m.HasText("exit 3") && slices.Contains(m.Buttons(), "Approve")
+	})
+	if err != nil {
+		t.Fatalf("no card for the second command: %v\n%s", err, a.dump(root.TS))
+	}
+	a.click(dana, failing.Ref(), "Approve")
+	run.wait(t, a)
+	for _, want := range []string{"*Bash* ran: `echo reported &gt; reported.txt`", "*Bash* failed: `exit 3`"} {
+		if _, err := a.slack.WaitThread(a.ctx, general, root.TS, func(m fakeslack.Message) bool { return m.HasText(want) }); err != nil {
+			t.Errorf("no thread line %q: %v\n%s", want, err, a.dump(root.TS))
+		}
+	}
+	st, err := redisstore.New(a.ctx, envValue(a.prog.environ, "REDIS_URL"), redisstore.WithPrefix(envValue(a.prog.environ, "REDIS_KEY_PREFIX")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	entries, err := st.AuditLog(a.ctx, "", 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := map[string]store.AuditEntry{}
+	for _, e := range entries {
+		if e.Action == store.AuditToolRan {
+			ran[e.ToolUseID] = e
+		}
+	}
+	if e := ran["toolu_hr"]; e.Tool != "Bash" || e.Result != store.ToolSucceeded || e.Message != "echo reported > reported.txt" || !strings.HasPrefix(e.SessionID, "api.laptop.") {
+		t.Errorf("audit entry of the command that ran = %+v", e)
+	}
+	if e := ran["toolu_hf"]; e.Result != store.ToolFailed || e.Message != "exit 3" {
+		t.Errorf("audit entry of the command that failed = %+v", e)
 	}
 }

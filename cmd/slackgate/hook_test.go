@@ -115,8 +115,21 @@ func TestHookInstallPrintsHooksThatOutwaitTheHook(t *testing.T) {
 	}
 	for event, entries := range s.Hooks {
 		h := entries[0].Hooks[0]
-		if h.Command != "/usr/local/bin/slackgate hook" || h.Timeout <= 300 {
+		switch {
+		case h.Command != "/usr/local/bin/slackgate hook":
+			t.Errorf("%s hook = %+v, want the command", event, h)
+		case event == "PostToolUse" || event == "PostToolUseFailure":
+			// A report answers at once: a timeout just above its own bound.
+			if h.Timeout <= int(reportTimeout.Seconds()) || entries[0].Matcher != "*" {
+				t.Errorf("%s hook = %+v (matcher %q), want every tool, a timeout above %s", event, h, entries[0].Matcher, reportTimeout)
+			}
+		case h.Timeout <= 300:
 			t.Errorf("%s hook = %+v, want the command with a timeout above the 5m wait", event, h)
+		}
+	}
+	for _, event := range []string{"PermissionRequest", "PreToolUse", "PostToolUse", "PostToolUseFailure"} {
+		if len(s.Hooks[event]) == 0 {
+			t.Errorf("no %s hook", event)
 		}
 	}
 }
@@ -159,7 +172,9 @@ func TestHookInstallWriteMergesIntoSettings(t *testing.T) {
 	want := `{"model":"opus","hooks":{
 		"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"/bin/audit"}]},
 			{"matcher":"(AskUserQuestion|mcp__.*__AskUserQuestion)","hooks":[{"type":"command","command":"/usr/local/bin/slackgate hook","timeout":660}]}],
-		"PermissionRequest":[{"matcher":"*","hooks":[{"type":"command","command":"/usr/local/bin/slackgate hook","timeout":660}]}]}}`
+		"PermissionRequest":[{"matcher":"*","hooks":[{"type":"command","command":"/usr/local/bin/slackgate hook","timeout":660}]}],
+		"PostToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"/usr/local/bin/slackgate hook","timeout":20}]}],
+		"PostToolUseFailure":[{"matcher":"*","hooks":[{"type":"command","command":"/usr/local/bin/slackgate hook","timeout":20}]}]}}`
 	if !jsonSame(t, raw, want) {
 		t.Errorf("settings after install:\n%s", raw)
 	}

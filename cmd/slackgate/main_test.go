@@ -19,6 +19,7 @@ func TestMain(m *testing.M) {
 	runHookIfAsked()
 	runMCPIfAsked()
 	runWorkerIfAsked()
+	runElicitServerIfAsked()
 	goleak.VerifyTestMain(m)
 }
 

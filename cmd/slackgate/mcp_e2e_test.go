@@ -134,7 +134,7 @@ func TestMCPNobodyAnsweringIsADenyThatSaysSo(t *testing.T) {
 	_, card := apiCard(t, a, "Approve")
 	// A prompt tool must answer: the card is withdrawn and Claude is told
 	// why the command did not run.
-	a.settled(card.Ref(), "Cancelled")
+	a.settled(card.Ref(), "Nobody answered within 2s, so Claude was told no")
 	run.wait(t, a)
 	a.noFile("late.txt")
 	if res := a.toolResult("toolu_m4"); !res.IsError || !strings.Contains(res.Content, "Nobody answered") {

@@ -137,7 +137,7 @@ func (m *metrics) watchPending(st store.Store) {
 		if err != nil {
 			return nil // no sample beats a wrong zero
 		}
-		n := map[string]float64{string(store.KindTool): 0, string(store.KindQuestion): 0, string(store.KindPlan): 0}
+		n := map[string]float64{string(store.KindTool): 0, string(store.KindQuestion): 0, string(store.KindPlan): 0, string(store.KindElicitation): 0}
 		for _, r := range pending {
 			n[string(r.Kind)]++
 		}

@@ -139,6 +139,11 @@ func (t timedStore) QueuedInputs(ctx context.Context, sessionID string) (int, er
 	return t.Store.QueuedInputs(ctx, sessionID)
 }
 
+func (t timedStore) AppendAudit(ctx context.Context, a store.AuditEntry) error {
+	defer t.time("append_audit")()
+	return t.Store.AppendAudit(ctx, a)
+}
+
 func (t timedStore) AuditLog(ctx context.Context, after string, limit int) ([]store.AuditEntry, error) {
 	defer t.time("audit_log")()
 	return t.Store.AuditLog(ctx, after, limit)

@@ -215,6 +215,24 @@ func (s *Store) SetCard(ctx context.Context, id string, card store.MessageRef) e
 	return nil
 }
 
+// AppendAudit appends an entry of its own (AuditToolRan).
+func (s *Store) AppendAudit(ctx context.Context, a store.AuditEntry) error {
+	if a.At.IsZero() {
+		a.At = s.opts.now()
+	}
+	if err := a.ValidateAppend(); err != nil {
+		return fmt.Errorf("boltstore: append audit: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("boltstore: append audit: %w", err)
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error { return appendAudit(tx, a) })
+	if err != nil {
+		return fmt.Errorf("boltstore: append audit: %w", err)
+	}
+	return nil
+}
+
 // AuditLog reads the audit bucket from the entry after `after`.
 func (s *Store) AuditLog(ctx context.Context, after string, limit int) ([]store.AuditEntry, error) {
 	var from uint64 = 1

@@ -542,6 +542,29 @@ func (s *Store) SetCard(ctx context.Context, id string, card store.MessageRef) e
 	return nil
 }
 
+// AppendAudit implements store.Store: one XADD, trimmed like every other
+// audit append (MINID).
+func (s *Store) AppendAudit(ctx context.Context, a store.AuditEntry) error {
+	if a.At.IsZero() {
+		a.At = time.Now()
+	}
+	if err := a.ValidateAppend(); err != nil {
+		return fmt.Errorf("redisstore: append audit: %w", err)
+	}
+	raw, err := json.Marshal(a)
+	if err != nil {
+		return fmt.Errorf("redisstore: append audit: %w", err)
+	}
+	args := &redis.XAddArgs{Stream: s.keys.audit(), Values: []any{"a", string(raw)}}
+	if minID := s.auditMinID(); minID != "0" {
+		args.MinID = minID
+	}
+	if err := s.rdb.XAdd(ctx, args).Err(); err != nil {
+		return fmt.Errorf("redisstore: append audit: %w", err)
+	}
+	return nil
+}
+
 // AuditLog implements store.Store.
 func (s *Store) AuditLog(ctx context.Context, after string, limit int) ([]store.AuditEntry, error) {
 	start := "-"

@@ -116,3 +116,42 @@ func (h *harness) testClose(t *testing.T) {
 		t.Error("GetRequest after Close returned no error")
 	}
 }
+
+// testAppendAudit: a tool that ran outside slackgate is appended in order
+// with the request entries; an entry a transition writes cannot be.
+func (h *harness) testAppendAudit(t *testing.T) {
+	s := h.newStore(t)
+	ctx := h.ctx(t)
+	sid := uniq("sess")
+	r := newRequest(sid, 1)
+	requireNoError(t, s.CreateRequest(ctx, r), "CreateRequest")
+	ran := store.AuditEntry{Action: store.AuditToolRan, SessionID: sid, Tool: "Bash", Message: "make test",
+		ToolUseID: "toolu_1", Result: store.ToolFailed, At: base.Add(time.Minute)}
+	requireNoError(t, s.AppendAudit(ctx, ran), "AppendAudit")
+	all, err := s.AuditLog(ctx, "", 100)
+	requireNoError(t, err, "AuditLog")
+	if len(all) != 2 || all[0].Action != store.AuditCreated {
+		t.Fatalf("AuditLog = %+v, want the request's created entry, then the tool that ran", all)
+	}
+	got := all[1]
+	ran.ID = got.ID
+	if !got.At.Equal(ran.At) {
+		t.Errorf("At = %v, want %v", got.At, ran.At)
+	}
+	got.At = ran.At
+	if got != ran {
+		t.Errorf("appended entry:\n got %+v\nwant %+v", got, ran)
+	}
+	for _, bad := range []store.AuditEntry{
+		{Action: store.AuditSettled, RequestID: r.ID, SessionID: sid, Outcome: store.OutcomeAllow, At: base},
+		{Action: store.AuditToolRan, SessionID: sid, Tool: "Bash", Result: "maybe", At: base},
+		{Action: store.AuditToolRan, Tool: "Bash", Result: store.ToolSucceeded, At: base},
+	} {
+		requireIs(t, s.AppendAudit(ctx, bad), store.ErrInvalid, "AppendAudit of "+string(bad.Action)+" "+bad.Result)
+	}
+	again, err := s.AuditLog(ctx, "", 100)
+	requireNoError(t, err, "AuditLog")
+	if len(again) != 2 {
+		t.Errorf("refused appends left entries: %+v", again[2:])
+	}
+}

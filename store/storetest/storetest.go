@@ -80,6 +80,7 @@ func Run(t *testing.T, newStore NewFunc, opts ...Option) {
 	t.Run("Dedup", h.testDedup)
 	t.Run("Counts", h.testCounts)
 	t.Run("Audit", h.testAudit)
+	t.Run("AppendAudit", h.testAppendAudit)
 	t.Run("Refuse", h.testRefuse)
 	t.Run("Transcripts", h.testTranscripts)
 	t.Run("Answers", h.testAnswers)
