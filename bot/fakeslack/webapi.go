@@ -106,8 +106,24 @@ func (f *Fake) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, perr := parseParams(r, body)
+	if !f.hold(method, body, p) {
+		hangUp(w)
+		return
+	}
+	f.mu.Lock()
+	status := f.injectedStatusLocked(method, p, body)
+	lose := status == 0 && f.loseAnswerLocked(method)
+	f.mu.Unlock()
+	if status != 0 {
+		http.Error(w, http.StatusText(status), status)
+		return
+	}
 
 	out, retryAfter := f.handleCall(method, r, p, perr, body)
+	if lose {
+		hangUp(w)
+		return
+	}
 	if retryAfter >= 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
 		w.WriteHeader(http.StatusTooManyRequests)
