@@ -18,7 +18,7 @@ import (
 func TestMain(m *testing.M) {
 	runHookIfAsked()
 	runMCPIfAsked()
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { removeBuiltBinary() }))
 }
 
 // runProgram runs slackgate with args and environ and returns its error and

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/slackgate/slackgate/bot/fakeslack"
+	"github.com/slackgate/slackgate/relay/relaytest"
+)
+
+// The command every fault test asks Claude to run: each run appends a line,
+// so a decision applied twice shows as two.
+const (
+	ranCmd  = "echo ran >> ran.txt"
+	ranFile = "ran.txt"
+)
+
+func ranSteps(after ...relaytest.Step) []relaytest.Step {
+	return append([]relaytest.Step{relaytest.ToolUse("toolu_1", "Bash", bash(ranCmd, "Record a run"))}, after...)
+}
+
+// isCardPost matches the chat.postMessage of the card for ranCmd.
+func isCardPost(c fakeslack.Call) bool {
+	return strings.Contains(c.Params.Get("blocks"), "echo ran")
+}
+
+// TestFaultWorkerKilledWithACardPending: the worker (and its Claude) dies
+// while a card waits. The worker started again under its name ends the
+// request, the card says so, nothing runs, and the next reply resumes the
+// session.
+func TestFaultWorkerKilledWithACardPending(t *testing.T) {
+	t.Parallel()
+	a := startFaults(t, nil, ranSteps(relaytest.Text("Resumed after the crash."))...)
+	a.bot("bot")
+	w := a.worker("worker")
+	thread := a.mention("record a run")
+	card := a.card(thread, "echo ran")
+
+	w.kill()
+	a.worker("worker, restarted")
+	final := a.settled(card.Ref(), "Session ended")
+	if !final.HasText("worker restarted") {
+		t.Errorf("the ended card should say the worker restarted: %s", final.AllText())
+	}
+	a.carriesOn(thread, "Resumed after the crash.")
+	a.oneFinalCard(thread, "echo ran")
+	if n := a.ranTimes(ranFile); n != 0 {
+		t.Errorf("the command ran %d times; nobody approved it", n)
+	}
+}
+
+// TestFaultWorkerKilledWhileTheDecisionIsBeingWritten: the approval is
+// stored, but the worker dies before it reaches Claude (frozen, then
+// killed). The card keeps the person's decision, the command runs at most
+// once, and the session goes on.
+func TestFaultWorkerKilledWhileTheDecisionIsBeingWritten(t *testing.T) {
+	t.Parallel()
+	a := startFaults(t, nil, ranSteps(relaytest.Text("Resumed after the crash."))...)
+	a.bot("bot")
+	w := a.worker("worker")
+	thread := a.mention("record a run")
+	card := a.card(thread, "echo ran")
+
+	w.freeze()
+	a.click(lee, card.Ref(), "Approve")
+	a.settled(card.Ref(), "Approved")
+	w.kill()
+	a.worker("worker, restarted")
+	a.carriesOn(thread, "Resumed after the crash.")
+	a.oneFinalCard(thread, "echo ran")
+	if n := a.ranTimes(ranFile); n > 1 {
+		t.Errorf("the command ran %d times; one approval runs it at most once", n)
+	}
+}
+
+// TestFaultBotKilledWhileACardIsBeingPosted: the bot dies with the card's
+// chat.postMessage in flight, and Slack carries it out. The restarted bot
+// must not post a second card, and the card must still settle.
+func TestFaultBotKilledWhileACardIsBeingPosted(t *testing.T) {
+	t.Parallel()
+	a := startFaults(t, nil, ranSteps(relaytest.Text("Approved and done."))...)
+	b := a.bot("bot")
+	a.worker("worker")
+	held := a.slack.Hold("chat.postMessage", isCardPost)
+	thread := a.mention("record a run")
+	if _, err := held.Wait(a.ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.killBot(b)
+	held.Release()
+	card := a.card(thread, "echo ran")
+	a.bot("bot, restarted")
+
+	a.click(lee, card.Ref(), "Approve")
+	a.settled(card.Ref(), "Approved")
+	a.threadText(thread, "Approved and done.")
+	a.oneFinalCard(thread, "echo ran")
+	if n := a.ranTimes(ranFile); n != 1 {
+		t.Errorf("the command ran %d times, want once", n)
+	}
+}
+
+// TestFaultBotKilledWhileAClickIsInFlight: the click reaches a bot that
+// dies before it handles it (frozen, then killed). Nothing is decided; the
+// person clicks again on the restarted bot and the command runs once.
+func TestFaultBotKilledWhileAClickIsInFlight(t *testing.T) {
+	t.Parallel()
+	a := startFaults(t, nil, ranSteps(relaytest.Text("Approved and done."))...)
+	b := a.bot("bot")
+	a.worker("worker")
+	thread := a.mention("record a run")
+	card := a.card(thread, "echo ran")
+	a.threadText(thread, "Waiting for approval") // the card is recorded
+
+	b.freeze()
+	if err := a.slack.Click(a.ctx, lee, card.Ref(), "Approve"); err == nil {
+		t.Fatal("a frozen bot acknowledged the click")
+	}
+	a.killBot(b)
+	a.bot("bot, restarted")
+	if now, _ := a.slack.Message(card.Ref()); len(now.Buttons()) == 0 {
+		t.Fatalf("the card changed though no bot handled the click: %s", now.AllText())
+	}
+	a.click(lee, card.Ref(), "Approve")
+	a.settled(card.Ref(), "Approved")
+	a.threadText(thread, "Approved and done.")
+	a.oneFinalCard(thread, "echo ran")
+	if n := a.ranTimes(ranFile); n != 1 {
+		t.Errorf("the command ran %d times, want once", n)
+	}
+}
+
+// TestFaultBotKilledBetweenClickAndCardUpdate: the decision is stored and
+// the bot dies with the card's outcome edit in flight, which never reaches
+// Slack. The command runs once, and the restarted bot still shows the
+// outcome on the card.
+func TestFaultBotKilledBetweenClickAndCardUpdate(t *testing.T) {
+	t.Parallel()
+	a := startFaults(t, nil, ranSteps(relaytest.Text("Approved and done."))...)
+	b := a.bot("bot")
+	a.worker("worker")
+	thread := a.mention("record a run")
+	card := a.card(thread, "echo ran")
+	a.threadText(thread, "Waiting for approval")
+
+	held := a.slack.Hold("chat.update", func(c fakeslack.Call) bool {
+		return c.Params.Get("ts") == card.TS && strings.Contains(c.Params.Get("blocks"), "Approved")
+	})
+	a.click(lee, card.Ref(), "Approve")
+	if _, err := held.Wait(a.ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The worst moment: the bot has handed the edit to its outbox and
+	// acknowledged the settled event, so it is not delivered again.
+	a.eventsShown()
+	a.killBot(b)
+	held.Drop()
+	a.toolResult("toolu_1")
+	a.bot("bot, restarted")
+	a.settled(card.Ref(), "Approved")
+	a.threadText(thread, "Approved and done.")
+	a.oneFinalCard(thread, "echo ran")
+	if n := a.ranTimes(ranFile); n != 1 {
+		t.Errorf("the command ran %d times, want once", n)
+	}
+}
