@@ -23,8 +23,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/slackgate/slackgate/bot/fakeslack"
 	"github.com/slackgate/slackgate/relay/relaytest"
 	"github.com/slackgate/slackgate/store/redisstore/redistest"
@@ -261,34 +259,22 @@ func (a *faultApp) waitCtx(d time.Duration) (context.Context, context.CancelFunc
 	return context.WithTimeout(a.ctx, d)
 }
 
-// eventsShown waits until the bots' consumer group has acknowledged every
-// event it was handed, polling Redis's pending-entries list (Redis has no
-// notification for it): from then on a killed bot gets none of them again.
-func (a *faultApp) eventsShown() {
-	a.t.Helper()
-	prefix := ""
-	for _, kv := range a.prog.environ {
-		if v, ok := strings.CutPrefix(kv, "REDIS_KEY_PREFIX="); ok {
-			prefix = v
-		}
-	}
-	opts, err := redis.ParseURL(a.redis.URL())
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	c := redis.NewClient(opts)
-	defer c.Close()
+// waitLog waits until the child has logged text: for a moment inside it
+// that nothing outside shows. The logs have no change notification, so it
+// polls them.
+func (c *child) waitLog(text string) {
+	c.t.Helper()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
-	for {
-		p, err := c.XPending(a.ctx, "{"+prefix+"}:events", "bot").Result()
-		if err == nil && p.Count == 0 {
-			return
-		}
+	timeout := time.NewTimer(e2eTimeout)
+	defer timeout.Stop()
+	for !strings.Contains(c.logs.String(), text) {
 		select {
-		case <-a.ctx.Done():
-			a.t.Fatalf("the bot never acknowledged its events (last: %+v, %v)", p, err)
 		case <-tick.C:
+		case <-c.exited:
+			c.t.Fatalf("%s exited before logging %q", c.name, text)
+		case <-timeout.C:
+			c.t.Fatalf("%s never logged %q", c.name, text)
 		}
 	}
 }
