@@ -42,7 +42,7 @@ func (b *Bot) handleEvent(ctx context.Context, e store.Event) error {
 	var err error
 	switch e.Type {
 	case store.EventRequestCreated:
-		err = b.showRequest(ctx, log, e.RequestID)
+		err = b.showRequest(ctx, log, e.RequestID, false)
 	case store.EventRequestSettled:
 		err = b.showSettled(ctx, log, e.RequestID)
 	case store.EventSessionStarted:
@@ -127,8 +127,10 @@ func (b *Bot) awaitWrite(log zerolog.Logger, w pending, then func(opResult) erro
 
 // showRequest posts a request's card in its session's thread, records
 // where (SetCard), and attaches the full input when the card had to
-// truncate it. Cards take the outbox's first lane.
-func (b *Bot) showRequest(ctx context.Context, log zerolog.Logger, id string) error {
+// truncate it. Cards take the outbox's first lane. lookFirst (the
+// reconciler) first looks for the card in the thread: its poster may have
+// died after Slack took it.
+func (b *Bot) showRequest(ctx context.Context, log zerolog.Logger, id string, lookFirst bool) error {
 	r, err := b.st.GetRequest(ctx, id)
 	if err != nil {
 		return fmt.Errorf("bot: get request %s: %w", id, err)
@@ -154,7 +156,19 @@ func (b *Bot) showRequest(ctx context.Context, log zerolog.Logger, id string) er
 	if !claimed {
 		return nil
 	}
-	res := b.out.postPending(log, laneCard, s.Thread.Channel, s.Thread.TS, card.msg)
+	if lookFirst {
+		ts, found, err := b.postedBefore(ctx, log, s, r)
+		if err != nil || found {
+			defer b.posting.done(r.ID)
+		}
+		if err != nil {
+			return err
+		}
+		if found {
+			return b.cardPosted(ctx, log, r, s, card, opResult{ts: ts})
+		}
+	}
+	res := b.out.postCardPending(log, s.Thread.Channel, s.Thread.TS, card.msg, b.cardFinder(s, r.ID))
 	// The card shows the call: take it out of the turn's fold.
 	b.showProgress(log, s, store.Event{Type: store.EventRequestCreated}, &r)
 	return b.awaitWrite(log, res, func(pr opResult) error {

@@ -126,7 +126,7 @@ type Fake struct {
 	rateLimits  map[string]*rateLimit
 	failNext    map[string]*injectedFailure
 	failStatus  map[string]*injectedStatus // FailStatus
-	loseAnswer  map[string]int             // LoseAnswer
+	loseAnswer  []lostAnswer               // LoseAnswer
 	holds       []*Held                    // Hold, waiting for their call
 	buckets     map[string]*tokenBucket    // the rate model's, by "post:"+channel and "update"
 	users       map[string]*User
@@ -188,7 +188,6 @@ func New(t testing.TB, opts ...Option) *Fake {
 		rateLimits:   map[string]*rateLimit{},
 		failNext:     map[string]*injectedFailure{},
 		failStatus:   map[string]*injectedStatus{},
-		loseAnswer:   map[string]int{},
 		buckets:      map[string]*tokenBucket{},
 		users:        map[string]*User{BotUserID: {ID: BotUserID, Name: BotName}},
 		groups:       map[string][]string{},

@@ -98,14 +98,20 @@ type injectedStatus struct {
 	n, status int
 }
 
-// LoseAnswer makes the next n calls to method be carried out and their
-// answer lost: the connection closes after Slack acted, the way a call
-// that times out on the app's side after reaching Slack ends. The app
-// cannot tell it from a call that never arrived.
-func (f *Fake) LoseAnswer(method string, n int) {
+// LoseAnswer makes the next call to method that match accepts (any, when
+// match is nil) be carried out and its answer lost: the connection closes
+// after Slack acted, the way a call that times out on the app's side after
+// reaching Slack ends. The app cannot tell it from a call that never
+// arrived.
+func (f *Fake) LoseAnswer(method string, match func(Call) bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.loseAnswer[method] += n
+	f.loseAnswer = append(f.loseAnswer, lostAnswer{method: method, match: match})
+}
+
+type lostAnswer struct {
+	method string
+	match  func(Call) bool
 }
 
 // injectedStatusLocked consumes one injected 5xx for method, recording the
@@ -121,13 +127,15 @@ func (f *Fake) injectedStatusLocked(method string, p params, body []byte) int {
 	return fs.status
 }
 
-// loseAnswerLocked consumes one injected lost answer for method.
-func (f *Fake) loseAnswerLocked(method string) bool {
-	if f.loseAnswer[method] <= 0 {
-		return false
+// loseAnswerLocked consumes the LoseAnswer that c matches, if any.
+func (f *Fake) loseAnswerLocked(c Call) bool {
+	for i, l := range f.loseAnswer {
+		if l.method == c.Method && (l.match == nil || l.match(c)) {
+			f.loseAnswer = slices.Delete(f.loseAnswer, i, i+1)
+			return true
+		}
 	}
-	f.loseAnswer[method]--
-	return true
+	return false
 }
 
 // hangUp closes the connection of w without an answer.
