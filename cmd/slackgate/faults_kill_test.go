@@ -66,6 +66,9 @@ func TestFaultWorkerKilledWhileTheDecisionIsBeingWritten(t *testing.T) {
 	a.settled(card.Ref(), "Approved")
 	w.kill()
 	a.worker("worker, restarted")
+	// The card says what was decided, not that it ran: the thread says
+	// that Claude may not have got it.
+	a.threadText(thread, "may not have reached Claude")
 	a.carriesOn(thread, "Resumed after the crash.")
 	a.oneFinalCard(thread, "echo ran")
 	if n := a.ranTimes(ranFile); n > 1 {
