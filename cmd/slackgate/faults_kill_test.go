@@ -3,7 +3,9 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/slackgate/slackgate/bot"
 	"github.com/slackgate/slackgate/bot/fakeslack"
 	"github.com/slackgate/slackgate/relay/relaytest"
 )
@@ -30,7 +32,7 @@ func isCardPost(c fakeslack.Call) bool {
 // session.
 func TestFaultWorkerKilledWithACardPending(t *testing.T) {
 	t.Parallel()
-	a := startFaults(t, nil, ranSteps(relaytest.Text("Resumed after the crash."))...)
+	a := startFaults(t, options{}, ranSteps(relaytest.Text("Resumed after the crash."))...)
 	a.bot("bot")
 	w := a.worker("worker")
 	thread := a.mention("record a run")
@@ -55,7 +57,7 @@ func TestFaultWorkerKilledWithACardPending(t *testing.T) {
 // once, and the session goes on.
 func TestFaultWorkerKilledWhileTheDecisionIsBeingWritten(t *testing.T) {
 	t.Parallel()
-	a := startFaults(t, nil, ranSteps(relaytest.Text("Resumed after the crash."))...)
+	a := startFaults(t, options{}, ranSteps(relaytest.Text("Resumed after the crash."))...)
 	a.bot("bot")
 	w := a.worker("worker")
 	thread := a.mention("record a run")
@@ -81,7 +83,7 @@ func TestFaultWorkerKilledWhileTheDecisionIsBeingWritten(t *testing.T) {
 // must not post a second card, and the card must still settle.
 func TestFaultBotKilledWhileACardIsBeingPosted(t *testing.T) {
 	t.Parallel()
-	a := startFaults(t, nil, ranSteps(relaytest.Text("Approved and done."))...)
+	a := startFaults(t, options{}, ranSteps(relaytest.Text("Approved and done."))...)
 	b := a.bot("bot")
 	a.worker("worker")
 	held := a.slack.Hold("chat.postMessage", isCardPost)
@@ -108,7 +110,7 @@ func TestFaultBotKilledWhileACardIsBeingPosted(t *testing.T) {
 // person clicks again on the restarted bot and the command runs once.
 func TestFaultBotKilledWhileAClickIsInFlight(t *testing.T) {
 	t.Parallel()
-	a := startFaults(t, nil, ranSteps(relaytest.Text("Approved and done."))...)
+	a := startFaults(t, options{}, ranSteps(relaytest.Text("Approved and done."))...)
 	b := a.bot("bot")
 	a.worker("worker")
 	thread := a.mention("record a run")
@@ -139,7 +141,7 @@ func TestFaultBotKilledWhileAClickIsInFlight(t *testing.T) {
 // outcome on the card.
 func TestFaultBotKilledBetweenClickAndCardUpdate(t *testing.T) {
 	t.Parallel()
-	a := startFaults(t, nil, ranSteps(relaytest.Text("Approved and done."))...)
+	a := startFaults(t, options{}, ranSteps(relaytest.Text("Approved and done."))...)
 	b := a.bot("bot")
 	a.worker("worker")
 	thread := a.mention("record a run")
@@ -165,5 +167,63 @@ func TestFaultBotKilledBetweenClickAndCardUpdate(t *testing.T) {
 	a.oneFinalCard(thread, "echo ran")
 	if n := a.ranTimes(ranFile); n != 1 {
 		t.Errorf("the command ran %d times, want once", n)
+	}
+}
+
+// reconcileWait bounds how long a card whose poster died before Slack
+// answered takes to appear: the dead bot's claim on posting it lapses
+// (bot.DefaultCardClaimTTL) and the next reconciler pass
+// (bot.DefaultReconcileInterval) posts it, or records it when Slack had
+// it after all; a minute on top covers the Claude turn and the clicks.
+const reconcileWait = bot.DefaultCardClaimTTL + bot.DefaultReconcileInterval + time.Minute
+
+// TestFaultCardPostNeverAnswered: the bot stops with the card's post
+// unanswered, and only the reconciler of the next bot can show the card.
+// Killed before Slack had it: the reconciler posts it. Stopped (SIGTERM)
+// while Slack hangs past the bot's call timeout, and Slack posts it
+// afterwards: the bot still exits within botStopBound, and the reconciler
+// finds the card in the thread and records it instead of posting another.
+// These wait out the dead bot's claim, the suite's longest tests.
+func TestFaultCardPostNeverAnswered(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		stop func(a *faultApp, b *child, held *fakeslack.Held)
+	}{
+		{"killed before Slack had the card", func(a *faultApp, b *child, held *fakeslack.Held) {
+			a.killBot(b)
+			held.Drop()
+		}},
+		{"SIGTERM while Slack hangs, then Slack posts it", func(a *faultApp, b *child, held *fakeslack.Held) {
+			took, err := b.term(botStopBound)
+			if err != nil {
+				a.t.Fatalf("the bot exited with %v after SIGTERM, want status 0", err)
+			}
+			a.t.Logf("bot: SIGTERM → exit in %s with Slack not answering (bound %s)", took.Round(time.Millisecond), botStopBound)
+			held.Release()
+			a.slack.DropConnections()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a := startFaults(t, options{timeout: reconcileWait}, ranSteps(relaytest.Text("Approved and done."))...)
+			b := a.bot("bot")
+			a.worker("worker")
+			held := a.slack.Hold("chat.postMessage", isCardPost)
+			thread := a.mention("record a run")
+			if _, err := held.Wait(a.ctx); err != nil {
+				t.Fatal(err)
+			}
+			tc.stop(a, b, held)
+			a.bot("bot, next")
+			a.threadText(thread, "Waiting for approval") // the card is recorded
+			card := a.card(thread, "echo ran")
+			a.click(lee, card.Ref(), "Approve")
+			a.settled(card.Ref(), "Approved")
+			a.threadText(thread, "Approved and done.")
+			a.oneFinalCard(thread, "echo ran")
+			if n := a.ranTimes(ranFile); n != 1 {
+				t.Errorf("the command ran %d times, want once", n)
+			}
+		})
 	}
 }

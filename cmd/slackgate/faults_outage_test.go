@@ -14,7 +14,7 @@ import (
 // the restart decides it; the command runs once and the session goes on.
 func TestFaultRedisRestartedWithACardPending(t *testing.T) {
 	t.Parallel()
-	a := startFaults(t, nil, ranSteps(relaytest.Text("Approved and done."), relaytest.Text("Still here."))...)
+	a := startFaults(t, options{}, ranSteps(relaytest.Text("Approved and done."), relaytest.Text("Still here."))...)
 	a.bot("bot")
 	a.worker("worker")
 	thread := a.mention("record a run")
@@ -38,7 +38,7 @@ func TestFaultRedisRestartedWithACardPending(t *testing.T) {
 // keeps its buttons. Once Redis is back the same click decides it.
 func TestFaultRedisDownDuringAClick(t *testing.T) {
 	t.Parallel()
-	a := startFaults(t, nil, ranSteps(relaytest.Text("Approved and done."))...)
+	a := startFaults(t, options{}, ranSteps(relaytest.Text("Approved and done."))...)
 	a.bot("bot")
 	a.worker("worker")
 	thread := a.mention("record a run")
@@ -69,7 +69,7 @@ func TestFaultRedisDownDuringAClick(t *testing.T) {
 // shows the outcome.
 func TestFaultRedisDownDuringAPost(t *testing.T) {
 	t.Parallel()
-	a := startFaults(t, nil, ranSteps(relaytest.Text("Approved and done."))...)
+	a := startFaults(t, options{}, ranSteps(relaytest.Text("Approved and done."))...)
 	b := a.bot("bot")
 	a.worker("worker")
 	held := a.slack.Hold("chat.postMessage", isCardPost)
@@ -96,7 +96,7 @@ func TestFaultRedisDownDuringAPost(t *testing.T) {
 // warning while a card waits. The bot reconnects and the click decides it.
 func TestFaultSocketModeDropped(t *testing.T) {
 	t.Parallel()
-	a := startFaults(t, nil, ranSteps(relaytest.Text("Approved and done."))...)
+	a := startFaults(t, options{}, ranSteps(relaytest.Text("Approved and done."))...)
 	a.bot("bot")
 	a.worker("worker")
 	thread := a.mention("record a run")
@@ -136,7 +136,7 @@ func TestFaultSlackWebAPIErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			a := startFaults(t, nil, ranSteps(relaytest.Text("Approved and done."))...)
+			a := startFaults(t, options{}, ranSteps(relaytest.Text("Approved and done."))...)
 			a.bot("bot")
 			a.worker("worker")
 			tc.fault(a.slack)

@@ -12,14 +12,16 @@ import (
 )
 
 // How long each process may take to end after SIGTERM (README, "Faults"),
-// from what it finishes first. A worker: its Claude processes, each
-// given stdin's end, then SIGTERM, then SIGKILL (relay's StopGrace and
+// from what it finishes first. A worker: its Claude processes, each given
+// stdin's end, then SIGTERM, then SIGKILL (relay's StopGrace and
 // KillGrace), and the store writes that end their requests. A bot: the
-// Slack call in flight (callTimeout in package bot) and the store write
-// that records it. The extra 2 s is the processes' own exit.
+// Slack call in flight (callTimeout in package bot, 15 s), the store write
+// that records it, and a blocking store read that checks for the stop
+// every second. The rest is the processes' own exit, with room for a
+// loaded machine.
 const (
 	workerStopBound = relay.DefaultStopGrace + relay.DefaultKillGrace + 2*time.Second
-	botStopBound    = 15*time.Second + 2*time.Second
+	botStopBound    = 15*time.Second + time.Second + 4*time.Second
 )
 
 // pendingIn returns the pending requests of the session in thread, read
@@ -54,7 +56,7 @@ func (a *faultApp) pendingIn(thread string) []store.Request {
 // resumes the session.
 func TestFaultSIGTERMWorkerEndsItsRequestsAndExits(t *testing.T) {
 	t.Parallel()
-	a := startFaults(t, nil, ranSteps(relaytest.Text("Resumed on the next worker."))...)
+	a := startFaults(t, options{}, ranSteps(relaytest.Text("Resumed on the next worker."))...)
 	a.bot("bot")
 	w := a.worker("worker")
 	thread := a.mention("record a run")
@@ -83,7 +85,7 @@ func TestFaultSIGTERMWorkerEndsItsRequestsAndExits(t *testing.T) {
 // that card, and there is one.
 func TestFaultSIGTERMBotFinishesTheCardInFlight(t *testing.T) {
 	t.Parallel()
-	a := startFaults(t, nil, ranSteps(relaytest.Text("Approved and done."))...)
+	a := startFaults(t, options{}, ranSteps(relaytest.Text("Approved and done."))...)
 	b := a.bot("bot")
 	a.worker("worker")
 	held := a.slack.Hold("chat.postMessage", isCardPost)
@@ -127,7 +129,7 @@ func TestFaultSIGTERMBotFinishesTheCardInFlight(t *testing.T) {
 // process exits 0 within the larger of the two bounds.
 func TestFaultSIGTERMRunEndsItsRequestsAndExits(t *testing.T) {
 	t.Parallel()
-	a := startFaults(t, nil, ranSteps(relaytest.Text("Resumed after the restart."))...)
+	a := startFaults(t, options{}, ranSteps(relaytest.Text("Resumed after the restart."))...)
 	r := a.spawn("run", "run")
 	if err := a.slack.WaitConnected(a.ctx); err != nil {
 		t.Fatalf("slackgate run never connected: %v", err)

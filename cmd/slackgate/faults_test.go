@@ -11,7 +11,6 @@ package main
 // on. README.md, "Faults", lists each fault and the test that pins it.
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -161,15 +160,17 @@ type faultApp struct {
 	redis *redistest.Server
 }
 
-// startFaults sets the stage. APPROVERS is lee. The fake Slack tolerates
+// startFaults sets the stage: o (its timeout and extraEnv) with the
+// test's own Redis, APPROVERS=lee and no program. The fake Slack tolerates
 // deliveries that were never acknowledged: a bot killed while an event or
 // a click is on its way cannot acknowledge it, which is the fault itself;
 // what the person then sees is what each test checks.
-func startFaults(t *testing.T, extraEnv []string, steps ...relaytest.Step) *faultApp {
+func startFaults(t *testing.T, o options, steps ...relaytest.Step) *faultApp {
 	t.Helper()
 	srv := redistest.Start(t)
-	a := startApp(t, options{backend: redisBackend, redisURL: srv.URL(), command: "none", approvers: lee,
-		slackOpts: []fakeslack.Option{fakeslack.AllowDeliveryFailures()}, extraEnv: extraEnv}, steps...)
+	o.backend, o.redisURL, o.command, o.approvers = redisBackend, srv.URL(), "none", lee
+	o.slackOpts = append(o.slackOpts, fakeslack.AllowDeliveryFailures())
+	a := startApp(t, o, steps...)
 	return &faultApp{app: a, redis: srv}
 }
 
@@ -246,17 +247,6 @@ func (a *faultApp) carriesOn(thread, answer string) {
 		a.t.Fatal(err)
 	}
 	a.threadText(thread, answer)
-}
-
-// settledWith waits for the card at ref to show text and no buttons.
-func (a *faultApp) settledWith(ref fakeslack.MessageRef, text string) fakeslack.Message {
-	a.t.Helper()
-	return a.settled(ref, text)
-}
-
-// waitCtx bounds one wait inside a test.
-func (a *faultApp) waitCtx(d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(a.ctx, d)
 }
 
 // waitLog waits until the child has logged text: for a moment inside it
