@@ -44,6 +44,7 @@ func TestFaultWorkerKilledWithACardPending(t *testing.T) {
 	if !final.HasText("worker restarted") {
 		t.Errorf("the ended card should say the worker restarted: %s", final.AllText())
 	}
+	a.threadText(thread, "worker restarted and stopped Claude")
 	a.carriesOn(thread, "Resumed after the crash.")
 	a.oneFinalCard(thread, "echo ran")
 	if n := a.ranTimes(ranFile); n != 0 {
