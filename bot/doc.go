@@ -26,6 +26,8 @@ package bot
 //	                 settles them and shows what Claude said and did
 //	reconcile.go     cards lost in a crash posted at start and every 30 s;
 //	                 one poster per card (a claim in the store)
+//	findcard.go      a card Slack may have without the store knowing,
+//	                 found in its thread before it is posted again
 //	status.go        the one status message per session (statusBook)
 //	outbox.go        every post and edit: paced, coalesced, retried
 //	ephemeral.go     messages only one person sees
