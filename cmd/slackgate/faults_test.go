@@ -239,14 +239,33 @@ func (a *faultApp) ranTimes(name string) int {
 	return strings.Count(string(b), "ran\n")
 }
 
-// carriesOn replies in the thread and waits for Claude's answer: the
-// session goes on after the fault.
+// carriesOn replies in the thread and waits for Claude's answer, after a
+// fault that ended the turn: the session resumes.
 func (a *faultApp) carriesOn(thread, answer string) {
 	a.t.Helper()
 	if _, err := a.slack.Reply(a.ctx, dana, general, thread, "carry on"); err != nil {
 		a.t.Fatal(err)
 	}
 	a.threadText(thread, answer)
+}
+
+// stillHere is Claude's answer to the reply every fault test ends with.
+const stillHere = "Still here after the fault."
+
+// keptPromises checks what every fault test promises once the fault is
+// over: exactly one card for cmd, in a final state; the approved command
+// ran wantRuns times (never twice for one approval); and the session goes
+// on: a reply in the thread is answered.
+func (a *faultApp) keptPromises(thread, cmd string, wantRuns int) {
+	a.t.Helper()
+	a.oneFinalCard(thread, cmd)
+	if n := a.ranTimes(ranFile); n != wantRuns {
+		a.t.Errorf("the command ran %d times, want %d", n, wantRuns)
+	}
+	if _, err := a.slack.Reply(a.ctx, dana, general, thread, "still there?"); err != nil {
+		a.t.Fatal(err)
+	}
+	a.threadText(thread, stillHere)
 }
 
 // waitLog waits until the child has logged text: for a moment inside it
