@@ -206,7 +206,7 @@ func (a *faultApp) worker(name string) *child {
 func (a *faultApp) cardsFor(thread, cmd string) []fakeslack.Message {
 	var cards []fakeslack.Message
 	for _, m := range a.slack.Thread(general, thread) {
-		if m.FromBot() && m.HasText("run `"+cmd) || m.FromBot() && m.HasText("ran `"+cmd) {
+		if m.FromBot() && (m.HasText("run `"+cmd) || m.HasText("ran `"+cmd)) {
 			cards = append(cards, m)
 		}
 	}
