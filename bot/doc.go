@@ -29,6 +29,8 @@ package bot
 //	                 question's request arrives, the App Home and Forget
 //	reconcile.go     cards lost in a crash posted at start and every 30 s;
 //	                 one poster per card (a claim in the store)
+//	findcard.go      a card Slack may have without the store knowing,
+//	                 found in its thread before it is posted again
 //	status.go        the one status message per session (statusBook)
 //	outbox.go        every post and edit: paced, coalesced, retried
 //	ephemeral.go     messages only one person sees

@@ -90,6 +90,9 @@ type op struct {
 	minGap    time.Duration // an edit waits this long after the message last changed
 	live      *liveMsg      // the live message this op shows, if any
 	queuedAt  time.Time     // when it was first queued, for OutboxWait
+	// find, for a post, looks for the message in Slack before it is sent
+	// again after a failure that may have reached Slack (see findcard.go).
+	find func(context.Context) (ts string, found bool, err error)
 }
 
 type fileUpload struct {
@@ -258,6 +261,12 @@ type pending struct {
 // postPending queues a post in lane l.
 func (o *outbox) postPending(log zerolog.Logger, l lane, channel, threadTS string, m outMsg) pending {
 	return o.enqueuePending(&op{kind: opPost, lane: l, channel: channel, threadTS: threadTS, msg: m, log: log})
+}
+
+// postCardPending queues a card's post, which find looks for in Slack
+// before the post is sent again after a failure.
+func (o *outbox) postCardPending(log zerolog.Logger, channel, threadTS string, m outMsg, find func(context.Context) (string, bool, error)) pending {
+	return o.enqueuePending(&op{kind: opPost, lane: laneCard, channel: channel, threadTS: threadTS, msg: m, log: log, find: find})
 }
 
 // updatePending queues an edit in lane l.
@@ -573,7 +582,31 @@ func (o *outbox) send(ctx context.Context, p *op) opResult {
 		if sleep(ctx, o.clock, delay) != nil {
 			return opResult{err: fmt.Errorf("bot: %s in %s: %w", p.kind, p.channel, errOutboxClosed)}
 		}
+		if ts, found := o.sentAfterAll(ctx, log, p); found {
+			return opResult{ts: ts}
+		}
 	}
+}
+
+// sentAfterAll reports a post that Slack carried out although its answer
+// was a failure: without this a retry would show it twice. A look that
+// fails is logged and the post is sent again; a duplicate is better than a
+// card nobody sees.
+func (o *outbox) sentAfterAll(ctx context.Context, log zerolog.Logger, p *op) (string, bool) {
+	if p.kind != opPost || p.find == nil {
+		return "", false
+	}
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+	defer cancel()
+	ts, found, err := p.find(fctx)
+	if err != nil {
+		log.Warn().Err(err).Msg("could not look for the failed post in slack; sending it again")
+		return "", false
+	}
+	if found {
+		log.Info().Str("ts", ts).Msg("the failed post reached slack after all; not sending it again")
+	}
+	return ts, found
 }
 
 // callTimeout bounds one Web API call. A call in flight is not cancelled

@@ -14,7 +14,9 @@ import (
 // wait for a decision nobody can see. The reconciler closes that gap. At
 // start and then every ReconcileInterval it lists the pending requests
 // that have no card and are older than reconcileMinAge (younger ones are
-// most likely being posted right now) and posts their cards.
+// most likely being posted right now) and posts their cards, unless the
+// thread shows the card already (its bot died after Slack took it; see
+// findcard.go), which it then records.
 //
 // A card is posted by whoever claims it first in the store (Dedup key
 // "card:"+request id), on the event path and in the reconciler alike, so
@@ -125,7 +127,7 @@ func (b *Bot) reconcileOnce(ctx context.Context) {
 		}
 		log := b.log.With().Str("session_id", r.SessionID).Str("request_id", r.ID).Logger()
 		log.Info().Msg("reconcile: pending request has no card; posting it")
-		if err := b.showRequest(ctx, log, r.ID); err != nil && ctx.Err() == nil {
+		if err := b.showRequest(ctx, log, r.ID, true); err != nil && ctx.Err() == nil {
 			log.Warn().Err(err).Msg("reconcile: card not posted; the next pass tries again")
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -41,7 +42,7 @@ func (b *Bot) handleEvent(ctx context.Context, e store.Event) error {
 	var err error
 	switch e.Type {
 	case store.EventRequestCreated:
-		err = b.showRequest(ctx, log, e.RequestID)
+		err = b.showRequest(ctx, log, e.RequestID, false)
 	case store.EventRequestSettled:
 		err = b.showSettled(ctx, log, e.RequestID)
 	case store.EventSessionStarted:
@@ -57,6 +58,11 @@ func (b *Bot) handleEvent(ctx context.Context, e store.Event) error {
 	if !retryable(ctx, err) {
 		log.Error().Err(err).Msg("event cannot be shown in slack; skipping it")
 		return nil
+	}
+	if errors.Is(err, errOutcomeNotShown) {
+		// Routine under Slack's update budget; see showSettled.
+		log.Debug().Err(err).Msg("event not shown yet; it will be redelivered")
+		return err
 	}
 	log.Warn().Err(err).Msg("event not shown yet; it will be redelivered")
 	return err
@@ -121,8 +127,10 @@ func (b *Bot) awaitWrite(log zerolog.Logger, w pending, then func(opResult) erro
 
 // showRequest posts a request's card in its session's thread, records
 // where (SetCard), and attaches the full input when the card had to
-// truncate it. Cards take the outbox's first lane.
-func (b *Bot) showRequest(ctx context.Context, log zerolog.Logger, id string) error {
+// truncate it. Cards take the outbox's first lane. lookFirst (the
+// reconciler) first looks for the card in the thread: its poster may have
+// died after Slack took it.
+func (b *Bot) showRequest(ctx context.Context, log zerolog.Logger, id string, lookFirst bool) error {
 	r, err := b.st.GetRequest(ctx, id)
 	if err != nil {
 		return fmt.Errorf("bot: get request %s: %w", id, err)
@@ -153,7 +161,19 @@ func (b *Bot) showRequest(ctx context.Context, log zerolog.Logger, id string) er
 		b.posting.done(r.ID)
 		return b.showFromMemory(log, s, a)
 	}
-	res := b.out.postPending(log, laneCard, s.Thread.Channel, s.Thread.TS, card.msg)
+	if lookFirst {
+		ts, found, err := b.postedBefore(ctx, log, s, r)
+		if err != nil || found {
+			defer b.posting.done(r.ID)
+		}
+		if err != nil {
+			return err
+		}
+		if found {
+			return b.cardPosted(ctx, log, r, s, card, opResult{ts: ts})
+		}
+	}
+	res := b.out.postCardPending(log, s.Thread.Channel, s.Thread.TS, card.msg, b.cardFinder(s, r.ID))
 	// The card shows the call: take it out of the turn's fold.
 	b.showProgress(log, s, store.Event{Type: store.EventRequestCreated}, &r)
 	return b.awaitWrite(log, res, func(pr opResult) error {
@@ -230,14 +250,24 @@ func slackErrCode(err error) string {
 	return "error"
 }
 
+// errOutcomeNotShown leaves a settled event unacknowledged while its edit
+// finishes in a task, so it is delivered again: to this bot, which finds
+// the edit done (or coalesces with it), or after a crash to the restarted
+// bot or another replica, which makes it.
+var errOutcomeNotShown = errors.New("bot: the card's outcome is not in slack yet")
+
 // showSettled replaces a card's buttons with its outcome. Outcome edits
 // spend the workspace's update budget (50 a minute), so under load one can
 // wait seconds for it: like a card, it gets handOff and then finishes in a
 // task, because events are consumed one at a time and a card due in another
 // channel must not wait behind it (measured: with the wait, 50 sessions'
-// cards queued behind 100 outcome edits for up to 50 s). The price: a crash
-// in that window loses the edit, and the card keeps its buttons until the
-// next click on it, which tells who decided and refreshes the card.
+// cards queued behind 100 outcome edits for up to 50 s). Unlike a card's,
+// its event is then not acknowledged (errOutcomeNotShown) but delivered
+// again after store.RedeliveryDelay, so a bot killed with the edit in its
+// outbox does not lose it. Only an edit that waits out every delivery
+// (store.MaxDeliveries, about 15 s of Slack's budget) and then dies with
+// its bot is lost; the card then keeps its buttons until the next click on
+// it, which tells who decided and refreshes the card.
 func (b *Bot) showSettled(ctx context.Context, log zerolog.Logger, id string) error {
 	r, err := b.st.GetRequest(ctx, id)
 	if err != nil {
@@ -254,16 +284,22 @@ func (b *Bot) showSettled(ctx context.Context, log zerolog.Logger, id string) er
 	log = log.With().Str("channel", r.Card.Channel).Logger()
 	card := renderCard(b.shown(r), s)
 	res := b.out.updatePending(log, laneCard, r.Card, card.msg)
-	return b.awaitWrite(log, res, func(pr opResult) error {
+	var shown atomic.Bool
+	err = b.awaitWrite(log, res, func(pr opResult) error {
 		if pr.err != nil {
 			return pr.err
 		}
+		shown.Store(true)
 		if card.fullInput != "" {
 			b.attachRan(ctx, log, r, s, card)
 		}
 		b.refreshStatus(ctx, s.ID, statusKeep)
 		return nil
 	})
+	if err == nil && !shown.Load() {
+		return errOutcomeNotShown
+	}
+	return err
 }
 
 // editedClaimTTL outlasts every redelivery of a settled event, so the

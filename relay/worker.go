@@ -163,9 +163,19 @@ func (w *Worker) recoverOwned(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		// A decision stored just before the crash may never have reached
+		// Claude (its card says what was decided, not that it ran): say so
+		// in the thread, after the release, like a takeover does.
+		w.publish(ctx, id, store.Event{Type: store.EventError, Text: RestartedMessage}, log)
 	}
 	return nil
 }
+
+// RestartedMessage is what a session's thread is told when a worker
+// restarting under the same WORKER_ID gives up the session its previous
+// run left.
+const RestartedMessage = "the slackgate worker restarted and stopped Claude with it; an answer given in the last moments " +
+	"may not have reached Claude. The next message resumes the session"
 
 // giveUpLeftover ends the pending requests of a session whose process is
 // gone with its worker (a previous life of this one, or a lost worker this

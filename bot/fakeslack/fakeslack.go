@@ -125,7 +125,10 @@ type Fake struct {
 	failures    []DeliveryFailure
 	rateLimits  map[string]*rateLimit
 	failNext    map[string]*injectedFailure
-	buckets     map[string]*tokenBucket // the rate model's, by "post:"+channel and "update"
+	failStatus  map[string]*injectedStatus // FailStatus
+	loseAnswer  []lostAnswer               // LoseAnswer
+	holds       []*Held                    // Hold, waiting for their call
+	buckets     map[string]*tokenBucket    // the rate model's, by "post:"+channel and "update"
 	users       map[string]*User
 	groups      map[string][]string
 	channels    map[string]*channel
@@ -185,6 +188,7 @@ func New(t testing.TB, opts ...Option) *Fake {
 		changed:      make(chan struct{}),
 		rateLimits:   map[string]*rateLimit{},
 		failNext:     map[string]*injectedFailure{},
+		failStatus:   map[string]*injectedStatus{},
 		buckets:      map[string]*tokenBucket{},
 		users:        map[string]*User{BotUserID: {ID: BotUserID, Name: BotName}},
 		groups:       map[string][]string{},

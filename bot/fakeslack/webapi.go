@@ -34,11 +34,18 @@ const (
 type apiError struct {
 	code    string
 	details []string
+	// notFound marks an answer about the workspace's state (the thread
+	// asked for does not exist), not a call the app got wrong: it is not
+	// a rejection.
+	notFound bool
 }
 
 func (e *apiError) Error() string { return e.code }
 
 func fail(code string, details ...string) error { return &apiError{code: code, details: details} }
+
+// notFound is Slack's answer that what the call names does not exist.
+func notFound(code string) error { return &apiError{code: code, notFound: true} }
 
 // params are the arguments of one call, whatever the encoding.
 type params url.Values
@@ -106,8 +113,24 @@ func (f *Fake) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, perr := parseParams(r, body)
+	if !f.hold(method, body, p) {
+		hangUp(w)
+		return
+	}
+	f.mu.Lock()
+	status := f.injectedStatusLocked(method, p, body)
+	lose := status == 0 && f.loseAnswerLocked(Call{Method: method, Params: url.Values(p), Body: body})
+	f.mu.Unlock()
+	if status != 0 {
+		http.Error(w, http.StatusText(status), status)
+		return
+	}
 
 	out, retryAfter := f.handleCall(method, r, p, perr, body)
+	if lose {
+		hangUp(w)
+		return
+	}
 	if retryAfter >= 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
 		w.WriteHeader(http.StatusTooManyRequests)
@@ -166,10 +189,12 @@ func (f *Fake) handleCall(method string, r *http.Request, p params, perr error, 
 			}
 			out["response_metadata"] = map[string]any{"messages": msgs}
 		}
-		rej := Rejection{Method: method, Error: ae.code, Details: ae.details, Params: url.Values(p)}
-		f.rejections = append(f.rejections, rej)
-		if !f.allowRejections {
-			f.t.Errorf("fakeslack: rejected %s", rej)
+		if !ae.notFound {
+			rej := Rejection{Method: method, Error: ae.code, Details: ae.details, Params: url.Values(p)}
+			f.rejections = append(f.rejections, rej)
+			if !f.allowRejections {
+				f.t.Errorf("fakeslack: rejected %s", rej)
+			}
 		}
 	}
 	for k, v := range res {
@@ -230,6 +255,8 @@ func (f *Fake) dispatchLocked(method, token string, p params) (map[string]any, e
 		return map[string]any{"upload_url": f.srv.URL + "/upload/" + id, "file_id": id}, nil
 	case "files.completeUploadExternal":
 		return f.completeUploadLocked(p)
+	case "conversations.replies":
+		return f.repliesLocked(p)
 	}
 	return nil, fail("unknown_method")
 }
@@ -516,4 +543,36 @@ func readMultipartFile(mr *multipart.Reader) ([]byte, error) {
 			return io.ReadAll(part)
 		}
 	}
+}
+
+// repliesLocked answers conversations.replies: the thread's parent and
+// replies, oldest first, limit a page (Slack's default 1000), continued
+// with the next_cursor it returns.
+func (f *Fake) repliesLocked(p params) (map[string]any, error) {
+	c, err := f.resolveChannelLocked(p.get("channel"))
+	if err != nil {
+		return nil, err
+	}
+	thread := f.threadLocked(c.id, p.get("ts"))
+	if len(thread) == 0 {
+		return nil, notFound("thread_not_found")
+	}
+	limit, _ := strconv.Atoi(p.get("limit"))
+	if limit <= 0 || limit > 1000 {
+		limit = 1000
+	}
+	from, _ := strconv.Atoi(p.get("cursor"))
+	if from < 0 || from > len(thread) {
+		return nil, fail("invalid_cursor")
+	}
+	to := min(from+limit, len(thread))
+	msgs := make([]any, 0, to-from)
+	for i := range thread[from:to] {
+		msgs = append(msgs, thread[from+i].wire())
+	}
+	out := map[string]any{"messages": msgs, "has_more": to < len(thread)}
+	if to < len(thread) {
+		out["response_metadata"] = map[string]any{"next_cursor": strconv.Itoa(to)}
+	}
+	return out, nil
 }

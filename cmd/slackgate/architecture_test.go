@@ -34,6 +34,9 @@ var layers = map[string]struct {
 	"bot/fakeslack":           {ours: []string{"blocks", "store"}, outside: []string{"github.com/slack-go/slack", "github.com/gorilla/websocket"}},
 	"bot":                     {ours: []string{"blocks", "store"}, outside: []string{"github.com/slack-go/slack", "github.com/gorilla/websocket", "github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "github.com/google/uuid", "golang.org/x/sync"}},
 	"cmd/slackgate":           {ours: []string{"*"}, outside: []string{"*"}},
+
+	// Test helpers that start real servers; tests only.
+	"store/redisstore/redistest": {},
 }
 
 // TestPackagesKeepTheirLayers fails when a package grows a dependency the

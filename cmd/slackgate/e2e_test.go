@@ -61,12 +61,18 @@ type options struct {
 	// something else than who may decide rely on.
 	approvers string
 	extraEnv  []string
-	// command is the subcommand the app runs: "run" (the default), or
-	// "bot" for a test that starts workers beside it with launch.
+	// command is the subcommand the app runs: "run" (the default),
+	// "bot" for a test that starts workers beside it with launch, or
+	// "none" for a test that starts every program itself.
 	command string
 	// timeout bounds the whole app (e2eTimeout when zero): load runs wait
 	// out Slack's update budget, which is longer.
 	timeout time.Duration
+	// redisURL, with the redis backend, is the test's own redis-server
+	// instead of REDIS_URL's.
+	redisURL string
+	// slackOpts configure the fake Slack.
+	slackOpts []fakeslack.Option
 }
 
 // app is one running `slackgate run` with its fake Slack and fake model.
@@ -100,7 +106,7 @@ func startApp(t testing.TB, o options, steps ...relaytest.Step) *app {
 	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(o.timeout, e2eTimeout))
 
 	a := &app{t: t, ctx: ctx, workdir: t.TempDir(), logs: &syncBuffer{}}
-	a.slack = fakeslack.New(t)
+	a.slack = fakeslack.New(t, o.slackOpts...)
 	for id, name := range map[string]string{dana: "dana", lee: "lee", kim: "kim", sam: "sam"} {
 		a.slack.AddUser(id, name)
 	}
@@ -132,7 +138,7 @@ func startApp(t testing.TB, o options, steps ...relaytest.Step) *app {
 	case boltBackend:
 		env = append(env, "DATA_DIR="+t.TempDir())
 	case redisBackend:
-		url := os.Getenv("REDIS_URL")
+		url := cmp.Or(o.redisURL, os.Getenv("REDIS_URL"))
 		if url == "" {
 			if relaytest.RequireIntegration() {
 				t.Fatal("REDIS_URL is not set; make test starts a private redis-server")
@@ -172,6 +178,12 @@ func startApp(t testing.TB, o options, steps ...relaytest.Step) *app {
 
 	cmd := cmp.Or(o.command, "run")
 	a.prog = p
+	if cmd == "none" {
+		// The test runs the programs itself (as child processes).
+		a.stop = cancel
+		t.Cleanup(cancel)
+		return a
+	}
 	// Set after a.prog is copied: the listener is this process's alone.
 	health, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -56,6 +56,12 @@ Configuration comes from the environment; README.md lists every variable.
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		// The first signal stops slackgate gracefully; from then on the
+		// signals' default applies, so a second one ends it at once.
+		<-ctx.Done()
+		stop()
+	}()
 	p := program{environ: os.Environ(), stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr}
 	if err := p.run(ctx, os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "slackgate:", err)
@@ -144,6 +150,13 @@ func (p program) run(ctx context.Context, args []string) error {
 	for _, run := range runs {
 		g.Go(func() error { return run(gctx) })
 	}
+	g.Go(func() error {
+		<-gctx.Done()
+		if ctx.Err() != nil {
+			log.Info().Msg("stopping: taking no new work, finishing what is in flight")
+		}
+		return nil
+	})
 	if keys.generated && cfg.RedisURL != "" {
 		log.Warn().Msg("decision keys made in memory: only this process can verify its decisions; give every slackgate on this Redis one pair from `slackgate keygen`")
 	}

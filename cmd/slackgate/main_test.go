@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 	runMCPIfAsked()
 	runWorkerIfAsked()
 	runElicitServerIfAsked()
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { removeBuiltBinary() }))
 }
 
 // runProgram runs slackgate with args and environ and returns its error and

@@ -1,15 +1,10 @@
 package redisstore_test
 
 import (
-	"bufio"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +14,7 @@ import (
 
 	"github.com/slackgate/slackgate/store"
 	"github.com/slackgate/slackgate/store/redisstore"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
 )
 
 func TestMaskURL(t *testing.T) {
@@ -96,115 +92,13 @@ func TestNewRejectsBadPrefix(t *testing.T) {
 	}
 }
 
-// server is a redis-server of the test's own on a free port, writing an
-// fsynced append-only file so its data survives a kill and restart.
-type server struct {
-	t      *testing.T
-	bin    string
-	dir    string
-	port   int
-	cmd    *exec.Cmd
-	out    chan struct{} // closed when the output reader is done
-	exited chan error    // receives cmd.Wait's result
-	argv   []string      // redis-server's arguments when not the default
-	ready  string        // the log line that says it serves, when not the default
-}
-
-// redisServerBin finds redis-server, or skips (fails when integration tests
-// are required).
-func redisServerBin(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("SLACKGATE_REQUIRE_INTEGRATION") == "1" || os.Getenv("CI") == "true" {
-			t.Fatal("redis-server not found; install it (apt-get install redis-server)")
-		}
-		t.Skip("redis-server not found; install it to run the outage tests")
-	}
-	return bin
-}
-
-func startServer(t *testing.T) *server {
-	t.Helper()
-	srv := &server{t: t, bin: redisServerBin(t), dir: t.TempDir(), port: freePort(t)}
-	srv.start()
-	t.Cleanup(srv.kill)
-	return srv
-}
-
-func (srv *server) url() string { return fmt.Sprintf("redis://127.0.0.1:%d/0", srv.port) }
-
-// start runs redis-server and returns once it logs that it accepts connections.
-func (srv *server) start() {
-	t := srv.t
-	t.Helper()
-	argv := srv.argv
-	if argv == nil {
-		argv = []string{"--port", strconv.Itoa(srv.port), "--bind", "127.0.0.1",
-			"--dir", srv.dir, "--save", "", "--appendonly", "yes", "--appendfsync", "always", "--logfile", ""}
-	}
-	cmd := exec.Command(srv.bin, argv...)
-	pr, pw := io.Pipe()
-	cmd.Stdout = pw
-	cmd.Stderr = pw
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start redis-server: %v", err)
-	}
-	ready := make(chan struct{})
-	out := make(chan struct{})
-	var log strings.Builder
-	go func() {
-		defer close(out)
-		sc := bufio.NewScanner(pr)
-		signalled := false
-		for sc.Scan() {
-			log.WriteString(sc.Text() + "\n")
-			if !signalled && strings.Contains(sc.Text(), cmp.Or(srv.ready, "Ready to accept connections")) {
-				close(ready)
-				signalled = true
-			}
-		}
-		_, _ = io.Copy(io.Discard, pr)
-	}()
-	exited := make(chan error, 1)
-	go func() {
-		exited <- cmd.Wait()
-		_ = pw.Close()
-	}()
-	select {
-	case <-ready:
-	case err := <-exited:
-		<-out
-		t.Fatalf("redis-server exited (%v):\n%s", err, log.String())
-	case <-time.After(10 * time.Second):
-		_ = cmd.Process.Kill()
-		<-exited
-		<-out
-		t.Fatalf("redis-server did not become ready:\n%s", log.String())
-	}
-	srv.cmd = cmd
-	srv.out = out
-	// Keep the exit for kill.
-	srv.exited = exited
-}
-
-func (srv *server) kill() {
-	if srv.cmd == nil {
-		return
-	}
-	_ = srv.cmd.Process.Kill()
-	<-srv.exited
-	<-srv.out
-	srv.cmd = nil
-}
-
 func TestOutage(t *testing.T) {
-	srv := startServer(t)
+	srv := redistest.Start(t)
 	t.Run("DecisionReachesWaiterAcrossRestart", func(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
 		prefix := uniquePrefix()
-		waiter := open(t, srv.url(), prefix)
+		waiter := open(t, srv.URL(), prefix)
 		r := store.Request{ID: "req-outage", SessionID: "sess-outage", Kind: store.KindTool, ToolName: "Bash", CreatedAt: time.Now()}
 		if err := waiter.CreateRequest(ctx, r); err != nil {
 			t.Fatal(err)
@@ -220,10 +114,10 @@ func TestOutage(t *testing.T) {
 		}()
 		eventually(t, "the waiter to register", func() bool { return redisstore.Waiters(waiter) == 1 })
 
-		srv.kill()
-		srv.start()
+		srv.Kill()
+		srv.Restart()
 
-		decider := open(t, srv.url(), prefix)
+		decider := open(t, srv.URL(), prefix)
 		d := store.Decision{Outcome: store.OutcomeAllow, By: "U1", At: time.Now()}
 		if _, err := decider.Decide(ctx, r.ID, d); err != nil {
 			t.Fatalf("Decide after restart: %v", err)
@@ -240,8 +134,8 @@ func TestOutage(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
 		prefix := uniquePrefix()
-		waiter := open(t, srv.url(), prefix)
-		decider := open(t, srv.url(), prefix)
+		waiter := open(t, srv.URL(), prefix)
+		decider := open(t, srv.URL(), prefix)
 		r := store.Request{ID: "req-drop", SessionID: "sess-drop", Kind: store.KindTool, ToolName: "Bash", CreatedAt: time.Now()}
 		if err := waiter.CreateRequest(ctx, r); err != nil {
 			t.Fatal(err)
@@ -269,7 +163,7 @@ func TestOutage(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
 		prefix := uniquePrefix()
-		worker := open(t, srv.url(), prefix)
+		worker := open(t, srv.URL(), prefix)
 		if _, err := worker.Enqueue(ctx, store.Input{SessionID: "sess-n", Text: "first"}); err != nil {
 			t.Fatal(err)
 		}
@@ -288,12 +182,12 @@ func TestOutage(t *testing.T) {
 			in, err := worker.NextInput(ctx, "sess-n", "w1")
 			done <- result{in, err}
 		}()
-		eventually(t, "NextInput to block in Redis", func() bool { return blockedClients(t, srv.url()) == 1 })
+		eventually(t, "NextInput to block in Redis", func() bool { return blockedClients(t, srv.URL()) == 1 })
 
-		srv.kill()
-		srv.start()
+		srv.Kill()
+		srv.Restart()
 
-		bot := open(t, srv.url(), prefix)
+		bot := open(t, srv.URL(), prefix)
 		if _, err := bot.Enqueue(ctx, store.Input{SessionID: "sess-n", Text: "second"}); err != nil {
 			t.Fatalf("Enqueue after restart: %v", err)
 		}
@@ -306,7 +200,7 @@ func TestOutage(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
 		prefix := uniquePrefix()
-		bot := open(t, srv.url(), prefix)
+		bot := open(t, srv.URL(), prefix)
 		got := make(chan store.Event, 16)
 		cctx, stop := context.WithCancel(ctx)
 		consumed := make(chan error, 1)
@@ -322,12 +216,12 @@ func TestOutage(t *testing.T) {
 				t.Errorf("Consume: %v", err)
 			}
 		}()
-		eventually(t, "Consume to block in Redis", func() bool { return blockedClients(t, srv.url()) == 1 })
+		eventually(t, "Consume to block in Redis", func() bool { return blockedClients(t, srv.URL()) == 1 })
 
-		srv.kill()
-		srv.start()
+		srv.Kill()
+		srv.Restart()
 
-		worker := open(t, srv.url(), prefix)
+		worker := open(t, srv.URL(), prefix)
 		if _, err := worker.Publish(ctx, store.Event{Type: store.EventAssistantText, SessionID: "s", Text: "after", At: time.Now()}); err != nil {
 			t.Fatalf("Publish after restart: %v", err)
 		}
@@ -344,7 +238,7 @@ func TestOutage(t *testing.T) {
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		defer cancel()
 		prefix := uniquePrefix()
-		worker := open(t, srv.url(), prefix)
+		worker := open(t, srv.URL(), prefix)
 		type result struct {
 			id  string
 			err error
@@ -354,12 +248,12 @@ func TestOutage(t *testing.T) {
 			id, err := worker.Claim(ctx, "w1")
 			done <- result{id, err}
 		}()
-		eventually(t, "Claim to block in Redis", func() bool { return blockedClients(t, srv.url()) == 1 })
+		eventually(t, "Claim to block in Redis", func() bool { return blockedClients(t, srv.URL()) == 1 })
 
-		srv.kill()
-		srv.start()
+		srv.Kill()
+		srv.Restart()
 
-		bot := open(t, srv.url(), prefix)
+		bot := open(t, srv.URL(), prefix)
 		if _, err := bot.Enqueue(ctx, store.Input{SessionID: "sess-1", Text: "hello", At: time.Now()}); err != nil {
 			t.Fatalf("Enqueue after restart: %v", err)
 		}

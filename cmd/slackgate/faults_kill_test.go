@@ -1,0 +1,217 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/slackgate/slackgate/bot"
+	"github.com/slackgate/slackgate/bot/fakeslack"
+	"github.com/slackgate/slackgate/relay/relaytest"
+)
+
+// The command every fault test asks Claude to run: each run appends a line,
+// so a decision applied twice shows as two.
+const (
+	ranCmd  = "echo ran >> ran.txt"
+	ranFile = "ran.txt"
+)
+
+// ranSteps scripts the model: ask to run ranCmd, then after (the rest of
+// the turn, or a resumed turn's answer), then stillHere for keptPromises.
+func ranSteps(after ...relaytest.Step) []relaytest.Step {
+	steps := append([]relaytest.Step{relaytest.ToolUse("toolu_1", "Bash", bash(ranCmd, "Record a run"))}, after...)
+	return append(steps, relaytest.Text(stillHere))
+}
+
+// isCardPost matches the chat.postMessage of the card for ranCmd.
+func isCardPost(c fakeslack.Call) bool {
+	return strings.Contains(c.Params.Get("blocks"), "echo ran")
+}
+
+// TestFaultWorkerKilledWithACardPending: the worker (and its Claude) dies
+// while a card waits. The worker started again under its name ends the
+// request, the card says so, nothing runs, and the next reply resumes the
+// session.
+func TestFaultWorkerKilledWithACardPending(t *testing.T) {
+	t.Parallel()
+	a := startFaults(t, options{}, ranSteps(relaytest.Text("Resumed after the crash."))...)
+	a.bot("bot")
+	w := a.worker("worker")
+	thread := a.mention("record a run")
+	card := a.card(thread, "echo ran")
+
+	w.kill()
+	a.worker("worker, restarted")
+	final := a.settled(card.Ref(), "Session ended")
+	if !final.HasText("worker restarted") {
+		t.Errorf("the ended card should say the worker restarted: %s", final.AllText())
+	}
+	a.threadText(thread, "worker restarted and stopped Claude")
+	a.carriesOn(thread, "Resumed after the crash.")
+	a.keptPromises(thread, "echo ran", 0) // nobody approved it
+}
+
+// TestFaultWorkerKilledWhileTheDecisionIsBeingWritten: the approval is
+// stored, but the worker dies before it reaches Claude (frozen, then
+// killed). The card keeps the person's decision, the command runs at most
+// once, and the session goes on.
+func TestFaultWorkerKilledWhileTheDecisionIsBeingWritten(t *testing.T) {
+	t.Parallel()
+	a := startFaults(t, options{}, ranSteps(relaytest.Text("Resumed after the crash."))...)
+	a.bot("bot")
+	w := a.worker("worker")
+	thread := a.mention("record a run")
+	card := a.card(thread, "echo ran")
+
+	w.freeze()
+	a.click(lee, card.Ref(), "Approve")
+	a.settled(card.Ref(), "Approved")
+	w.kill()
+	a.worker("worker, restarted")
+	// The card says what was decided, not that it ran: the thread says
+	// that Claude may not have got it.
+	a.threadText(thread, "may not have reached Claude")
+	a.carriesOn(thread, "Resumed after the crash.")
+	// At most once; frozen before it read the answer, the worker never
+	// passed it on, so here never.
+	a.keptPromises(thread, "echo ran", 0)
+}
+
+// TestFaultBotKilledWhileACardIsBeingPosted: the bot dies with the card's
+// chat.postMessage in flight, and Slack carries it out. The restarted bot
+// must not post a second card, and the card must still settle.
+func TestFaultBotKilledWhileACardIsBeingPosted(t *testing.T) {
+	t.Parallel()
+	a := startFaults(t, options{}, ranSteps(relaytest.Text("Approved and done."))...)
+	b := a.bot("bot")
+	a.worker("worker")
+	held := a.slack.Hold("chat.postMessage", isCardPost)
+	thread := a.mention("record a run")
+	if _, err := held.Wait(a.ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.killBot(b)
+	held.Release()
+	card := a.card(thread, "echo ran")
+	a.bot("bot, restarted")
+
+	a.click(lee, card.Ref(), "Approve")
+	a.settled(card.Ref(), "Approved")
+	a.threadText(thread, "Approved and done.")
+	a.keptPromises(thread, "echo ran", 1)
+}
+
+// TestFaultBotKilledWhileAClickIsInFlight: the click reaches a bot that
+// dies before it handles it (frozen, then killed). Nothing is decided; the
+// person clicks again on the restarted bot and the command runs once.
+func TestFaultBotKilledWhileAClickIsInFlight(t *testing.T) {
+	t.Parallel()
+	a := startFaults(t, options{}, ranSteps(relaytest.Text("Approved and done."))...)
+	b := a.bot("bot")
+	a.worker("worker")
+	thread := a.mention("record a run")
+	card := a.card(thread, "echo ran")
+	a.threadText(thread, "Waiting for approval") // the card is recorded
+
+	b.freeze()
+	if err := a.slack.Click(a.ctx, lee, card.Ref(), "Approve"); err == nil {
+		t.Fatal("a frozen bot acknowledged the click")
+	}
+	a.killBot(b)
+	a.bot("bot, restarted")
+	if now, _ := a.slack.Message(card.Ref()); len(now.Buttons()) == 0 {
+		t.Fatalf("the card changed though no bot handled the click: %s", now.AllText())
+	}
+	a.click(lee, card.Ref(), "Approve")
+	a.settled(card.Ref(), "Approved")
+	a.threadText(thread, "Approved and done.")
+	a.keptPromises(thread, "echo ran", 1)
+}
+
+// TestFaultBotKilledBetweenClickAndCardUpdate: the decision is stored and
+// the bot dies with the card's outcome edit in flight, which never reaches
+// Slack. The command runs once, and the restarted bot still shows the
+// outcome on the card.
+func TestFaultBotKilledBetweenClickAndCardUpdate(t *testing.T) {
+	t.Parallel()
+	a := startFaults(t, options{}, ranSteps(relaytest.Text("Approved and done."))...)
+	b := a.bot("bot")
+	a.worker("worker")
+	thread := a.mention("record a run")
+	card := a.card(thread, "echo ran")
+	a.threadText(thread, "Waiting for approval")
+
+	held := a.slack.Hold("chat.update", func(c fakeslack.Call) bool {
+		return c.Params.Get("ts") == card.TS && strings.Contains(c.Params.Get("blocks"), "Approved")
+	})
+	a.click(lee, card.Ref(), "Approve")
+	if _, err := held.Wait(a.ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The worst moment: the bot has left the edit to its outbox and gone
+	// on to the next event.
+	b.waitLog("the card's outcome is not in slack yet")
+	a.killBot(b)
+	held.Drop()
+	a.toolResult("toolu_1")
+	a.bot("bot, restarted")
+	a.settled(card.Ref(), "Approved")
+	a.threadText(thread, "Approved and done.")
+	a.keptPromises(thread, "echo ran", 1)
+}
+
+// reconcileWait bounds how long a card whose poster died before Slack
+// answered takes to appear: the dead bot's claim on posting it lapses
+// (bot.DefaultCardClaimTTL) and the next reconciler pass
+// (bot.DefaultReconcileInterval) posts it, or records it when Slack had
+// it after all; a minute on top covers the Claude turn and the clicks.
+const reconcileWait = bot.DefaultCardClaimTTL + bot.DefaultReconcileInterval + time.Minute
+
+// TestFaultCardPostNeverAnswered: the bot stops with the card's post
+// unanswered, and only the reconciler of the next bot can show the card.
+// Killed before Slack had it: the reconciler posts it. Stopped (SIGTERM)
+// while Slack hangs past the bot's call timeout, and Slack posts it
+// afterwards: the bot still exits within botStopBound, and the reconciler
+// finds the card in the thread and records it instead of posting another.
+// These wait out the dead bot's claim, the suite's longest tests.
+func TestFaultCardPostNeverAnswered(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		stop func(a *faultApp, b *child, held *fakeslack.Held)
+	}{
+		{"killed before Slack had the card", func(a *faultApp, b *child, held *fakeslack.Held) {
+			a.killBot(b)
+			held.Drop()
+		}},
+		{"SIGTERM while Slack hangs, then Slack posts it", func(a *faultApp, b *child, held *fakeslack.Held) {
+			took, err := b.term(botStopBound)
+			if err != nil {
+				a.t.Fatalf("the bot exited with %v after SIGTERM, want status 0", err)
+			}
+			a.t.Logf("bot: SIGTERM → exit in %s with Slack not answering (bound %s)", took.Round(time.Millisecond), botStopBound)
+			held.Release()
+			a.slack.DropConnections()
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			a := startFaults(t, options{timeout: reconcileWait}, ranSteps(relaytest.Text("Approved and done."))...)
+			b := a.bot("bot")
+			a.worker("worker")
+			held := a.slack.Hold("chat.postMessage", isCardPost)
+			thread := a.mention("record a run")
+			if _, err := held.Wait(a.ctx); err != nil {
+				t.Fatal(err)
+			}
+			tc.stop(a, b, held)
+			a.bot("bot, next")
+			a.threadText(thread, "Waiting for approval") // the card is recorded
+			card := a.card(thread, "echo ran")
+			a.click(lee, card.Ref(), "Approve")
+			a.settled(card.Ref(), "Approved")
+			a.threadText(thread, "Approved and done.")
+			a.keptPromises(thread, "echo ran", 1)
+		})
+	}
+}

@@ -1,0 +1,289 @@
+package main
+
+// The fault suite: slackgate's bot and worker run as real child processes
+// (one binary, built once), on a redis-server of each test's own that
+// writes an fsynced append-only file, against bot/fakeslack and the real
+// Claude Code CLI on relay/relaytest's scripted model, both in the test
+// process. Each test breaks one thing at one moment (SIGKILL a process,
+// kill Redis, drop Slack's connection, fail or lose a Web API call) and
+// then checks the same promises: no decision lost, none applied twice, no
+// duplicate card, every card ends in a final state, and the session goes
+// on. README.md, "Faults", lists each fault and the test that pins it.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/slackgate/slackgate/bot/fakeslack"
+	"github.com/slackgate/slackgate/relay/relaytest"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
+)
+
+// built is the slackgate binary the fault tests run, built on first use.
+var built struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// slackgateBinary builds cmd/slackgate once per test binary (with -race
+// when the tests run with it) and returns its path.
+func slackgateBinary(t testing.TB) string {
+	t.Helper()
+	built.once.Do(func() {
+		built.dir, built.err = os.MkdirTemp("", "slackgate-faults-")
+		if built.err != nil {
+			return
+		}
+		built.path = filepath.Join(built.dir, "slackgate")
+		args := []string{"build", "-o", built.path}
+		if raceBuild {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
+		if err != nil {
+			built.err = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatalf("building slackgate: %v", built.err)
+	}
+	return built.path
+}
+
+// removeBuiltBinary deletes the binary once the tests are done (TestMain).
+func removeBuiltBinary() {
+	if built.dir != "" {
+		_ = os.RemoveAll(built.dir)
+	}
+}
+
+// child is one slackgate program running as a process of its own, in its
+// own process group (a worker's Claude processes with it, as in a
+// container).
+type child struct {
+	t      testing.TB
+	name   string
+	cmd    *exec.Cmd
+	logs   *syncBuffer
+	exited chan struct{} // closed once the process has been waited for
+	err    error         // cmd.Wait's result, once exited is closed
+}
+
+// spawn starts `slackgate command` as a child process with the app's
+// environment plus env (later values win). The test's cleanup kills it if
+// it still runs and shows its logs when the test failed.
+func (a *app) spawn(name, command string, env ...string) *child {
+	a.t.Helper()
+	c := &child{t: a.t, name: name, logs: &syncBuffer{}, exited: make(chan struct{})}
+	c.cmd = exec.Command(slackgateBinary(a.t), command)
+	c.cmd.Env = append(append([]string(nil), a.prog.environ...), env...)
+	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := c.cmd.Start(); err != nil {
+		a.t.Fatalf("start %s: %v", name, err)
+	}
+	go func() {
+		c.err = c.cmd.Wait()
+		close(c.exited)
+	}()
+	a.t.Cleanup(func() {
+		c.signalGroup(syscall.SIGKILL)
+		<-c.exited
+		if a.t.Failed() {
+			a.t.Logf("%s (slackgate %s) logs:\n%s", name, command, c.logs.String())
+		}
+	})
+	return c
+}
+
+func (c *child) running() bool {
+	select {
+	case <-c.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// signalGroup signals the child and everything it started.
+func (c *child) signalGroup(sig syscall.Signal) {
+	if c.running() {
+		_ = syscall.Kill(-c.cmd.Process.Pid, sig)
+	}
+}
+
+// kill SIGKILLs the child and what it started, and waits for it to die.
+func (c *child) kill() {
+	c.t.Helper()
+	c.signalGroup(syscall.SIGKILL)
+	<-c.exited
+}
+
+// freeze SIGSTOPs the child and what it started: it keeps its sockets and
+// pipes but does nothing until it is killed, the moment just before a
+// crash.
+func (c *child) freeze() { c.signalGroup(syscall.SIGSTOP) }
+
+// term sends the child SIGTERM, as an orchestrator stopping it does, and
+// returns how long it took to exit and its error (nil: exit status 0). It
+// fails the test when the child is still running after bound.
+func (c *child) term(bound time.Duration) (time.Duration, error) {
+	c.t.Helper()
+	start := time.Now()
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	timer := time.NewTimer(bound)
+	defer timer.Stop()
+	select {
+	case <-c.exited:
+		return time.Since(start), c.err
+	case <-timer.C:
+		c.t.Fatalf("%s still runs %s after SIGTERM", c.name, bound)
+		return 0, nil
+	}
+}
+
+// faultApp is the fault tests' stage: the fake Slack, the scripted model,
+// a redis-server of the test's own, and the env the bot and worker
+// processes get; no program runs until the test spawns it.
+type faultApp struct {
+	*app
+	redis *redistest.Server
+}
+
+// startFaults sets the stage: o (its timeout and extraEnv) with the
+// test's own Redis, APPROVERS=lee and no program. The fake Slack tolerates
+// deliveries that were never acknowledged: a bot killed while an event or
+// a click is on its way cannot acknowledge it, which is the fault itself;
+// what the person then sees is what each test checks.
+func startFaults(t *testing.T, o options, steps ...relaytest.Step) *faultApp {
+	t.Helper()
+	srv := redistest.Start(t)
+	o.backend, o.redisURL, o.command, o.approvers = redisBackend, srv.URL(), "none", lee
+	o.slackOpts = append(o.slackOpts, fakeslack.AllowDeliveryFailures())
+	a := startApp(t, o, steps...)
+	return &faultApp{app: a, redis: srv}
+}
+
+// bot starts a bot process and waits until Slack sees it connected.
+func (a *faultApp) bot(name string) *child {
+	a.t.Helper()
+	c := a.spawn(name, "bot")
+	if err := a.slack.WaitConnected(a.ctx); err != nil {
+		a.t.Fatalf("%s never connected over Socket Mode: %v\nlogs:\n%s", name, err, c.logs.String())
+	}
+	return c
+}
+
+// killBot SIGKILLs a bot and makes the fake Slack forget its connection at
+// once (Slack notices a dead socket only later), so WaitConnected waits for
+// the next bot.
+func (a *faultApp) killBot(c *child) {
+	a.t.Helper()
+	c.kill()
+	a.slack.DropConnections()
+}
+
+// worker starts a worker process under the app's WORKER_ID: a restarted
+// worker keeps its name, as the deploy manifests do.
+func (a *faultApp) worker(name string) *child {
+	a.t.Helper()
+	return a.spawn(name, "worker")
+}
+
+// cardsFor returns the bot's messages in the thread that are cards for
+// the command cmd: pending ("wants to run `cmd…") or settled ("ran `cmd…",
+// "did not run `cmd…").
+func (a *faultApp) cardsFor(thread, cmd string) []fakeslack.Message {
+	var cards []fakeslack.Message
+	for _, m := range a.slack.Thread(general, thread) {
+		if m.FromBot() && (m.HasText("run `"+cmd) || m.HasText("ran `"+cmd)) {
+			cards = append(cards, m)
+		}
+	}
+	return cards
+}
+
+// oneFinalCard checks the promises about cards: exactly one card for cmd
+// in the thread, and it shows final (no buttons left).
+func (a *faultApp) oneFinalCard(thread, cmd string) fakeslack.Message {
+	a.t.Helper()
+	cards := a.cardsFor(thread, cmd)
+	if len(cards) != 1 {
+		a.t.Fatalf("%d cards for `%s`, want exactly 1:%s", len(cards), cmd, a.dump(thread))
+	}
+	if b := cards[0].Buttons(); len(b) > 0 {
+		a.t.Fatalf("the card for `%s` still has buttons %q, want a final state:\n%s", cmd, b, cards[0].AllText())
+	}
+	return cards[0]
+}
+
+// ranTimes is how many times the command `echo ran >> name` ran.
+func (a *faultApp) ranTimes(name string) int {
+	b, err := os.ReadFile(filepath.Join(a.workdir, name))
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return strings.Count(string(b), "ran\n")
+}
+
+// carriesOn replies in the thread and waits for Claude's answer, after a
+// fault that ended the turn: the session resumes.
+func (a *faultApp) carriesOn(thread, answer string) {
+	a.t.Helper()
+	if _, err := a.slack.Reply(a.ctx, dana, general, thread, "carry on"); err != nil {
+		a.t.Fatal(err)
+	}
+	a.threadText(thread, answer)
+}
+
+// stillHere is Claude's answer to the reply every fault test ends with.
+const stillHere = "Still here after the fault."
+
+// keptPromises checks what every fault test promises once the fault is
+// over: exactly one card for cmd, in a final state; the approved command
+// ran wantRuns times (never twice for one approval); and the session goes
+// on: a reply in the thread is answered.
+func (a *faultApp) keptPromises(thread, cmd string, wantRuns int) {
+	a.t.Helper()
+	a.oneFinalCard(thread, cmd)
+	if n := a.ranTimes(ranFile); n != wantRuns {
+		a.t.Errorf("the command ran %d times, want %d", n, wantRuns)
+	}
+	if _, err := a.slack.Reply(a.ctx, dana, general, thread, "still there?"); err != nil {
+		a.t.Fatal(err)
+	}
+	a.threadText(thread, stillHere)
+}
+
+// waitLog waits until the child has logged text: for a moment inside it
+// that nothing outside shows. The logs have no change notification, so it
+// polls them.
+func (c *child) waitLog(text string) {
+	c.t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	timeout := time.NewTimer(e2eTimeout)
+	defer timeout.Stop()
+	for !strings.Contains(c.logs.String(), text) {
+		select {
+		case <-tick.C:
+		case <-c.exited:
+			c.t.Fatalf("%s exited before logging %q", c.name, text)
+		case <-timeout.C:
+			c.t.Fatalf("%s never logged %q", c.name, text)
+		}
+	}
+}
