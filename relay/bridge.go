@@ -18,6 +18,7 @@ import (
 // can_use_tool requests become store requests.
 type bridge struct {
 	w    *Worker
+	sl   *slot // the session's place, to count requests waiting
 	sess store.Session
 	log  zerolog.Logger
 	turn *turnState
@@ -27,8 +28,8 @@ type bridge struct {
 	started   bool
 }
 
-func newBridge(w *Worker, sess store.Session, turn *turnState, log zerolog.Logger) *bridge {
-	return &bridge{w: w, sess: sess, log: log, turn: turn, toolNames: make(map[string]string), started: sess.Started}
+func newBridge(w *Worker, sl *slot, sess store.Session, turn *turnState, log zerolog.Logger) *bridge {
+	return &bridge{w: w, sl: sl, sess: sess, log: log, turn: turn, toolNames: make(map[string]string), started: sess.Started}
 }
 
 func (b *bridge) handlers() ConnHandlers {
@@ -136,6 +137,10 @@ func (b *bridge) onCanUseTool(ctx context.Context, cliID string, c CanUseTool) (
 	}
 	req := NewRequest(b.sess.ID, cliID, c, now, deadline)
 	log := b.log.With().Str("request_id", req.ID).Str("tool", c.ToolName).Logger()
+	// Counted as waiting before its card can exist, and until before
+	// Claude has the answer.
+	w.cap.wait(b.sl, 1)
+	defer w.cap.wait(b.sl, -1)
 	if err := w.st.CreateRequest(ctx, req); err != nil {
 		log.Error().Err(err).Msg("recording control request")
 		return Deny("slackgate could not record this permission request, so it was denied: "+err.Error(), false), true

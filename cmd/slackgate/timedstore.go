@@ -139,6 +139,11 @@ func (t timedStore) QueuedInputs(ctx context.Context, sessionID string) (int, er
 	return t.Store.QueuedInputs(ctx, sessionID)
 }
 
+func (t timedStore) ReadySessions(ctx context.Context) (int, error) {
+	defer t.time("ready_sessions")()
+	return t.Store.ReadySessions(ctx)
+}
+
 func (t timedStore) AuditLog(ctx context.Context, after string, limit int) ([]store.AuditEntry, error) {
 	defer t.time("audit_log")()
 	return t.Store.AuditLog(ctx, after, limit)
