@@ -123,6 +123,13 @@ func (b *Bot) awaitWrite(log zerolog.Logger, w pending, then func(opResult) erro
 // where (SetCard), and attaches the full input when the card had to
 // truncate it. Cards take the outbox's first lane.
 func (b *Bot) showRequest(ctx context.Context, log zerolog.Logger, id string) error {
+	return b.postCard(ctx, log, id, true)
+}
+
+// postCard is showRequest; refresh says whether the session's status line
+// is brought up to date once the card is posted (the reconciler does that
+// once per session for all the cards it posts).
+func (b *Bot) postCard(ctx context.Context, log zerolog.Logger, id string, refresh bool) error {
 	r, err := b.st.GetRequest(ctx, id)
 	if err != nil {
 		return fmt.Errorf("bot: get request %s: %w", id, err)
@@ -153,13 +160,13 @@ func (b *Bot) showRequest(ctx context.Context, log zerolog.Logger, id string) er
 	b.showProgress(log, s, store.Event{Type: store.EventRequestCreated}, &r)
 	return b.awaitWrite(log, res, func(pr opResult) error {
 		defer b.posting.done(r.ID)
-		return b.cardPosted(ctx, log, r, s, card, pr)
+		return b.cardPosted(ctx, log, r, s, card, pr, refresh)
 	})
 }
 
 // cardPosted records where a card went, or says in the thread that it
 // could not be shown.
-func (b *Bot) cardPosted(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, card renderedCard, pr opResult) error {
+func (b *Bot) cardPosted(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, card renderedCard, pr opResult, refresh bool) error {
 	if err := pr.err; err != nil {
 		if !retryable(ctx, err) {
 			// Slack refused the card itself: say so in the thread rather
@@ -196,7 +203,9 @@ func (b *Bot) cardPosted(ctx context.Context, log zerolog.Logger, r store.Reques
 			return err
 		}
 	}
-	b.refreshStatus(ctx, s.ID, statusKeep)
+	if refresh {
+		b.refreshStatus(ctx, s.ID, statusKeep)
+	}
 	return nil
 }
 
