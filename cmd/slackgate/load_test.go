@@ -116,6 +116,10 @@ type loadRun struct {
 	times string // CLAUDE_CODE_STANDIN_TIMES
 	logs  string // one log file per process
 	stops []func()
+	// cpu is the CPU time each role's processes used (bot, worker), and
+	// the benchmark's own (the fake Slack and the clicks) while driving:
+	// separate processes only.
+	cpu map[string]time.Duration
 
 	clicks sync.WaitGroup // one goroutine per click in flight
 
@@ -139,7 +143,7 @@ func startLoad(b *testing.B, cfg loadSettings) *loadRun {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	b.Cleanup(cancel)
 	r := &loadRun{b: b, cfg: cfg, ctx: ctx, times: b.TempDir(), logs: b.TempDir(),
-		cards: map[int64]*loadCard{}, cardTS: map[string]bool{}, outcomes: map[string]bool{}, finished: map[string]bool{}, done: make(chan struct{})}
+		cpu: map[string]time.Duration{}, cards: map[int64]*loadCard{}, cardTS: map[string]bool{}, outcomes: map[string]bool{}, finished: map[string]bool{}, done: make(chan struct{})}
 	r.slack = fakeslack.New(b, fakeslack.WithoutRateModel(), fakeslack.OnMessage(r.onMessage))
 	r.slack.AddUser(lee, "lee")
 	for s := range cfg.sessions {
@@ -208,6 +212,9 @@ func (r *loadRun) launch(name, cmd string, env []string) {
 			r.b.Errorf("%s: %v", name, err)
 		}
 		log.Close()
+		r.mu.Lock()
+		r.cpu[cmd] += c.ProcessState.UserTime() + c.ProcessState.SystemTime()
+		r.mu.Unlock()
 	})
 }
 
@@ -244,6 +251,8 @@ func (r *loadRun) dumpLogs() {
 // drive mentions the bot in every channel at once and waits until every
 // card shows its outcome and every session its final answer.
 func (r *loadRun) drive() {
+	before := selfCPU()
+	defer func() { r.cpu["harness"] = selfCPU() - before }()
 	r.mu.Lock()
 	r.start = time.Now()
 	r.mu.Unlock()
@@ -349,6 +358,11 @@ func (r *loadRun) report() {
 	b.ReportMetric(p99(toCard), "card-p99-ms")
 	b.ReportMetric(p50(toAnswer), "answer-p50-ms")
 	b.ReportMetric(p99(toAnswer), "answer-p99-ms")
+	if !r.cfg.inProcess {
+		for role, d := range r.cpu {
+			b.ReportMetric(float64(d.Microseconds())/1000/float64(len(toCard)), role+"-cpu-ms/decision")
+		}
+	}
 	b.ReportMetric(float64(len(r.slack.Ephemerals(lee))), "ephemerals")
 	b.ReportMetric(float64(len(r.slack.Calls())), "slack-calls")
 }
@@ -378,4 +392,13 @@ func (r *loadRun) answers() map[int64]time.Time {
 		f.Close()
 	}
 	return out
+}
+
+// selfCPU is the CPU time this process has used so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
