@@ -135,7 +135,7 @@ type loadRun struct {
 
 // loadCard is one request as the run saw it.
 type loadCard struct {
-	asked, posted, clicked, answered time.Time
+	asked, posted, clicked time.Time
 }
 
 func startLoad(b *testing.B, cfg loadSettings) *loadRun {
