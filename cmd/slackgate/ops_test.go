@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slack-go/slack"
+
 	"github.com/slackgate/slackgate/relay/relaytest"
 	"github.com/slackgate/slackgate/store/boltstore"
 )
@@ -291,4 +293,29 @@ func grepLines(s, substr string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestSlackCallErrorsAndLimitsAreCountedApart: a failed call counts as an
+// error, a 429 as rate limited and not as an error, by method.
+func TestSlackCallErrorsAndLimitsAreCountedApart(t *testing.T) {
+	m := newMetrics()
+	m.SlackCall("chat.update", time.Millisecond, nil)
+	m.SlackCall("chat.update", time.Millisecond, errors.New("internal_error"))
+	m.SlackCall("chat.postMessage", time.Millisecond, &slack.RateLimitedError{RetryAfter: time.Second})
+	srv := httptest.NewServer(m.handler())
+	defer srv.Close()
+	_, body := get(t, srv.URL)
+	for _, tc := range []struct {
+		name, labels string
+		want         float64
+	}{
+		{"slackgate_slack_calls_total", `method="chat.update"`, 2},
+		{"slackgate_slack_errors_total", `method="chat.update"`, 1},
+		{"slackgate_slack_rate_limited_total", `method="chat.postMessage"`, 1},
+		{"slackgate_slack_errors_total", `method="chat.postMessage"`, -1}, // a 429 is no error
+	} {
+		if got := metricValue(t, body, tc.name, tc.labels); got != tc.want {
+			t.Errorf("%s{%s} = %v, want %v", tc.name, tc.labels, got, tc.want)
+		}
+	}
 }
