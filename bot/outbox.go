@@ -93,6 +93,21 @@ type op struct {
 	// find, for a post, looks for the message in Slack before it is sent
 	// again after a failure that may have reached Slack (see findcard.go).
 	find func(context.Context) (ts string, found bool, err error)
+
+	// digested memoizes msg.digest() (guarded by the outbox's lock): a
+	// queued edit is compared with what Slack shows on every dispatch
+	// pass, and marshalling its blocks each time was most of a busy bot's
+	// CPU.
+	digested *[32]byte
+}
+
+// digest is p.msg.digest(), computed once per content.
+func (p *op) digest() [32]byte {
+	if p.digested == nil {
+		d := p.msg.digest()
+		p.digested = &d
+	}
+	return *p.digested
 }
 
 type fileUpload struct {
@@ -352,13 +367,13 @@ func (o *outbox) enqueueLocked(p *op) bool {
 	if old := o.queued[k]; old != nil {
 		// Coalesce: the queued edit takes the newest content and keeps its
 		// place; its caller learns the outcome too.
-		old.msg, old.log = p.msg, p.log
+		old.msg, old.log, old.digested = p.msg, p.log, p.digested
 		old.waiters = append(old.waiters, p.waiters...)
 		old.starts = append(old.starts, p.starts...)
 		old.minGap = min(old.minGap, p.minGap)
 		return false
 	}
-	if s, ok := o.shown[k]; ok && !o.editing[k] && s.digest == p.msg.digest() {
+	if s, ok := o.shown[k]; ok && !o.editing[k] && s.digest == p.digest() {
 		return true
 	}
 	o.queued[k] = p
@@ -460,7 +475,7 @@ func (o *outbox) dispatchEditsLocked(ctx context.Context, now time.Time, later f
 			switch {
 			case short || o.editing[k]:
 				keep = append(keep, p)
-			case seen && s.digest == p.msg.digest():
+			case seen && s.digest == p.digest():
 				delete(o.queued, k)
 				p.finish(opResult{ts: p.ts}) // buffered: never blocks
 			case seen && now.Before(s.at.Add(p.minGap)):
@@ -513,7 +528,7 @@ func (o *outbox) done(p *op, r opResult) {
 		if len(o.shown) >= maxShown {
 			clear(o.shown)
 		}
-		o.shown[msgKey{p.channel, r.ts}] = shown{digest: p.msg.digest(), at: now}
+		o.shown[msgKey{p.channel, r.ts}] = shown{digest: p.digest(), at: now}
 	}
 	var after func()
 	if p.live != nil {

@@ -121,14 +121,29 @@ func (b *Bot) reconcileOnce(ctx context.Context) {
 		return
 	}
 	now := b.clock.Now()
+	waiting := map[string]int{} // pending requests by session
+	posted := map[string]bool{} // sessions that got a card
+	var order []string          // posted, in the order of their first card
 	for _, r := range pending {
+		waiting[r.SessionID]++
 		if !r.Card.IsZero() || now.Sub(r.CreatedAt) < reconcileMinAge || b.posting.has(r.ID) {
 			continue
 		}
 		log := b.log.With().Str("session_id", r.SessionID).Str("request_id", r.ID).Logger()
 		log.Info().Msg("reconcile: pending request has no card; posting it")
-		if err := b.showRequest(ctx, log, r.ID, true); err != nil && ctx.Err() == nil {
+		if err := b.postCard(ctx, log, r.ID, cardPosting{lookFirst: true}); err != nil && ctx.Err() == nil {
 			log.Warn().Err(err).Msg("reconcile: card not posted; the next pass tries again")
+			continue
 		}
+		if !posted[r.SessionID] {
+			posted[r.SessionID] = true
+			order = append(order, r.SessionID)
+		}
+	}
+	// One status refresh per session, from the list in hand: asking the
+	// store for each session's pending requests again would cost a
+	// listing per card.
+	for _, id := range order {
+		b.refreshStatusCounted(ctx, id, statusKeep, waiting[id])
 	}
 }

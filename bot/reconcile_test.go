@@ -71,6 +71,11 @@ func TestPendingRequestWhoseCardWasLostGetsItWhenTheBotStarts(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("no card for the pending request: %v", err)
 	}
+	// The reconciler brings the session's status line up to date once,
+	// counting from the list it read.
+	if _, err := h.fake.WaitThread(testCtx(t), "C1", lostCardThread, fakeslack.All(fakeslack.Message.FromBot, fakeslack.Text("Waiting for approval (1)"))); err != nil {
+		t.Fatalf("the status line does not say one request waits: %v", err)
+	}
 }
 
 // startSecondBot runs another replica on h's store and Slack.

@@ -27,6 +27,13 @@ const statusKeep blocks.Phase = ""
 // to what Slack shows never sent. Failures are logged: the status line is
 // a convenience, the thread's messages are the record.
 func (b *Bot) refreshStatus(ctx context.Context, sessionID string, phase blocks.Phase, detail ...string) {
+	b.refreshStatusCounted(ctx, sessionID, phase, -1, detail...)
+}
+
+// refreshStatusCounted is refreshStatus for a caller that has counted the
+// session's pending requests already (pending >= 0; -1 reads them from
+// the store): the reconciler, which listed every pending request.
+func (b *Bot) refreshStatusCounted(ctx context.Context, sessionID string, phase blocks.Phase, pending int, detail ...string) {
 	entry := b.status.lock(sessionID)
 	defer b.status.unlock(entry)
 	log := b.log.With().Str("session_id", sessionID).Logger()
@@ -51,11 +58,14 @@ func (b *Bot) refreshStatus(ctx context.Context, sessionID string, phase blocks.
 		}
 	}
 	entry.shown, entry.known = st, true
-	pending, err := b.st.ListPending(ctx, sessionID)
-	if err != nil {
-		log.Warn().Err(err).Msg("status: list pending")
+	if pending < 0 {
+		reqs, err := b.st.ListPending(ctx, sessionID)
+		if err != nil {
+			log.Warn().Err(err).Msg("status: list pending")
+		}
+		pending = len(reqs)
 	}
-	st.Pending = len(pending)
+	st.Pending = pending
 	log = log.With().Str("channel", s.Thread.Channel).Logger()
 	b.out.Live(log, liveSpec{
 		key:      "status:" + sessionID,

@@ -42,7 +42,7 @@ func (b *Bot) handleEvent(ctx context.Context, e store.Event) error {
 	var err error
 	switch e.Type {
 	case store.EventRequestCreated:
-		err = b.showRequest(ctx, log, e.RequestID, false)
+		err = b.showRequest(ctx, log, e.RequestID)
 	case store.EventRequestSettled:
 		err = b.showSettled(ctx, log, e.RequestID)
 	case store.EventSessionStarted:
@@ -127,10 +127,21 @@ func (b *Bot) awaitWrite(log zerolog.Logger, w pending, then func(opResult) erro
 
 // showRequest posts a request's card in its session's thread, records
 // where (SetCard), and attaches the full input when the card had to
-// truncate it. Cards take the outbox's first lane. lookFirst (the
-// reconciler) first looks for the card in the thread: its poster may have
-// died after Slack took it.
-func (b *Bot) showRequest(ctx context.Context, log zerolog.Logger, id string, lookFirst bool) error {
+// truncate it. Cards take the outbox's first lane.
+func (b *Bot) showRequest(ctx context.Context, log zerolog.Logger, id string) error {
+	return b.postCard(ctx, log, id, cardPosting{refresh: true})
+}
+
+// cardPosting says how postCard posts a card: the event path as the
+// request comes; the reconciler looks first and refreshes status lines
+// itself, once per session for all the cards it posts.
+type cardPosting struct {
+	lookFirst bool // look for the card in the thread first: its poster may have died after Slack took it
+	refresh   bool // bring the session's status line up to date once the card is posted
+}
+
+// postCard is showRequest, posting as how says.
+func (b *Bot) postCard(ctx context.Context, log zerolog.Logger, id string, how cardPosting) error {
 	r, err := b.st.GetRequest(ctx, id)
 	if err != nil {
 		return fmt.Errorf("bot: get request %s: %w", id, err)
@@ -161,7 +172,7 @@ func (b *Bot) showRequest(ctx context.Context, log zerolog.Logger, id string, lo
 		b.posting.done(r.ID)
 		return b.showFromMemory(log, s, a)
 	}
-	if lookFirst {
+	if how.lookFirst {
 		ts, found, err := b.postedBefore(ctx, log, s, r)
 		if err != nil || found {
 			defer b.posting.done(r.ID)
@@ -170,7 +181,7 @@ func (b *Bot) showRequest(ctx context.Context, log zerolog.Logger, id string, lo
 			return err
 		}
 		if found {
-			return b.cardPosted(ctx, log, r, s, card, opResult{ts: ts})
+			return b.cardPosted(ctx, log, r, s, card, opResult{ts: ts}, how.refresh)
 		}
 	}
 	res := b.out.postCardPending(log, s.Thread.Channel, s.Thread.TS, card.msg, b.cardFinder(s, r.ID))
@@ -178,13 +189,13 @@ func (b *Bot) showRequest(ctx context.Context, log zerolog.Logger, id string, lo
 	b.showProgress(log, s, store.Event{Type: store.EventRequestCreated}, &r)
 	return b.awaitWrite(log, res, func(pr opResult) error {
 		defer b.posting.done(r.ID)
-		return b.cardPosted(ctx, log, r, s, card, pr)
+		return b.cardPosted(ctx, log, r, s, card, pr, how.refresh)
 	})
 }
 
 // cardPosted records where a card went, or says in the thread that it
 // could not be shown.
-func (b *Bot) cardPosted(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, card renderedCard, pr opResult) error {
+func (b *Bot) cardPosted(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, card renderedCard, pr opResult, refresh bool) error {
 	if err := pr.err; err != nil {
 		if !retryable(ctx, err) {
 			// Slack refused the card itself: say so in the thread rather
@@ -221,7 +232,9 @@ func (b *Bot) cardPosted(ctx context.Context, log zerolog.Logger, r store.Reques
 			return err
 		}
 	}
-	b.refreshStatus(ctx, s.ID, statusKeep)
+	if refresh {
+		b.refreshStatus(ctx, s.ID, statusKeep)
+	}
 	return nil
 }
 

@@ -18,6 +18,7 @@ import (
 // can_use_tool requests become store requests.
 type bridge struct {
 	w    *Worker
+	sl   *slot // the session's place, to count requests waiting
 	sess store.Session
 	log  zerolog.Logger
 	turn *turnState
@@ -27,8 +28,8 @@ type bridge struct {
 	started   bool
 }
 
-func newBridge(w *Worker, sess store.Session, turn *turnState, log zerolog.Logger) *bridge {
-	return &bridge{w: w, sess: sess, log: log, turn: turn, toolNames: make(map[string]string), started: sess.Started}
+func newBridge(w *Worker, sl *slot, sess store.Session, turn *turnState, log zerolog.Logger) *bridge {
+	return &bridge{w: w, sl: sl, sess: sess, log: log, turn: turn, toolNames: make(map[string]string), started: sess.Started}
 }
 
 func (b *bridge) handlers() ConnHandlers {
@@ -189,6 +190,10 @@ func (b *bridge) onElicitation(ctx context.Context, cliID string, e Elicitation)
 // record", "lost track of"; err is why): the caller must still answer, or
 // the CLI waits forever.
 func (b *bridge) ask(ctx context.Context, req store.Request, log zerolog.Logger) (d store.Decision, answer bool, failed string, err error) {
+	// Counted as waiting before its card can exist, and until before
+	// Claude has the answer.
+	b.w.cap.wait(b.sl, 1)
+	defer b.w.cap.wait(b.sl, -1)
 	if err := b.w.st.CreateRequest(ctx, req); err != nil {
 		log.Error().Err(err).Msg("recording control request")
 		return d, false, "could not record", err

@@ -38,6 +38,9 @@ type slot struct {
 	// got one): the session that evicted it starts its process then.
 	exited chan struct{}
 	gone   bool
+	// waiting counts the process's can_use_tool requests waiting for a
+	// decision (Sessions reports the slot as waiting while it is above 0).
+	waiting int
 }
 
 func newCapacity(max int) *capacity {
@@ -153,4 +156,43 @@ func (c *capacity) drop(sl *slot) {
 	delete(c.slots, sl)
 	close(sl.exited)
 	c.changedLocked()
+}
+
+// wait records that one more (delta 1) or one fewer (delta -1) of the
+// slot's requests waits for a decision.
+func (c *capacity) wait(sl *slot, delta int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sl.waiting += delta
+}
+
+// Session states as Worker.Sessions reports them.
+const (
+	// SessionsRunning: a process starting, running a turn or stopping,
+	// with no request waiting for a person.
+	SessionsRunning = "running"
+	// SessionsWaiting: a process mid-turn with a request waiting for a
+	// decision.
+	SessionsWaiting = "waiting"
+	// SessionsIdle: a process between turns, kept for a follow-up.
+	SessionsIdle = "idle"
+)
+
+// counts says how many slots are in each of the states above. A slot
+// being evicted still has its idle process until it exits.
+func (c *capacity) counts() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := map[string]int{SessionsRunning: 0, SessionsWaiting: 0, SessionsIdle: 0}
+	for sl := range c.slots {
+		switch {
+		case sl.idle || sl.evicting:
+			n[SessionsIdle]++
+		case sl.waiting > 0:
+			n[SessionsWaiting]++
+		default:
+			n[SessionsRunning]++
+		}
+	}
+	return n
 }

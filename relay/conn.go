@@ -108,7 +108,9 @@ func (c *Conn) Done() <-chan struct{} { return c.closedCh }
 // request, waits for their goroutines and returns. It returns nil at EOF and
 // the read error otherwise; to stop it, close r.
 func (c *Conn) Run(ctx context.Context) error {
-	br := bufio.NewReaderSize(c.r, 64<<10)
+	// A small buffer: it is held for the process's whole life, and
+	// ReadBytes grows a line beyond it as needed.
+	br := bufio.NewReaderSize(c.r, outputBuffer)
 	var readErr error
 	for {
 		// ReadBytes has no line limit: tool results can be megabytes long.

@@ -62,3 +62,21 @@ func (w *Worker) SetPermissionMode(ctx context.Context, sessionID, mode string) 
 // hangs or is cut off from the store would: it keeps its sessions and
 // processes until someone takes them over.
 func (w *Worker) Silence() { w.silent.Store(true) }
+
+// WaitSessions blocks until the worker's session counts (Sessions) satisfy
+// ok; it wakes whenever a place changes, without polling.
+func (w *Worker) WaitSessions(ctx context.Context, ok func(map[string]int) bool) error {
+	for {
+		w.cap.mu.Lock()
+		changed := w.cap.changed
+		w.cap.mu.Unlock()
+		if ok(w.Sessions()) {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

@@ -121,9 +121,9 @@ func StartProcess(ctx context.Context, opts ProcessOptions, h ConnHandlers, log 
 	// stdout goes through an io.Pipe so cmd.Wait owns the copy and bounds it
 	// with WaitDelay even if a grandchild keeps the descriptor open.
 	pr, pw := io.Pipe()
-	cmd.Stdout = pw
+	cmd.Stdout = smallCopy{pw}
 	tail := newTailWriter(stderrTailLines)
-	cmd.Stderr = tail
+	cmd.Stderr = smallCopy{tail}
 	if err := cmd.Start(); err != nil {
 		kill()
 		_ = stdin.Close()
@@ -286,6 +286,25 @@ func (p *Process) stopRequested() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.cause != ""
+}
+
+// outputBuffer sizes the buffer each copy of a process's output (stdout,
+// stderr) reads into. exec's own copies take 32 KiB a stream, held for the
+// process's whole life, idle or not: most of what an idle session cost
+// the worker. Longer lines still pass, in pieces.
+const outputBuffer = 4 << 10
+
+// smallCopy is an output of a child process that exec copies into through
+// a buffer of outputBuffer bytes: exec's io.Copy hands the copy to
+// ReadFrom.
+type smallCopy struct{ w io.Writer }
+
+func (s smallCopy) Write(b []byte) (int, error) { return s.w.Write(b) }
+
+// ReadFrom copies r to the writer; the wrappers hide any ReadFrom or
+// WriteTo, so the copy uses this buffer and cannot come back here.
+func (s smallCopy) ReadFrom(r io.Reader) (int64, error) {
+	return io.CopyBuffer(struct{ io.Writer }{s.w}, struct{ io.Reader }{r}, make([]byte, outputBuffer))
 }
 
 // tailWriter keeps the last n lines written to it (stderr).

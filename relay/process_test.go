@@ -166,3 +166,39 @@ while :; do sleep 0.1; done`, 128 + 9},
 		})
 	}
 }
+
+// TestLinesLongerThanTheOutputBuffersArriveWhole: the child's output is
+// copied through small buffers (outputBuffer); a stdout line many times
+// their size still reaches the handler as one message, and the stderr
+// tail keeps its lines.
+func TestLinesLongerThanTheOutputBuffersArriveWhole(t *testing.T) {
+	text := strings.Repeat("0123456789", 10*outputBuffer/10+7) // over ten buffers
+	line := `{"type":"result","subtype":"success","result":"` + text + `"}`
+	path := filepath.Join(t.TempDir(), "line.json")
+	if err := os.WriteFile(path, []byte(line+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := script(t, `cat `+path+`; echo "`+text[:2*outputBuffer]+`" >&2; echo last >&2`)
+	got := make(chan string, 1)
+	h := ConnHandlers{OnMessage: func(_ context.Context, m Message) {
+		if m.Result != nil {
+			got <- m.Result.Result
+		}
+	}}
+	p, err := StartProcess(context.Background(), ProcessOptions{Bin: bin, SessionID: "s"}, h, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	exit := p.Wait()
+	select {
+	case r := <-got:
+		if r != text {
+			t.Errorf("result of %d bytes arrived as %d bytes", len(text), len(r))
+		}
+	default:
+		t.Fatal("the long line never arrived")
+	}
+	if n := len(exit.Stderr); n < 2 || exit.Stderr[n-1] != "last" {
+		t.Errorf("stderr tail ends %q, want the long line's pieces then last", exit.Stderr[max(0, n-2):])
+	}
+}

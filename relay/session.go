@@ -88,7 +88,7 @@ type processRun struct {
 func (w *Worker) startRun(ctx context.Context, sl *slot, sess store.Session, log zerolog.Logger) (*processRun, error) {
 	pctx := context.WithoutCancel(ctx)
 	turn := newTurnState()
-	b := newBridge(w, sess, turn, log)
+	b := newBridge(w, sl, sess, turn, log)
 	saver := w.prepareTranscript(pctx, sess, b, log)
 	opts := w.cfg.processOptions(sess)
 	proc, err := StartProcess(pctx, opts, b.handlers(), log)

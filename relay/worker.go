@@ -60,6 +60,12 @@ func (w *Worker) MalformedLines() int64 {
 	return n
 }
 
+// Sessions counts the sessions this worker holds a claude process for, by
+// state (SessionsRunning, SessionsWaiting, SessionsIdle), as of now: a
+// gauge read when scraped. Sessions queued for a worker are the store's
+// to count.
+func (w *Worker) Sessions() map[string]int { return w.cap.counts() }
+
 // Run recovers what a previous life under the same WorkerID left, then
 // claims and runs sessions until ctx ends. At most MaxSessions claude
 // processes run at once, but a process waiting between turns does not hold

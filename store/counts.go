@@ -11,6 +11,10 @@ type Counts interface {
 	// QueuedInputs counts the inputs waiting in a session's inbox that no
 	// worker has taken yet; 0 for a session with none, or an unknown one.
 	QueuedInputs(ctx context.Context, sessionID string) (int, error)
+	// ReadySessions counts the sessions, installation-wide, that have
+	// input queued and no worker owning them: those waiting for a worker
+	// to claim them.
+	ReadySessions(ctx context.Context) (int, error)
 }
 
 // Active reports whether a session in state st holds a place in its

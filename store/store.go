@@ -813,7 +813,9 @@ type Bus interface {
 	// ErrInvalid if e fails Validate; a zero At becomes the time of the call.
 	Publish(ctx context.Context, e Event) (string, error)
 	// Consume delivers every event of the log to exactly one consumer of the
-	// group, in log order per consumer, calling fn for each. A group that does
+	// group, calling fn for each: a session's events in log order per
+	// consumer, one after another, while a backend may call fn for events of
+	// different sessions at once (fn must be safe for that). A group that does
 	// not exist yet is created at the oldest event still in the log, so
 	// events published before any consumer ran (a worker that started first)
 	// are not lost; an existing group resumes where it left off. The log is

@@ -234,6 +234,20 @@ func (f *Fake) WaitConnected(ctx context.Context) error {
 	return err
 }
 
+// WaitConnections blocks until n Socket Mode connections take envelopes:
+// every replica of a run with several bots is connected.
+func (f *Fake) WaitConnections(ctx context.Context, n int) error {
+	return f.waitFor(ctx, fmt.Sprintf("%d Socket Mode connections", n), func() bool {
+		live := 0
+		for _, c := range f.conns {
+			if !c.draining && c.alive() {
+				live++
+			}
+		}
+		return live >= n
+	})
+}
+
 func (f *Fake) liveConn(ctx context.Context) (*socketConn, error) {
 	var c *socketConn
 	err := f.waitFor(ctx, "a Socket Mode connection", func() bool {

@@ -59,6 +59,14 @@ func AllowRejections() Option { return func(f *Fake) { f.allowRejections = true 
 // does not ack an envelope in time or answers an HTTP delivery with an error.
 func AllowDeliveryFailures() Option { return func(f *Fake) { f.allowDeliveryFailures = true } }
 
+// OnMessage calls fn after every chat.postMessage and chat.update the fake
+// accepted, with the method and the message as it now stands, outside the
+// fake's lock, on the goroutine serving the call, once the app has its
+// answer. Load runs use it to act on every
+// card the moment it appears, where a Wait per card would rescan the whole
+// workspace on every change.
+func OnMessage(fn func(method string, m Message)) Option { return func(f *Fake) { f.onMessage = fn } }
+
 // Call is one Web API request as the fake saw it.
 type Call struct {
 	Method string     // "chat.postMessage"
@@ -109,6 +117,7 @@ type Fake struct {
 	allowRejections       bool
 	allowDeliveryFailures bool
 	noRateModel           bool
+	onMessage             func(method string, m Message)
 	httpClient            *http.Client
 
 	// wg owns every goroutine the fake starts (Socket Mode readers and pingers).

@@ -138,6 +138,23 @@ func (f *Fake) serveAPI(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	_ = json.NewEncoder(w).Encode(out)
+	if f.onMessage != nil {
+		_ = http.NewResponseController(w).Flush() // the app has its answer before the hook runs
+		f.notifyMessage(method, out)
+	}
+}
+
+// notifyMessage hands the message a successful post or edit left to the
+// OnMessage hook, if any.
+func (f *Fake) notifyMessage(method string, out map[string]any) {
+	if f.onMessage == nil || (method != "chat.postMessage" && method != "chat.update") || out["ok"] != true {
+		return
+	}
+	channel, _ := out["channel"].(string)
+	ts, _ := out["ts"].(string)
+	if m, ok := f.Message(MessageRef{Channel: channel, TS: ts}); ok {
+		f.onMessage(method, m)
+	}
 }
 
 // handleCall runs one Web API call under f.mu (which it takes) and records it. It returns the

@@ -134,6 +134,7 @@ func (p program) run(ctx context.Context, args []string) error {
 
 	m := newMetrics()
 	m.watchPending(st)
+	m.watchQueued(st)
 	runs, checks, err := p.parts(ctx, cmd, cfg, botCfg, keys, timedStore{Store: st, m: m}, m, log)
 	if err != nil {
 		return err
@@ -182,6 +183,7 @@ func (p program) parts(ctx context.Context, cmd string, cfg Config, botCfg bot.C
 		if err != nil {
 			return nil, nil, err
 		}
+		m.watchSessions(w.Sessions)
 		runs = append(runs, w.Run)
 	}
 	if cmd == "run" || cmd == "bot" {

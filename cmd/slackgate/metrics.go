@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"time"
 
@@ -140,6 +141,34 @@ func (m *metrics) watchPending(st store.Store) {
 		n := map[string]float64{string(store.KindTool): 0, string(store.KindQuestion): 0, string(store.KindPlan): 0, string(store.KindElicitation): 0}
 		for _, r := range pending {
 			n[string(r.Kind)]++
+		}
+		return n
+	})
+}
+
+// watchQueued exports the sessions waiting for a worker, installation-wide,
+// read from the store at each scrape (aggregate with max, like
+// pending_requests).
+func (m *metrics) watchQueued(st store.Store) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "slackgate", Name: "sessions_queued",
+		Help: "Sessions with input waiting for a worker to claim them, installation-wide."}, func() float64 {
+		ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+		defer cancel()
+		n, err := st.ReadySessions(ctx)
+		if err != nil {
+			return math.NaN() // no figure beats a wrong zero
+		}
+		return float64(n)
+	}))
+}
+
+// watchSessions exports the sessions a worker holds a claude process for,
+// by state (running, waiting for a decision, idle between turns).
+func (m *metrics) watchSessions(count func() map[string]int) {
+	m.gauge("sessions", "Sessions this worker runs a Claude Code process for, by state: running (a turn), waiting (a request waits for a person), idle (between turns).", "state", func() map[string]float64 {
+		n := map[string]float64{}
+		for state, c := range count() {
+			n[state] = float64(c)
 		}
 		return n
 	})

@@ -258,6 +258,10 @@ func TestUnansweredRequestExpiresAndALateClickChangesNothing(t *testing.T) {
 	if waited := time.Since(posted); waited > 30*time.Second {
 		t.Errorf("expiry took %s after the card appeared, want about 2s", waited)
 	}
+	// The card shows the expiry the worker stored: counted as the system's.
+	if _, body := get(t, a.ops+"/metrics"); metricValue(t, body, "slackgate_decisions_total", `decider="system",outcome="expired"`) != 1 {
+		t.Errorf("one request expired; metrics say:\n%s", grepLines(body, "slackgate_decisions_total"))
+	}
 	a.threadText(thread, "skipping it")
 
 	a.signedClick(lee, card, "Approve")

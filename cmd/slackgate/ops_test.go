@@ -13,10 +13,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slack-go/slack"
 
 	"github.com/slackgate/slackgate/relay/relaytest"
 	"github.com/slackgate/slackgate/store/boltstore"
@@ -127,14 +130,28 @@ func TestMetricsCountAnApproval(t *testing.T) {
 		relaytest.Text("done"))
 	thread := a.mention("measure it")
 	card := a.card(thread, "echo measured")
+	_, body := get(t, a.ops+"/metrics")
+	if n := metricValue(t, body, "slackgate_pending_requests", `kind="tool"`); n != 1 {
+		t.Errorf("slackgate_pending_requests{kind=tool} = %v with one card waiting, want 1", n)
+	}
+	// Slack holds the outcome's edit back once: the 429 is counted.
+	a.slack.RateLimit("chat.update", 1, time.Second)
 	a.click(lee, card.Ref(), "Approve")
 	a.settled(card.Ref(), "Approved")
 
-	_, body := get(t, a.ops+"/metrics")
+	_, body = get(t, a.ops+"/metrics")
+	if n := metricValue(t, body, "slackgate_pending_requests", `kind="tool"`); n != 0 {
+		t.Errorf("slackgate_pending_requests{kind=tool} = %v once decided, want 0", n)
+	}
+	if n := metricValue(t, body, "slackgate_outbox_depth", `lane="card"`); n < 0 {
+		t.Errorf("slackgate_outbox_depth{lane=card} is missing:\n%s", grepLines(body, "outbox"))
+	}
 	for _, want := range []struct{ name, labels string }{
 		{"slackgate_decisions_total", `decider="person",outcome="allow"`},
 		{"slackgate_decision_seconds_count", `kind="tool"`},
 		{"slackgate_slack_calls_total", `method="chat.postMessage"`},
+		{"slackgate_slack_rate_limited_total", `method="chat.update"`},
+		{"slackgate_outbox_wait_seconds_count", `lane="card"`},
 		{"slackgate_store_op_seconds_count", `op="decide"`},
 	} {
 		if v := metricValue(t, body, want.name, want.labels); v < 1 {
@@ -151,6 +168,9 @@ func TestMetricsCountAnApproval(t *testing.T) {
 func metricValue(t *testing.T, body, name, labels string) float64 {
 	t.Helper()
 	prefix := fmt.Sprintf("%s{%s} ", name, labels)
+	if labels == "" {
+		prefix = name + " "
+	}
 	sc := bufio.NewScanner(strings.NewReader(body))
 	for sc.Scan() {
 		if v, ok := strings.CutPrefix(sc.Text(), prefix); ok {
@@ -203,5 +223,99 @@ func TestDashboardQueriesOurMetrics(t *testing.T) {
 	}
 	if queried < 8 {
 		t.Errorf("the dashboard queries %d series; want a panel for each of slackgate's metrics", queried)
+	}
+}
+
+// TestMetricsCountSessionsByState holds one place (MAX_SESSIONS=1) with a
+// session waiting for a decision while a second one queues behind it, then
+// lets the first finish: the gauges follow each step.
+func TestMetricsCountSessionsByState(t *testing.T) {
+	t.Parallel()
+	step := relaytest.Func(func(req relaytest.Request) relaytest.Reply {
+		if len(req.ToolResults()) > 0 {
+			return relaytest.Text("counted")
+		}
+		n := strings.TrimPrefix(req.LastUserText(), "count ")
+		return relaytest.ToolUse("toolu_"+n, "Bash", bash("echo "+n+" > "+n+".txt", "Count"))
+	})
+	a := startApp(t, options{extraEnv: []string{"MAX_SESSIONS=1"}}, step, step, step, step)
+	sessionsAre(t, a, "before any session", 0, 0, 0, 0)
+
+	first := a.mention("count one")
+	card := a.card(first, "echo one")
+	second := a.mention("count two")
+	a.threadText(second, "Queued")
+	sessionsAre(t, a, "one waits for a decision, one for a place", 0, 1, 0, 1)
+
+	// The first finishes and gives its place way to the second, which
+	// starts and waits for its own decision.
+	a.click(lee, card.Ref(), "Approve")
+	a.threadText(first, "counted")
+	card = a.card(second, "echo two")
+	sessionsAre(t, a, "the second waits for a decision", 0, 1, 0, 0)
+	// The first's process was stopped (and its exit told) before the
+	// second's could start.
+	if _, body := get(t, a.ops+"/metrics"); metricValue(t, body, "slackgate_cli_exits_total", `cause="evicted"`) != 1 {
+		t.Errorf("one claude evicted to make room; metrics say:\n%s", grepLines(body, "cli_exits"))
+	}
+
+	a.click(lee, card.Ref(), "Approve")
+	a.threadText(second, "counted")
+	_, body := get(t, a.ops+"/metrics")
+	if busy := metricValue(t, body, "slackgate_sessions", `state="running"`) + metricValue(t, body, "slackgate_sessions", `state="idle"`); busy != 1 ||
+		metricValue(t, body, "slackgate_sessions", `state="waiting"`) != 0 {
+		t.Errorf("after the last answer: want the one process running or idle, none waiting:\n%s", grepLines(body, "slackgate_sessions"))
+	}
+}
+
+// sessionsAre checks the session gauges of a scrape.
+func sessionsAre(t *testing.T, a *app, when string, running, waiting, idle, queued float64) {
+	t.Helper()
+	_, body := get(t, a.ops+"/metrics")
+	got := []float64{
+		metricValue(t, body, "slackgate_sessions", `state="running"`),
+		metricValue(t, body, "slackgate_sessions", `state="waiting"`),
+		metricValue(t, body, "slackgate_sessions", `state="idle"`),
+		metricValue(t, body, "slackgate_sessions_queued", ""),
+	}
+	if !slices.Equal(got, []float64{running, waiting, idle, queued}) {
+		t.Errorf("%s: running, waiting, idle, queued = %v, want %v\n%s", when, got,
+			[]float64{running, waiting, idle, queued}, grepLines(body, "slackgate_sessions"))
+	}
+}
+
+// grepLines keeps the lines of s that contain substr.
+func grepLines(s, substr string) string {
+	var out []string
+	for line := range strings.Lines(s) {
+		if strings.Contains(line, substr) {
+			out = append(out, strings.TrimRight(line, "\n"))
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestSlackCallErrorsAndLimitsAreCountedApart: a failed call counts as an
+// error, a 429 as rate limited and not as an error, by method.
+func TestSlackCallErrorsAndLimitsAreCountedApart(t *testing.T) {
+	m := newMetrics()
+	m.SlackCall("chat.update", time.Millisecond, nil)
+	m.SlackCall("chat.update", time.Millisecond, errors.New("internal_error"))
+	m.SlackCall("chat.postMessage", time.Millisecond, &slack.RateLimitedError{RetryAfter: time.Second})
+	srv := httptest.NewServer(m.handler())
+	defer srv.Close()
+	_, body := get(t, srv.URL)
+	for _, tc := range []struct {
+		name, labels string
+		want         float64
+	}{
+		{"slackgate_slack_calls_total", `method="chat.update"`, 2},
+		{"slackgate_slack_errors_total", `method="chat.update"`, 1},
+		{"slackgate_slack_rate_limited_total", `method="chat.postMessage"`, 1},
+		{"slackgate_slack_errors_total", `method="chat.postMessage"`, -1}, // a 429 is no error
+	} {
+		if got := metricValue(t, body, tc.name, tc.labels); got != tc.want {
+			t.Errorf("%s{%s} = %v, want %v", tc.name, tc.labels, got, tc.want)
+		}
 	}
 }

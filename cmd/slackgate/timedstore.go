@@ -144,6 +144,11 @@ func (t timedStore) AppendAudit(ctx context.Context, a store.AuditEntry) error {
 	return t.Store.AppendAudit(ctx, a)
 }
 
+func (t timedStore) ReadySessions(ctx context.Context) (int, error) {
+	defer t.time("ready_sessions")()
+	return t.Store.ReadySessions(ctx)
+}
+
 func (t timedStore) AuditLog(ctx context.Context, after string, limit int) ([]store.AuditEntry, error) {
 	defer t.time("audit_log")()
 	return t.Store.AuditLog(ctx, after, limit)

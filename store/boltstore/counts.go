@@ -53,3 +53,17 @@ func (s *Store) QueuedInputs(ctx context.Context, sessionID string) (int, error)
 	}
 	return n, nil
 }
+
+// ReadySessions counts the keys of the ready queue, which holds each ready
+// session once.
+func (s *Store) ReadySessions(ctx context.Context) (int, error) {
+	n := 0
+	err := s.db.View(func(tx *bolt.Tx) error {
+		n = tx.Bucket(bktReady).Stats().KeyN
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("boltstore: ready sessions: %w", err)
+	}
+	return n, nil
+}

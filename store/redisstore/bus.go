@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -61,7 +63,8 @@ func (s *Store) Consume(ctx context.Context, group, consumer string, fn func(con
 	if group == "" || consumer == "" {
 		return fmt.Errorf("redisstore: consume: group and consumer required: %w", store.ErrInvalid)
 	}
-	c := &consumerLoop{s: s, group: group, consumer: consumer, fn: fn, cursor: "0-0", ownPending: true}
+	c := &consumerLoop{s: s, group: group, consumer: consumer, fn: fn, cursor: "0-0"}
+	c.ownPending.Store(true)
 	defer c.dropBlocker()
 	delay := 50 * time.Millisecond
 	created := false
@@ -106,7 +109,8 @@ type consumerLoop struct {
 
 	// ownPending: entries of this consumer may be pending (a failed
 	// handler, or a previous life under the same name), so look for them.
-	ownPending bool
+	// Set by the handlers of a batch, which run side by side.
+	ownPending atomic.Bool
 	// nextSweep is when abandoned entries are next looked for.
 	nextSweep time.Time
 }
@@ -148,7 +152,7 @@ func (c *consumerLoop) round(ctx context.Context) error {
 // delay has passed. It shortens *block to when the next one is due, and
 // reports whether it delivered anything.
 func (c *consumerLoop) retryOwn(ctx context.Context, block *time.Duration) (bool, error) {
-	if !c.ownPending {
+	if !c.ownPending.Load() {
 		return false, nil
 	}
 	stream := c.s.keys.events()
@@ -158,7 +162,7 @@ func (c *consumerLoop) retryOwn(ctx context.Context, block *time.Duration) (bool
 	if err != nil {
 		return false, err
 	}
-	c.ownPending = len(mine) > 0
+	c.ownPending.Store(len(mine) > 0)
 	var due []string
 	var minIdle time.Duration
 	counts := map[string]int64{}
@@ -255,15 +259,45 @@ func (c *consumerLoop) readNew(ctx context.Context, block time.Duration) error {
 	return nil
 }
 
-// handleAll delivers msgs in order; counts gives each entry's deliveries,
-// at least atLeast.
+// handleAll delivers msgs: each session's in log order, one after
+// another, and different sessions' side by side, so an event whose handler
+// waits (a bot waiting for Slack to take a write) holds up only its own
+// session's, not the whole batch. counts gives each entry's deliveries, at
+// least atLeast.
 func (c *consumerLoop) handleAll(ctx context.Context, msgs []redis.XMessage, counts map[string]int64, atLeast int64) error {
+	var order []string
+	bySession := map[string][]redis.XMessage{}
 	for _, m := range msgs {
-		if err := c.handle(ctx, m, max(counts[m.ID], atLeast)); err != nil {
-			return err
+		sid := sessionOf(m)
+		if _, seen := bySession[sid]; !seen {
+			order = append(order, sid)
 		}
+		bySession[sid] = append(bySession[sid], m)
 	}
-	return nil
+	errs := make([]error, len(order))
+	var wg sync.WaitGroup
+	for i, sid := range order {
+		wg.Go(func() {
+			for _, m := range bySession[sid] {
+				if errs[i] = c.handle(ctx, m, max(counts[m.ID], atLeast)); errs[i] != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// sessionOf reads the session an entry's event belongs to; "" for one
+// that does not decode (handle deals with it).
+func sessionOf(m redis.XMessage) string {
+	raw, _ := m.Values["e"].(string)
+	var e struct {
+		SessionID string `json:"session_id"`
+	}
+	_ = json.Unmarshal([]byte(raw), &e)
+	return e.SessionID
 }
 
 // handle delivers one entry that has now been delivered `deliveries` times
@@ -292,7 +326,7 @@ func (c *consumerLoop) handle(ctx context.Context, m redis.XMessage, deliveries 
 		// when it was handed out; claiming it again (JUSTID: the delivery
 		// count stays) restarts it now that fn has returned, the moment
 		// the redelivery delay is counted from.
-		c.ownPending = true
+		c.ownPending.Store(true)
 		err := c.s.rdb.XClaimJustID(actx, &redis.XClaimArgs{
 			Stream: c.s.keys.events(), Group: c.group, Consumer: c.consumer, Messages: []string{m.ID},
 		}).Err()

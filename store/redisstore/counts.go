@@ -75,6 +75,16 @@ func (s *Store) QueuedInputs(ctx context.Context, sessionID string) (int, error)
 	return int(n), nil
 }
 
+// ReadySessions implements store.Counts: the length of the ready list,
+// which holds each ready session once.
+func (s *Store) ReadySessions(ctx context.Context) (int, error) {
+	n, err := s.rdb.LLen(ctx, s.keys.ready()).Result()
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: ready sessions: %w", err)
+	}
+	return int(n), nil
+}
+
 func wrapCount(what, id string, err error) error {
 	if err == nil {
 		return nil

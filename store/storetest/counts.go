@@ -91,4 +91,29 @@ func (h *harness) testCounts(t *testing.T) {
 			t.Errorf("QueuedInputs of an unknown session = %d, want 0", n)
 		}
 	})
+	t.Run("ReadySessionsCountsSessionsWaitingForAWorker", func(t *testing.T) {
+		s1, s2 := h.pair(t)
+		ctx := h.ctx(t)
+		count := func(want int) {
+			t.Helper()
+			n, err := s2.ReadySessions(ctx)
+			requireNoError(t, err, "ReadySessions")
+			if n != want {
+				t.Errorf("ReadySessions = %d, want %d", n, want)
+			}
+		}
+		count(0)
+		a, b := createSession(t, ctx, s1), createSession(t, ctx, s1)
+		for _, sess := range []store.Session{a, a, b} {
+			_, err := s1.Enqueue(ctx, store.Input{SessionID: sess.ID, Text: "hello"})
+			requireNoError(t, err, "Enqueue")
+		}
+		count(2) // a session with two inputs is ready once
+		worker := uniq("w")
+		id, err := s1.Claim(ctx, worker)
+		requireNoError(t, err, "Claim")
+		count(1)
+		requireNoError(t, s1.Release(ctx, id, worker), "Release")
+		count(2) // released with its inputs still queued: ready again
+	})
 }

@@ -11,7 +11,12 @@
 // CLAUDE_CODE_STANDIN_REQUESTS (default 2): the worker lets CLAUDE_CODE_*
 // variables through to the CLI. The command names the prompt, the step and
 // the time the request was written (unix nanoseconds), so a benchmark can
-// match each card to its request and time it. Nothing is executed.
+// match each card to its request and time it. With
+// CLAUDE_CODE_STANDIN_TIMES set to a directory, each process also appends
+// one line per answered request to a file of its own there, "ASKED
+// ANSWERED" in unix nanoseconds (when it wrote the control_request and
+// when it read the response), so a load run can time the way back too.
+// Nothing is executed.
 package main
 
 import (
@@ -45,7 +50,8 @@ type session struct {
 	requests int
 	out      *json.Encoder
 	in       <-chan relay.Message
-	asked    int // requests written so far, for unique ids
+	asked    int      // requests written so far, for unique ids
+	times    *os.File // CLAUDE_CODE_STANDIN_TIMES' file, nil when unset
 }
 
 func run(args []string, stdin io.Reader, stdout io.Writer) error {
@@ -59,6 +65,14 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 	}
 	s.out = json.NewEncoder(stdout)
 	s.out.SetEscapeHTML(false)
+	if dir := os.Getenv("CLAUDE_CODE_STANDIN_TIMES"); dir != "" {
+		f, err := os.CreateTemp(dir, "times-*")
+		if err != nil {
+			return fmt.Errorf("CLAUDE_CODE_STANDIN_TIMES: %w", err)
+		}
+		defer f.Close()
+		s.times = f
+	}
 	in := make(chan relay.Message)
 	go readLines(stdin, in)
 	s.in = in
@@ -175,8 +189,9 @@ func (s *session) ask(prompt string, step int) (bool, error) {
 	s.asked++
 	toolID := fmt.Sprintf("toolu_standin_%d", s.asked)
 	reqID := fmt.Sprintf("standin-%s-%d", s.id, s.asked)
+	asked := time.Now().UnixNano()
 	input, err := json.Marshal(map[string]string{
-		"command":     fmt.Sprintf("echo '[%s] step %d' # asked-at %d", prompt, step, time.Now().UnixNano()),
+		"command":     fmt.Sprintf("echo '[%s] step %d' # asked-at %d", prompt, step, asked),
 		"description": fmt.Sprintf("step %d of %s", step, prompt),
 	})
 	if err != nil {
@@ -196,6 +211,9 @@ func (s *session) ask(prompt string, step int) (bool, error) {
 		return false, err
 	}
 	allowed, content := s.await(reqID)
+	if err := s.answered(asked, time.Now().UnixNano()); err != nil {
+		return false, err
+	}
 	res, err := json.Marshal(content)
 	if err != nil {
 		return false, fmt.Errorf("result: %w", err)
@@ -206,6 +224,18 @@ func (s *session) ask(prompt string, step int) (bool, error) {
 	}
 	return allowed, s.emit(relay.UserMessage{Type: relay.TypeUser, SessionID: s.id, UUID: uuid.NewString(),
 		Message: relay.APIMessage{Role: "user", Content: blocks}})
+}
+
+// answered records when the answer to the request written at asked was
+// read, when CLAUDE_CODE_STANDIN_TIMES asks for it.
+func (s *session) answered(asked, at int64) error {
+	if s.times == nil {
+		return nil
+	}
+	if _, err := fmt.Fprintf(s.times, "%d %d\n", asked, at); err != nil {
+		return fmt.Errorf("CLAUDE_CODE_STANDIN_TIMES: %w", err)
+	}
+	return nil
 }
 
 // await reads stdin until the answer to reqID arrives and returns whether

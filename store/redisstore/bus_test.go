@@ -1,0 +1,65 @@
+package redisstore_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/slackgate/slackgate/store"
+)
+
+// TestConsumeRunsSessionsSideBySide: a handler that waits on one session's
+// event does not hold up another session's event read in the same batch,
+// and each session's events still come one after another, in order.
+func TestConsumeRunsSessionsSideBySide(t *testing.T) {
+	url := redisURL(t)
+	s := open(t, url, uniquePrefix())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// Published before the group exists: the first read takes all three.
+	for _, e := range []store.Event{
+		{Type: store.EventAssistantText, SessionID: "a", Text: "a1"},
+		{Type: store.EventAssistantText, SessionID: "a", Text: "a2"},
+		{Type: store.EventAssistantText, SessionID: "b", Text: "b1"},
+	} {
+		if _, err := s.Publish(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b1 := make(chan struct{})
+	seen := make(chan string, 3)
+	cctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Consume(cctx, "g", "c1", func(ctx context.Context, e store.Event) error {
+			switch e.Text {
+			case "a1":
+				select { // a slow event: it waits for the other session's
+				case <-b1:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			case "b1":
+				close(b1)
+			}
+			seen <- e.Text
+			return nil
+		})
+	}()
+	var got []string
+	for len(got) < 3 {
+		select {
+		case text := <-seen:
+			got = append(got, text)
+		case <-ctx.Done():
+			t.Fatalf("after %q: session b's event waited behind session a's", got)
+		}
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"b1", "a1", "a2"}; got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
+		t.Errorf("handled %q, want %q", got, want)
+	}
+}
