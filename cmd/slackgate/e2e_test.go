@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"net"
 	"os"
@@ -145,7 +146,7 @@ func startApp(t testing.TB, o options, steps ...relaytest.Step) *app {
 			}
 			t.Skip("REDIS_URL is not set; run `make test`, or .ci/with-redis.sh go test ./cmd/...")
 		}
-		env = append(env, "REDIS_URL="+url, "REDIS_KEY_PREFIX=e2e-"+fmt.Sprint(time.Now().UnixNano()))
+		env = append(env, "REDIS_URL="+url, "REDIS_KEY_PREFIX="+testPrefix("e2e"))
 	case clusterBackend:
 		url := os.Getenv("REDIS_CLUSTER_URL")
 		if url == "" {
@@ -154,7 +155,7 @@ func startApp(t testing.TB, o options, steps ...relaytest.Step) *app {
 			}
 			t.Skip("REDIS_CLUSTER_URL is not set; run `make test`, or .ci/with-redis.sh go test ./cmd/...")
 		}
-		env = append(env, "REDIS_URL="+url, "REDIS_KEY_PREFIX=e2e-"+fmt.Sprint(time.Now().UnixNano()))
+		env = append(env, "REDIS_URL="+url, "REDIS_KEY_PREFIX="+testPrefix("e2e"))
 	}
 	if o.command != "" && o.command != "run" {
 		// Split mode: bots and workers launched beside them share one pair,
@@ -333,6 +334,11 @@ var slackgateVars = func() map[string]bool {
 	}
 	return m
 }()
+
+// testPrefix is a Redis key prefix no other test uses: subtests started
+// together can read the same nanosecond from the clock, and two tests
+// sharing a prefix see each other's sessions.
+func testPrefix(kind string) string { return kind + "-" + rand.Text()[:12] }
 
 // syncBuffer collects the program's logs from several goroutines.
 type syncBuffer struct {

@@ -171,7 +171,7 @@ func (r *loadRun) environ() []string {
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
 		"SLACK_BOT_TOKEN=" + fakeslack.BotToken, "SLACK_APP_TOKEN=" + fakeslack.AppToken,
 		"SLACK_API_URL=" + r.slack.APIURL(),
-		"REDIS_URL=" + r.cfg.redisURL, "REDIS_KEY_PREFIX=load-" + strconv.FormatInt(time.Now().UnixNano(), 10),
+		"REDIS_URL=" + r.cfg.redisURL, "REDIS_KEY_PREFIX=" + testPrefix("load"),
 		"DECISION_SIGNING_KEY=" + testKeys.sign, "DECISION_VERIFY_KEY=" + testKeys.verify,
 		"APPROVERS=" + lee, "CLAUDE_BIN=" + r.cfg.standin, "CLAUDE_WORKDIR=" + r.b.TempDir(),
 		"CLAUDE_CODE_STANDIN_REQUESTS=" + strconv.Itoa(r.cfg.requests), "CLAUDE_CODE_STANDIN_TIMES=" + r.times,

@@ -131,7 +131,12 @@ func (p program) run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer st.Close()
+	return p.serve(ctx, cmd, cfg, botCfg, keys, st, log)
+}
 
+// serve runs what cmd runs over st, with the health and metrics endpoints,
+// until ctx ends or a part fails.
+func (p program) serve(ctx context.Context, cmd string, cfg Config, botCfg bot.Config, keys decisionKeys, st store.Store, log zerolog.Logger) error {
 	m := newMetrics()
 	m.watchPending(st)
 	m.watchQueued(st)

@@ -94,7 +94,7 @@ func TestWorkerServesHealthAndReadiness(t *testing.T) {
 	}
 	p := program{
 		environ: []string{
-			"REDIS_URL=" + url, "REDIS_KEY_PREFIX=ops-" + strconv.FormatInt(time.Now().UnixNano(), 10),
+			"REDIS_URL=" + url, "REDIS_KEY_PREFIX=" + testPrefix("ops"),
 			"CLAUDE_BIN=" + relaytest.CLI(t), "CLAUDE_WORKDIR=" + t.TempDir(), "WORKER_ID=ops-worker",
 			"DECISION_VERIFY_KEY=" + testKeys.verify, "LOG_LEVEL=debug", "LOG_FORMAT=console",
 		},
