@@ -40,6 +40,7 @@ func TestFaultWorkerKilledWithACardPending(t *testing.T) {
 	w := a.worker("worker")
 	thread := a.mention("record a run")
 	card := a.card(thread, "echo ran")
+	a.recorded("toolu_1") // so that the session can be resumed at all
 
 	w.kill()
 	a.worker("worker, restarted")
@@ -63,6 +64,7 @@ func TestFaultWorkerKilledWhileTheDecisionIsBeingWritten(t *testing.T) {
 	w := a.worker("worker")
 	thread := a.mention("record a run")
 	card := a.card(thread, "echo ran")
+	a.recorded("toolu_1") // so that the session can be resumed at all
 
 	w.freeze()
 	a.click(lee, card.Ref(), "Approve")

@@ -287,3 +287,27 @@ func (c *child) waitLog(text string) {
 		}
 	}
 }
+
+// recorded waits until Claude Code has written the tool call toolUseID to
+// its session file (under the model's HOME). The CLI writes that file
+// asynchronously; a worker killed before it did leaves a session nobody
+// can resume (the thread says so), which is not the fault under test.
+// Nothing announces the write, so it polls the files.
+func (a *faultApp) recorded(toolUseID string) {
+	a.t.Helper()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		files, _ := filepath.Glob(filepath.Join(a.model.Home(), ".claude", "projects", "*", "*.jsonl"))
+		for _, f := range files {
+			if b, err := os.ReadFile(f); err == nil && strings.Contains(string(b), toolUseID) && strings.Contains(string(b), a.workdir) {
+				return
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-a.ctx.Done():
+			a.t.Fatalf("Claude Code never wrote %s to a session file under %s", toolUseID, a.model.Home())
+		}
+	}
+}
