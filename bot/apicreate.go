@@ -87,18 +87,7 @@ func apiKind(tool string, input json.RawMessage) store.Kind {
 
 func (b *Bot) apiCreate(w http.ResponseWriter, r *http.Request, tok APIToken, log zerolog.Logger) {
 	var body apiNewRequest
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, apiMaxBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			apiError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", apiMaxBody))
-			return
-		}
-		apiError(w, http.StatusBadRequest, "cannot read body")
-		return
-	}
-	if err := json.Unmarshal(raw, &body); err != nil {
-		apiError(w, http.StatusBadRequest, "body is not valid JSON: "+err.Error())
+	if !readJSONBody(w, r, &body) {
 		return
 	}
 	timeout, err := body.validate()
@@ -182,4 +171,25 @@ func (b *Bot) apiChannel(ctx context.Context, tok APIToken) (string, error) {
 		return "", fmt.Errorf("bot: open a DM with %s for api token %s (the app needs im:write): %w", tok.User, tok.Name, err)
 	}
 	return ch.ID, nil
+}
+
+// readJSONBody reads an API call's JSON body, at most apiMaxBody bytes,
+// into v; when it cannot, it answers the call (413 or 400, saying why) and
+// returns false.
+func readJSONBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, apiMaxBody))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			apiError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", apiMaxBody))
+			return false
+		}
+		apiError(w, http.StatusBadRequest, "cannot read body")
+		return false
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		apiError(w, http.StatusBadRequest, "body is not valid JSON: "+err.Error())
+		return false
+	}
+	return true
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/rs/zerolog"
@@ -51,18 +50,7 @@ func (n apiToolRan) validate() error {
 
 func (b *Bot) apiToolResult(w http.ResponseWriter, r *http.Request, tok APIToken, log zerolog.Logger) {
 	var body apiToolRan
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, apiMaxBody))
-	if err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			apiError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", apiMaxBody))
-			return
-		}
-		apiError(w, http.StatusBadRequest, "cannot read body")
-		return
-	}
-	if err := json.Unmarshal(raw, &body); err != nil {
-		apiError(w, http.StatusBadRequest, "body is not valid JSON: "+err.Error())
+	if !readJSONBody(w, r, &body) {
 		return
 	}
 	if err := body.validate(); err != nil {

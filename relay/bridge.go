@@ -129,15 +129,20 @@ func (b *bridge) onUser(ctx context.Context, u *UserMessage) {
 	}
 }
 
+// times is when a request made now was asked and when it expires (zero:
+// never, without a RequestTimeout).
+func (b *bridge) times() (now, deadline time.Time) {
+	now = b.w.clock.Now()
+	if b.w.cfg.RequestTimeout > 0 {
+		deadline = now.Add(b.w.cfg.RequestTimeout)
+	}
+	return now, deadline
+}
+
 // onCanUseTool records the request, waits for its decision (or its
 // deadline) and returns the answer for Claude.
 func (b *bridge) onCanUseTool(ctx context.Context, cliID string, c CanUseTool) (PermissionResult, bool) {
-	w := b.w
-	now := w.clock.Now()
-	var deadline time.Time
-	if w.cfg.RequestTimeout > 0 {
-		deadline = now.Add(w.cfg.RequestTimeout)
-	}
+	now, deadline := b.times()
 	req := NewRequest(b.sess.ID, cliID, c, now, deadline)
 	log := b.log.With().Str("request_id", req.ID).Str("tool", c.ToolName).Logger()
 	d, answer, failed, err := b.ask(ctx, req, log)
@@ -159,12 +164,7 @@ func (b *bridge) onCanUseTool(ctx context.Context, cliID string, c CanUseTool) (
 // onElicitation records an MCP server's elicitation, waits for a person
 // (or the deadline) and returns the answer for the server.
 func (b *bridge) onElicitation(ctx context.Context, cliID string, e Elicitation) (ElicitResult, bool) {
-	w := b.w
-	now := w.clock.Now()
-	var deadline time.Time
-	if w.cfg.RequestTimeout > 0 {
-		deadline = now.Add(w.cfg.RequestTimeout)
-	}
+	now, deadline := b.times()
 	req := NewElicitationRequest(b.sess.ID, cliID, e, now, deadline)
 	log := b.log.With().Str("request_id", req.ID).Str("mcp_server", e.MCPServerName).Logger()
 	d, answer, failed, _ := b.ask(ctx, req, log)
