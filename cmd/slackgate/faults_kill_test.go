@@ -88,20 +88,13 @@ func TestFaultBotKilledWhileACardIsBeingPosted(t *testing.T) {
 	a := startFaults(t, options{}, ranSteps(relaytest.Text("Approved and done."))...)
 	b := a.bot("bot")
 	a.worker("worker")
-	held := a.slack.Hold("chat.postMessage", isCardPost)
-	thread := a.mention("record a run")
-	if _, err := held.Wait(a.ctx); err != nil {
-		t.Fatal(err)
-	}
+	thread, held := a.mentionHoldingTheCard()
 	a.killBot(b)
 	held.Release()
 	card := a.card(thread, "echo ran")
 	a.bot("bot, restarted")
 
-	a.click(lee, card.Ref(), "Approve")
-	a.settled(card.Ref(), "Approved")
-	a.threadText(thread, "Approved and done.")
-	a.keptPromises(thread, "echo ran", 1)
+	a.approvedAndDone(thread, card)
 }
 
 // TestFaultBotKilledWhileAClickIsInFlight: the click reaches a bot that
@@ -125,10 +118,7 @@ func TestFaultBotKilledWhileAClickIsInFlight(t *testing.T) {
 	if now, _ := a.slack.Message(card.Ref()); len(now.Buttons()) == 0 {
 		t.Fatalf("the card changed though no bot handled the click: %s", now.AllText())
 	}
-	a.click(lee, card.Ref(), "Approve")
-	a.settled(card.Ref(), "Approved")
-	a.threadText(thread, "Approved and done.")
-	a.keptPromises(thread, "echo ran", 1)
+	a.approvedAndDone(thread, card)
 }
 
 // TestFaultBotKilledBetweenClickAndCardUpdate: the decision is stored and

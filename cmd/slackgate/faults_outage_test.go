@@ -14,19 +14,12 @@ import (
 // the restart decides it; the command runs once and the session goes on.
 func TestFaultRedisRestartedWithACardPending(t *testing.T) {
 	t.Parallel()
-	a := startFaults(t, options{}, ranSteps(relaytest.Text("Approved and done."))...)
-	a.bot("bot")
-	a.worker("worker")
-	thread := a.mention("record a run")
-	card := a.card(thread, "echo ran")
+	a, thread, card := startWithACard(t)
 	a.threadText(thread, "Waiting for approval")
 
 	a.redis.Kill()
 	a.redis.Restart()
-	a.click(lee, card.Ref(), "Approve")
-	a.settled(card.Ref(), "Approved")
-	a.threadText(thread, "Approved and done.")
-	a.keptPromises(thread, "echo ran", 1)
+	a.approvedAndDone(thread, card)
 }
 
 // TestFaultRedisDownDuringAClick: a click while Redis is down is not
@@ -34,11 +27,7 @@ func TestFaultRedisRestartedWithACardPending(t *testing.T) {
 // keeps its buttons. Once Redis is back the same click decides it.
 func TestFaultRedisDownDuringAClick(t *testing.T) {
 	t.Parallel()
-	a := startFaults(t, options{}, ranSteps(relaytest.Text("Approved and done."))...)
-	a.bot("bot")
-	a.worker("worker")
-	thread := a.mention("record a run")
-	card := a.card(thread, "echo ran")
+	a, thread, card := startWithACard(t)
 	a.threadText(thread, "Waiting for approval")
 
 	a.redis.Kill()
@@ -50,10 +39,7 @@ func TestFaultRedisDownDuringAClick(t *testing.T) {
 		t.Fatalf("the card lost its buttons though nothing was decided: %s", now.AllText())
 	}
 	a.redis.Restart()
-	a.click(lee, card.Ref(), "Approve")
-	a.settled(card.Ref(), "Approved")
-	a.threadText(thread, "Approved and done.")
-	a.keptPromises(thread, "echo ran", 1)
+	a.approvedAndDone(thread, card)
 }
 
 // TestFaultRedisDownDuringAPost: Redis dies while the card's post is in
@@ -65,32 +51,21 @@ func TestFaultRedisDownDuringAPost(t *testing.T) {
 	a := startFaults(t, options{}, ranSteps(relaytest.Text("Approved and done."))...)
 	b := a.bot("bot")
 	a.worker("worker")
-	held := a.slack.Hold("chat.postMessage", isCardPost)
-	thread := a.mention("record a run")
-	if _, err := held.Wait(a.ctx); err != nil {
-		t.Fatal(err)
-	}
+	thread, held := a.mentionHoldingTheCard()
 	a.redis.Kill()
 	held.Release()
 	card := a.card(thread, "echo ran")
 	b.waitLog("set card")
 	a.redis.Restart()
 
-	a.click(lee, card.Ref(), "Approve")
-	a.settled(card.Ref(), "Approved")
-	a.threadText(thread, "Approved and done.")
-	a.keptPromises(thread, "echo ran", 1)
+	a.approvedAndDone(thread, card)
 }
 
 // TestFaultSocketModeDropped: Slack's Socket Mode connection drops without
 // warning while a card waits. The bot reconnects and the click decides it.
 func TestFaultSocketModeDropped(t *testing.T) {
 	t.Parallel()
-	a := startFaults(t, options{}, ranSteps(relaytest.Text("Approved and done."))...)
-	a.bot("bot")
-	a.worker("worker")
-	thread := a.mention("record a run")
-	card := a.card(thread, "echo ran")
+	a, thread, card := startWithACard(t)
 
 	before := a.slack.Connections()
 	a.slack.DropConnections()
@@ -100,10 +75,7 @@ func TestFaultSocketModeDropped(t *testing.T) {
 	if a.slack.Connections() <= before {
 		t.Fatalf("connections accepted: %d before the drop, %d after; want a new one", before, a.slack.Connections())
 	}
-	a.click(lee, card.Ref(), "Approve")
-	a.settled(card.Ref(), "Approved")
-	a.threadText(thread, "Approved and done.")
-	a.keptPromises(thread, "echo ran", 1)
+	a.approvedAndDone(thread, card)
 }
 
 // TestFaultSlackWebAPIErrors: Slack answers 5xx, or carries a post out and

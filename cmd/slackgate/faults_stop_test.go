@@ -85,11 +85,7 @@ func TestFaultSIGTERMBotFinishesTheCardInFlight(t *testing.T) {
 	a := startFaults(t, options{}, ranSteps(relaytest.Text("Approved and done."))...)
 	b := a.bot("bot")
 	a.worker("worker")
-	held := a.slack.Hold("chat.postMessage", isCardPost)
-	thread := a.mention("record a run")
-	if _, err := held.Wait(a.ctx); err != nil {
-		t.Fatal(err)
-	}
+	thread, held := a.mentionHoldingTheCard()
 	done := make(chan struct{})
 	var took time.Duration
 	var err error
@@ -112,10 +108,7 @@ func TestFaultSIGTERMBotFinishesTheCardInFlight(t *testing.T) {
 	a.slack.DropConnections()
 	a.bot("bot, next")
 	card := a.card(thread, "echo ran")
-	a.click(lee, card.Ref(), "Approve")
-	a.settled(card.Ref(), "Approved")
-	a.threadText(thread, "Approved and done.")
-	a.keptPromises(thread, "echo ran", 1)
+	a.approvedAndDone(thread, card)
 }
 
 // TestFaultSIGTERMRunEndsItsRequestsAndExits: SIGTERM to `slackgate run`

@@ -311,3 +311,37 @@ func (a *faultApp) recorded(toolUseID string) {
 		}
 	}
 }
+
+// mentionHoldingTheCard starts a session ("record a run") and returns once
+// its card's chat.postMessage is held in flight at the fake Slack.
+func (a *faultApp) mentionHoldingTheCard() (thread string, held *fakeslack.Held) {
+	a.t.Helper()
+	held = a.slack.Hold("chat.postMessage", isCardPost)
+	thread = a.mention("record a run")
+	if _, err := held.Wait(a.ctx); err != nil {
+		a.t.Fatal(err)
+	}
+	return thread, held
+}
+
+// startWithACard starts a bot and a worker and a session ("record a run")
+// whose model asks to run ranCmd and, once it ran, says "Approved and
+// done."; it returns once the card shows.
+func startWithACard(t *testing.T) (a *faultApp, thread string, card fakeslack.Message) {
+	t.Helper()
+	a = startFaults(t, options{}, ranSteps(relaytest.Text("Approved and done."))...)
+	a.bot("bot")
+	a.worker("worker")
+	thread = a.mention("record a run")
+	return a, thread, a.card(thread, "echo ran")
+}
+
+// approvedAndDone approves card and checks the promises kept: the card
+// says so, the command ran once, and Claude finished its turn.
+func (a *faultApp) approvedAndDone(thread string, card fakeslack.Message) {
+	a.t.Helper()
+	a.click(lee, card.Ref(), "Approve")
+	a.settled(card.Ref(), "Approved")
+	a.threadText(thread, "Approved and done.")
+	a.keptPromises(thread, "echo ran", 1)
+}
