@@ -133,6 +133,10 @@ func TestOutcomeEditLeftInTheOutboxIsMadeByTheNextBot(t *testing.T) {
 	ctx := testCtx(t)
 	s := h.newSession(t, "sess-outcome")
 	card := h.createRequest(t, s, deployRequest("req-outcome", s), "Approve")
+	// Clicked only once the card is recorded: a click before that adopts
+	// the card (another test's fault), and the event showing it would
+	// then edit it into the rate limit below.
+	recordedCard(t, h, "req-outcome")
 	h.fake.RateLimit("chat.update", 1, 30*time.Second)
 	if err := h.fake.Click(ctx, "U2", card.Ref(), "Approve"); err != nil {
 		t.Fatal(err)

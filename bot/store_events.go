@@ -154,9 +154,10 @@ func (b *Bot) postCard(ctx context.Context, log zerolog.Logger, id string, how c
 	r = b.shown(r)
 	card := renderCard(r, s)
 	if !r.Card.IsZero() {
-		// A redelivery after the card was posted: bring it up to date
-		// rather than posting a second one.
-		return b.out.Update(ctx, log, r.Card, card.msg)
+		// A redelivery after the card was posted (or a click adopted it):
+		// bring it up to date rather than posting a second one, without
+		// holding the consumer while Slack's budget makes the edit wait.
+		return b.awaitWrite(log, b.out.updatePending(log, laneCard, r.Card, card.msg), func(pr opResult) error { return pr.err })
 	}
 	// One poster per card across the event path, the reconciler and every
 	// replica (see reconcile.go). Not ours: acknowledge, the holder posts.
