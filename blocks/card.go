@@ -415,6 +415,9 @@ func questionText(q question) string {
 	if q.MultiSelect {
 		b.WriteString(" _(pick any)_")
 	}
+	if strings.TrimSpace(b.String()) == "" {
+		return "_(Claude asked this without any question text.)_" // Slack refuses an empty section
+	}
 	return b.String()
 }
 
