@@ -1,10 +1,14 @@
 package relay_test
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/slackgate/slackgate/relay"
 	"github.com/slackgate/slackgate/relay/relaytest"
 	"github.com/slackgate/slackgate/store"
 )
@@ -122,5 +126,42 @@ func TestE2EMessageRightAfterAnInterruptKeepsWhoStopped(t *testing.T) {
 	})
 	if h.exists("never.txt") {
 		t.Error("the interrupted command ran")
+	}
+}
+
+// A stopping worker takes no new session, not even the one its stop makes
+// room for: a full worker (MaxSessions 1) with a session queued behind its
+// running one is stopped; the running session's process exits, which frees
+// the capacity, and the queued session must still be in the queue for
+// another worker, not claimed by the one going away.
+func TestStoppingWorkerLeavesTheQueuedSessionForOthers(t *testing.T) {
+	t.Parallel()
+	// Reads input until stdin closes: busy until the worker stops it.
+	bin := filepath.Join(t.TempDir(), "claude")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\nwhile read line; do :; done\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, bin, nil, func(c *relay.Config) { c.MaxSessions = 1 })
+	h.startSession("first")
+	h.waitEvent("first start", ofType(store.EventSessionStarted))
+	queued := h.startSession("second")
+
+	h.stopWorker()
+	ctx, cancel := context.WithTimeout(h.ctx, 10*time.Second)
+	defer cancel()
+	got, err := h.st.Claim(ctx, "next-worker")
+	if err != nil || got != queued {
+		t.Fatalf("the next worker claimed %q, %v; want %s still queued after the stop", got, err, queued)
+	}
+	// Every event published before the stop ended is ahead of this marker
+	// in the stream, so once it is here, seen holds them all.
+	if _, err := h.st.Publish(h.ctx, store.Event{Type: store.EventError, SessionID: queued, Text: "after the stop", At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitEvent("the marker", func(e store.Event) bool { return e.Text == "after the stop" })
+	for _, e := range h.seen {
+		if e.SessionID == queued && e.Type == store.EventSessionStarted {
+			t.Errorf("the stopping worker started the queued session: %+v", e)
+		}
 	}
 }
