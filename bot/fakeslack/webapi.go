@@ -385,7 +385,7 @@ func (f *Fake) buildMessage(p params, textLimit int) (*Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		m.RawBlocks, m.Blocks = rb, bs
+		m.RawBlocks, m.Blocks, m.tree = rb, bs, newBlockTree(rb)
 	}
 	if text == "" && len(m.Blocks) == 0 {
 		return nil, fail("no_text")
@@ -404,7 +404,7 @@ func (f *Fake) postMessageLocked(p params) (map[string]any, error) {
 	}
 	m.Channel, m.TS, m.User, m.BotID = c.id, f.tsLocked(), BotUserID, BotID
 	m.ThreadTS = f.threadRootLocked(c.id, p.get("thread_ts"))
-	c.messages = append(c.messages, m)
+	c.add(m)
 	return map[string]any{"channel": c.id, "ts": m.TS, "message": m.wire()}, nil
 }
 
@@ -448,6 +448,9 @@ func (f *Fake) applyEditLocked(m *Message, text, rawBlocks string, hasBlocks boo
 	}
 	if text == "" && len(bs) == 0 {
 		return fail("no_text")
+	}
+	if hasBlocks {
+		m.tree = newBlockTree(rb)
 	}
 	m.Text, m.RawBlocks, m.Blocks = text, rb, bs
 	m.Updated++
@@ -513,7 +516,7 @@ func (f *Fake) completeUploadLocked(p params) (map[string]any, error) {
 	if c != nil {
 		m := &Message{Channel: c.id, TS: f.tsLocked(), User: BotUserID, BotID: BotID, Text: p.get("initial_comment"),
 			ThreadTS: f.threadRootLocked(c.id, p.get("thread_ts")), Posted: f.now(), Files: shared}
-		c.messages = append(c.messages, m)
+		c.add(m)
 	}
 	return map[string]any{"files": out}, nil
 }
