@@ -136,8 +136,14 @@ func (f *Fake) serveAPI(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusTooManyRequests)
 		return
 	}
+	// What json.Encoder writes, with its length: a flushed answer of
+	// unknown length goes out chunked, and its closing chunk is one more
+	// write after the handler returns.
+	answer, _ := json.Marshal(out)
+	answer = append(answer, '\n')
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
-	_ = json.NewEncoder(w).Encode(out)
+	w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+	_, _ = w.Write(answer)
 	if f.onMessage != nil {
 		_ = http.NewResponseController(w).Flush() // the app has its answer before the hook runs
 		f.notifyMessage(method, out)
@@ -327,14 +333,15 @@ func (m *Message) wire() map[string]any {
 // decodeMessageBlocks parses the blocks argument and checks the message
 // against Slack's limits with the blocks package's validator.
 func decodeMessageBlocks(text, raw string) (json.RawMessage, []slack.Block, error) {
+	rb := json.RawMessage(raw) // one copy, decoded and kept
 	var bs slack.Blocks
-	if err := json.Unmarshal([]byte(raw), &bs); err != nil {
+	if err := json.Unmarshal(rb, &bs); err != nil {
 		return nil, nil, fail("invalid_blocks", "blocks: "+err.Error())
 	}
 	if err := blocks.ValidateMessage(text, bs.BlockSet); err != nil {
 		return nil, nil, fail("invalid_blocks", problems(err)...)
 	}
-	return json.RawMessage(raw), bs.BlockSet, nil
+	return rb, bs.BlockSet, nil
 }
 
 func problems(err error) []string {
