@@ -449,8 +449,9 @@ func (f *Fake) applyEditLocked(m *Message, text, rawBlocks string, hasBlocks boo
 			}
 		}
 	} else if len(rb) > 0 {
-		if _, _, err := decodeMessageBlocks(text, string(rb)); err != nil {
-			return err
+		// The kept blocks, already decoded, checked with the new text.
+		if err := blocks.ValidateMessage(text, bs); err != nil {
+			return fail("invalid_blocks", problems(err)...)
 		}
 	}
 	if text == "" && len(bs) == 0 {
