@@ -105,9 +105,17 @@ func bearer(r *http.Request, p params) string {
 	return p.get("token")
 }
 
+// readBody is io.ReadAll of the body into a buffer of the size the
+// request declares, instead of one grown from 512 bytes.
+func readBody(r *http.Request) ([]byte, error) {
+	buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 0)+bytes.MinRead))
+	_, err := buf.ReadFrom(r.Body)
+	return buf.Bytes(), err
+}
+
 func (f *Fake) serveAPI(w http.ResponseWriter, r *http.Request) {
 	method := strings.TrimPrefix(r.URL.Path, "/api/")
-	body, err := io.ReadAll(r.Body)
+	body, err := readBody(r)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -196,8 +204,13 @@ func (f *Fake) handleCall(method string, r *http.Request, p params, perr error, 
 	} else {
 		res, err = f.dispatchLocked(method, bearer(r, p), p)
 	}
-	out := map[string]any{"ok": true}
-	if err != nil {
+	out := res // the method's answer (a map of its own), and "ok"
+	if err == nil {
+		if out == nil {
+			out = map[string]any{}
+		}
+		out["ok"] = true
+	} else {
 		var ae *apiError
 		if !errors.As(err, &ae) {
 			ae = &apiError{code: "internal_error", details: []string{err.Error()}}
@@ -219,9 +232,6 @@ func (f *Fake) handleCall(method string, r *http.Request, p params, perr error, 
 				f.t.Errorf("fakeslack: rejected %s", rej)
 			}
 		}
-	}
-	for k, v := range res {
-		out[k] = v
 	}
 	f.calls = append(f.calls, call)
 	return out, -1
