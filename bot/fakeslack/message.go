@@ -58,9 +58,9 @@ func newBlockTree(raw json.RawMessage) *blockTree {
 	return &blockTree{raw: raw}
 }
 
-// blocks returns the decoded blocks of m's RawBlocks, from the shared tree
+// decoded returns the decoded blocks of m's RawBlocks, from the shared tree
 // when it was built from them.
-func (m *Message) blocks() *blockTree {
+func (m *Message) decoded() *blockTree {
 	t := m.tree
 	if t == nil || len(t.raw) != len(m.RawBlocks) || len(t.raw) > 0 && &t.raw[0] != &m.RawBlocks[0] {
 		t = &blockTree{raw: m.RawBlocks}
@@ -88,19 +88,19 @@ func (m Message) Ref() MessageRef { return MessageRef{Channel: m.Channel, TS: m.
 func (m Message) FromBot() bool { return m.BotID != "" }
 
 // Buttons returns the visible labels of every button in the message, in order.
-func (m Message) Buttons() []string { return labelsOf(m.blocks().list) }
+func (m Message) Buttons() []string { return labelsOf(m.decoded().list) }
 
 // HasText reports whether substr occurs in the text or in any text of the
 // blocks (sections, fields, context, headers, buttons, options, rich text).
 func (m Message) HasText(substr string) bool {
 	return strings.Contains(m.Text, substr) ||
-		slices.ContainsFunc(m.blocks().textList(), func(s string) bool { return strings.Contains(s, substr) })
+		slices.ContainsFunc(m.decoded().textList(), func(s string) bool { return strings.Contains(s, substr) })
 }
 
 // AllText is the text and every block text, one per line; handy in failure
 // messages.
 func (m Message) AllText() string {
-	return strings.Join(append([]string{m.Text}, m.blocks().textList()...), "\n")
+	return strings.Join(append([]string{m.Text}, m.decoded().textList()...), "\n")
 }
 
 func (m *Message) clone() Message {

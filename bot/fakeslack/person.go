@@ -258,7 +258,7 @@ func containerKey(ref MessageRef) string { return ref.Channel + "/" + ref.TS }
 // and checkboxes (initial values where they did not).
 func (f *Fake) stateLocked(user string, t target) map[string]any {
 	values := map[string]any{}
-	elements(t.m.blocks().list, func(blockID string, el map[string]any) {
+	elements(t.m.decoded().list, func(blockID string, el map[string]any) {
 		typ, _ := el["type"].(string)
 		actionID, _ := el["action_id"].(string)
 		if !statefulTypes[typ] {
@@ -348,7 +348,7 @@ func (f *Fake) lockTarget(user string, ref MessageRef) (*User, target, []any, er
 		f.mu.Unlock()
 		return nil, target{}, nil, err
 	}
-	return u, t, t.m.blocks().list, nil
+	return u, t, t.m.decoded().list, nil
 }
 
 // Click presses the button labelled label in the current version of the
