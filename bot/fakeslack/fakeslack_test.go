@@ -199,6 +199,35 @@ func TestInvalidBlocksCarryTheValidatorsProblems(t *testing.T) {
 	}
 }
 
+// chat.update without blocks keeps the message's blocks, and they are
+// checked again with the new text.
+func TestTextOnlyUpdateKeepsTheBlocksAndChecksThemWithTheNewText(t *testing.T) {
+	ctx := testCtx(t)
+	f := fakeslack.New(t, fakeslack.AllowRejections())
+	f.AddChannel("C1", "general")
+	api := client(f)
+	_, ts, err := api.PostMessageContext(ctx, "C1", slack.MsgOptionText("approval needed", false), slack.MsgOptionBlocks(card("v1")...))
+	if err != nil {
+		t.Fatalf("post: %v", err)
+	}
+	if _, _, _, err := api.UpdateMessageContext(ctx, "C1", ts, slack.MsgOptionText("still waiting", false)); err != nil {
+		t.Fatalf("text-only update: %v", err)
+	}
+	m, _ := f.Message(fakeslack.MessageRef{Channel: "C1", TS: ts})
+	if m.Text != "still waiting" || !slices.Equal(m.Buttons(), []string{"Approve", "Deny"}) || len(m.Blocks) != 2 {
+		t.Errorf("after a text-only update: text %q, buttons %q, %d blocks", m.Text, m.Buttons(), len(m.Blocks))
+	}
+	_, _, _, err = api.UpdateMessageContext(ctx, "C1", ts, slack.MsgOptionText(" ", false))
+	var se slack.SlackErrorResponse
+	if !errors.As(err, &se) || se.Err != "invalid_blocks" || len(se.ResponseMetadata.Messages) == 0 ||
+		!strings.Contains(se.ResponseMetadata.Messages[0], "empty fallback") {
+		t.Fatalf("blank text over kept blocks: error %#v, want invalid_blocks for the empty fallback", err)
+	}
+	if m, _ := f.Message(fakeslack.MessageRef{Channel: "C1", TS: ts}); m.Text != "still waiting" || m.Updated != 1 {
+		t.Errorf("a rejected update changed the message: text %q, updated %d", m.Text, m.Updated)
+	}
+}
+
 func TestPostMessageTruncatesTextOver40000Chars(t *testing.T) {
 	ctx := testCtx(t)
 	f := fakeslack.New(t)

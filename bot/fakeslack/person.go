@@ -61,7 +61,7 @@ func mentionsBot(text string) bool { return strings.Contains(text, "<@"+BotUserI
 // for an app subscribed to both.
 func (f *Fake) postAsPersonLocked(user string, c *channel, threadTS, text string) (string, [][]byte) {
 	m := &Message{Channel: c.id, TS: f.tsLocked(), ThreadTS: threadTS, User: user, Text: text, Posted: f.now()}
-	c.messages = append(c.messages, m)
+	c.add(m)
 	f.notifyLocked()
 	clientMsgID := fmt.Sprintf("%08x-0000-4000-8000-%012x", f.nextLocked(), f.seq)
 	base := func(typ string) map[string]any {
@@ -226,7 +226,7 @@ func (f *Fake) showImmediateAnswer(user, channel string, ack json.RawMessage) er
 		if err != nil {
 			return reject(err)
 		}
-		c.messages = append(c.messages, m)
+		c.add(m)
 		return nil
 	}
 	m.Ephemeral, m.Recipient = true, user
@@ -258,8 +258,7 @@ func containerKey(ref MessageRef) string { return ref.Channel + "/" + ref.TS }
 // and checkboxes (initial values where they did not).
 func (f *Fake) stateLocked(user string, t target) map[string]any {
 	values := map[string]any{}
-	list, _ := decodeAny(t.m.RawBlocks).([]any)
-	elements(list, func(blockID string, el map[string]any) {
+	elements(t.m.decoded().list, func(blockID string, el map[string]any) {
 		typ, _ := el["type"].(string)
 		actionID, _ := el["action_id"].(string)
 		if !statefulTypes[typ] {
@@ -349,8 +348,7 @@ func (f *Fake) lockTarget(user string, ref MessageRef) (*User, target, []any, er
 		f.mu.Unlock()
 		return nil, target{}, nil, err
 	}
-	list, _ := decodeAny(t.m.RawBlocks).([]any)
-	return u, t, list, nil
+	return u, t, t.m.decoded().list, nil
 }
 
 // Click presses the button labelled label in the current version of the
