@@ -538,10 +538,13 @@ func suggestionLabel(s store.Suggestion) (string, bool) {
 // suggestionRules is suggestionLabel with each rule as code, for mrkdwn.
 func suggestionRules(s store.Suggestion) (string, bool) {
 	names, _, ok := suggestionWords(s)
+	// A new slice: names may be the request's own (its directories), and
+	// rendering must leave the request as it was.
+	code := make([]string, len(names))
 	for i, n := range names {
-		names[i] = inlineCode(n, 1000)
+		code[i] = inlineCode(n, 1000)
 	}
-	return strings.Join(names, ", "), ok
+	return strings.Join(code, ", "), ok
 }
 
 // suggestionWords names what a suggestion grants and says what that does
