@@ -44,7 +44,9 @@ func renderStatus(s store.Session, st blocks.Status) outMsg {
 	return toMsg(blocks.StatusMessage(s, st))
 }
 
-func toMsg(m blocks.Message) outMsg { return outMsg{Text: m.Text, Blocks: m.Blocks} }
+func toMsg(m blocks.Message) outMsg {
+	return outMsg{Text: m.Text, Blocks: m.Blocks, blocksJSON: m.BlocksJSON}
+}
 
 // asShown is the request as a card may show it. A person's decision whose
 // signature does not verify was written into the store by someone other

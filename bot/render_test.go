@@ -67,3 +67,41 @@ func BenchmarkAsShown(b *testing.B) {
 		asShown(pub, r)
 	}
 }
+
+// The digest drops an edit that would show what Slack shows already: a
+// card carrying its blocks' JSON must digest as the same content without.
+func TestACardDigestsTheSameWithItsBlocksJSONOrWithout(t *testing.T) {
+	s := store.Session{ID: "s1", WorkDir: "/srv/repo", StartedBy: "U0"}
+	pending := store.Request{ID: "req-d", SessionID: "s1", Kind: store.KindTool, ToolName: "Bash",
+		Input: json.RawMessage(`{"command":"make deploy ENV=staging <!channel> & more"}`)}
+	secret := pending
+	secret.Input = json.RawMessage(`{"command":"GITHUB_TOKEN=abc123 make \u202e"}`)
+	settled := pending
+	settled.Decision = &store.Decision{Outcome: store.OutcomeDeny, By: "U1", At: time.Now()}
+	seen := map[[32]byte]bool{}
+	for _, r := range []store.Request{pending, secret, settled} {
+		m := renderCard(r, s).msg
+		bare := outMsg{Text: m.Text, Blocks: m.Blocks}
+		if m.digest() != bare.digest() {
+			t.Errorf("%s: digest with the blocks' JSON differs from the digest without", m.Text)
+		}
+		seen[m.digest()] = true
+	}
+	if len(seen) != 3 {
+		t.Errorf("three different cards have %d digests", len(seen))
+	}
+}
+
+func BenchmarkCardDigest(b *testing.B) {
+	r := store.Request{ID: "req-d", SessionID: "s1", Kind: store.KindTool, ToolName: "Bash",
+		Input: json.RawMessage(`{"command":"cd /srv/repo && go test -race ./store/... 2>&1 | tee /tmp/test.log"}`)}
+	m := renderCard(r, store.Session{ID: "s1", WorkDir: "/srv/repo", StartedBy: "U0"}).msg
+	for name, m := range map[string]outMsg{"rendered": m, "marshalled": {Text: m.Text, Blocks: m.Blocks}} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				m.digest()
+			}
+		})
+	}
+}
