@@ -44,3 +44,15 @@ func BenchmarkEscape(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkValidateMessage checks a pending Bash card, as the fake Slack
+// does with every message posted to it.
+func BenchmarkValidateMessage(b *testing.B) {
+	m := Card(bashRequest(), session)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := ValidateMessage(m.Text, m.Blocks); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

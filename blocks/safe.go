@@ -130,7 +130,9 @@ func allOf(words ...string) func(string) bool {
 	}
 }
 
-// anyFold: a (?i) match holds one of words (lower-case ASCII) in some case.
+// anyFold: a (?i) match holds one of words (lower-case ASCII) in some
+// case. Unicode folds two ASCII letters beyond ASCII (k with the Kelvin
+// sign, s with the long s): text holding either goes to the regexp.
 func anyFold(words ...string) func(string) bool {
 	return func(s string) bool {
 		for _, w := range words {
@@ -138,7 +140,7 @@ func anyFold(words ...string) func(string) bool {
 				return true
 			}
 		}
-		return false
+		return strings.Contains(s, "\u212a") || strings.Contains(s, "\u017f")
 	}
 }
 
@@ -148,13 +150,10 @@ func assigned(words ...string) func(string) bool {
 	return func(s string) bool { return strings.ContainsAny(s, "=:") && fold(s) }
 }
 
-// containsFold reports whether s may hold word (lower-case ASCII) as a
-// (?i) regexp matches it. Unicode folds two ASCII letters beyond ASCII (k
-// with the Kelvin sign, s with the long s): text holding either is taken
-// to hold every word, and the regexp decides.
+// containsFold reports whether s holds word (lower-case ASCII) ignoring
+// ASCII case.
 func containsFold(s, word string) bool {
-	return indexFold(s, word, word[0]) || indexFold(s, word, word[0]-'a'+'A') ||
-		strings.Contains(s, "\u212a") || strings.Contains(s, "\u017f")
+	return indexFold(s, word, word[0]) || indexFold(s, word, word[0]-'a'+'A')
 }
 
 // indexFold reports whether s holds word, ignoring ASCII case, at a byte
