@@ -21,6 +21,10 @@ type Message struct {
 	Blocks        []slack.Block
 	FullInput     string
 	FullInputName string
+	// BlocksJSON is json.Marshal(Blocks) when the renderer had it at hand
+	// (nil otherwise), so a caller that needs the JSON does not marshal the
+	// blocks again. Whoever changes Blocks must set it to nil.
+	BlocksJSON json.RawMessage
 }
 
 // Budgets that keep a card well inside Slack's limits: a code section stays
@@ -76,6 +80,24 @@ type card struct {
 	flags    []string // warnings under the headline
 	short    []string // the same warnings for the notification text
 	said     string   // Claude's own words about the request, for the context line
+	acts     map[string]act
+}
+
+// act is toolAct for the card's tool on input. The lead, the body and the
+// fallback each word the act, so each input is decoded and split into
+// steps once a card.
+func (c *card) act(input json.RawMessage) act {
+	if a, ok := c.acts[string(input)]; ok {
+		return a
+	}
+	r := c.r
+	r.Input = input
+	a := toolAct(r, c.s.WorkDir)
+	if c.acts == nil {
+		c.acts = map[string]act{}
+	}
+	c.acts[string(input)] = a
+	return a
 }
 
 func (c *card) render() {
@@ -98,9 +120,10 @@ func (c *card) render() {
 			c.msg.FullInputName = c.fullName
 		}
 	}
-	c.warnings()
-	if len(c.flags) > 0 {
+	if raw := c.warnings(); len(c.flags) > 0 {
 		c.msg.Blocks = slices.Insert(c.msg.Blocks, top, slack.Block(section(strings.Join(c.flags, "\n"))))
+	} else {
+		c.msg.BlocksJSON = raw
 	}
 	c.msg.Text = c.fallback()
 }
@@ -119,7 +142,7 @@ func (c *card) headline() string {
 	if c.r.Kind != store.KindTool {
 		return headline(c.r)
 	}
-	a := toolAct(c.r, c.s.WorkDir)
+	a := c.act(c.r.Input)
 	return "Claude wants to " + a.verb + " " + a.object
 }
 
@@ -130,12 +153,12 @@ func (c *card) ran() string {
 	if c.r.Kind != store.KindTool {
 		return ""
 	}
-	applied := c.r
+	applied := c.r.Input
 	edited := d.Outcome == store.OutcomeAllow && len(d.UpdatedInput) > 0
 	if edited {
-		applied.Input = maskJSON(d.UpdatedInput)
+		applied = maskJSON(d.UpdatedInput)
 	}
-	a := toolAct(applied, c.s.WorkDir)
+	a := c.act(applied)
 	if withdrawnFor(d) {
 		return a.object
 	}
@@ -192,9 +215,13 @@ func (c *card) flag(long, short string) {
 }
 
 // warnings adds the flags that depend on the whole rendered card: any
-// invisible character the escaping path made visible, masked secrets.
-func (c *card) warnings() {
-	raw, _ := json.Marshal(c.msg.Blocks)
+// invisible character the escaping path made visible, masked secrets. It
+// returns the blocks as JSON, as it read them.
+func (c *card) warnings() json.RawMessage {
+	raw, err := json.Marshal(c.msg.Blocks)
+	if err != nil {
+		raw = nil // never for blocks built here; nil says "marshal them yourself"
+	}
 	shown := string(raw)
 	if strings.Contains(shown, invisibleMark) || hasInvisible(c.real.ToolName) {
 		c.flag("⚠️ *Contains invisible or bidirectional characters*: shown as "+invisibleMark+"…⟧ escapes; "+
@@ -204,6 +231,7 @@ func (c *card) warnings() {
 		(strings.Contains(shown, mask) && !strings.Contains(string(c.real.Input), mask)) {
 		c.flags = append(c.flags, "🔒 Secrets in the input are masked on this card; Claude gets the input unchanged")
 	}
+	return raw
 }
 
 // whereFull says, next to what a preview hides, where the rest is.
@@ -538,10 +566,13 @@ func suggestionLabel(s store.Suggestion) (string, bool) {
 // suggestionRules is suggestionLabel with each rule as code, for mrkdwn.
 func suggestionRules(s store.Suggestion) (string, bool) {
 	names, _, ok := suggestionWords(s)
+	// A new slice: names may be the request's own (its directories), and
+	// rendering must leave the request as it was.
+	code := make([]string, len(names))
 	for i, n := range names {
-		names[i] = inlineCode(n, 1000)
+		code[i] = inlineCode(n, 1000)
 	}
-	return strings.Join(names, ", "), ok
+	return strings.Join(code, ", "), ok
 }
 
 // suggestionWords names what a suggestion grants and says what that does

@@ -438,3 +438,32 @@ func TestSkipIsToldByTheDecisionNotItsMessage(t *testing.T) {
 		})
 	}
 }
+
+func TestRenderingACardLeavesTheRequestAsItWas(t *testing.T) {
+	for name, r := range cards() {
+		t.Run(name, func(t *testing.T) {
+			before := mustJSON(t, r)
+			first := mustJSON(t, messageJSON(t, Card(r, session)))
+			if after := mustJSON(t, r); after != before {
+				t.Fatalf("the request changed while rendering:\nbefore %s\nafter  %s", before, after)
+			}
+			if again := mustJSON(t, messageJSON(t, Card(r, session))); again != first {
+				t.Fatalf("rendering the same request again shows another card:\nfirst %s\nagain %s", first, again)
+			}
+		})
+	}
+}
+
+func TestBlocksJSONIsTheBlocksAsJSON(t *testing.T) {
+	for name, r := range cards() {
+		for _, o := range []CardOptions{{}, {AttachmentFailed: true}} {
+			m := CardWith(r, session, o)
+			if m.BlocksJSON == nil {
+				continue
+			}
+			if want := mustJSON(t, m.Blocks); string(m.BlocksJSON) != want {
+				t.Errorf("%s %+v: BlocksJSON\n%s\nwant the blocks as JSON\n%s", name, o, m.BlocksJSON, want)
+			}
+		}
+	}
+}

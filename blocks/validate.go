@@ -1,6 +1,7 @@
 package blocks
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -171,7 +172,7 @@ func (v *validator) err() error {
 }
 
 func unmarshal(raw []byte, dst any) error {
-	d := json.NewDecoder(strings.NewReader(string(raw)))
+	d := json.NewDecoder(bytes.NewReader(raw))
 	d.UseNumber()
 	return d.Decode(dst)
 }

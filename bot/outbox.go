@@ -28,6 +28,9 @@ type slackWriter interface {
 type outMsg struct {
 	Text   string
 	Blocks []slack.Block
+	// blocksJSON is json.Marshal(Blocks) when the renderer had it (nil
+	// otherwise): digest hashes it rather than marshalling again.
+	blocksJSON json.RawMessage
 }
 
 func (m outMsg) empty() bool { return m.Text == "" && len(m.Blocks) == 0 }
@@ -35,8 +38,21 @@ func (m outMsg) empty() bool { return m.Text == "" && len(m.Blocks) == 0 }
 // digest identifies a message's content, to drop an edit that would show
 // what Slack shows already.
 func (m outMsg) digest() [32]byte {
-	b, _ := json.Marshal(m)
-	return sha256.Sum256(b)
+	if m.blocksJSON == nil {
+		b, _ := json.Marshal(m)
+		return sha256.Sum256(b)
+	}
+	// The bytes json.Marshal(m) writes, with the blocks already marshalled.
+	text, _ := json.Marshal(m.Text)
+	h := sha256.New()
+	h.Write([]byte(`{"Text":`))
+	h.Write(text)
+	h.Write([]byte(`,"Blocks":`))
+	h.Write(m.blocksJSON)
+	h.Write([]byte(`}`))
+	var d [32]byte
+	h.Sum(d[:0])
+	return d
 }
 
 // errOutboxClosed is returned for writes still queued when the outbox stops.
