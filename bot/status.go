@@ -59,11 +59,10 @@ func (b *Bot) refreshStatusCounted(ctx context.Context, sessionID string, phase 
 	}
 	entry.shown, entry.known = st, true
 	if pending < 0 {
-		reqs, err := b.st.ListPending(ctx, sessionID)
-		if err != nil {
-			log.Warn().Err(err).Msg("status: list pending")
+		// Only the number is shown: counted without reading the requests.
+		if pending, err = b.st.CountPending(ctx, sessionID); err != nil {
+			log.Warn().Err(err).Msg("status: count pending")
 		}
-		pending = len(reqs)
 	}
 	st.Pending = pending
 	log = log.With().Str("channel", s.Thread.Channel).Logger()

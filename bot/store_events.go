@@ -214,15 +214,16 @@ func (b *Bot) cardPosted(ctx context.Context, log zerolog.Logger, r store.Reques
 	// Record the card even when the bot is stopping: an unrecorded card
 	// would be posted a second time after a restart.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
-	err := b.st.SetCard(sctx, r.ID, ref)
+	pending, err := b.st.SetCard(sctx, r.ID, ref)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("bot: set card %s: %w", r.ID, err)
 	}
 	opts := b.attachFullInput(ctx, log, r, s, card)
 	// Settled while it was being posted (another replica showed the
-	// settlement before the card existed): show the final state now.
-	if now, err := b.st.GetRequest(ctx, r.ID); err == nil && !now.Pending() && r.Pending() {
+	// settlement before the card existed): show the final state now. A
+	// settlement after SetCard finds the card, and its event shows it.
+	if now, settled := b.settledMeanwhile(ctx, r, pending); settled {
 		if err := b.out.Update(ctx, log, ref, renderCardWith(b.shown(now), s, opts).msg); err != nil {
 			return err
 		}
@@ -237,6 +238,16 @@ func (b *Bot) cardPosted(ctx context.Context, log zerolog.Logger, r store.Reques
 		b.refreshStatus(ctx, s.ID, statusKeep)
 	}
 	return nil
+}
+
+// settledMeanwhile returns r as settled when it was pending as posted but
+// not when its card was recorded (SetCard's pending).
+func (b *Bot) settledMeanwhile(ctx context.Context, r store.Request, pending bool) (store.Request, bool) {
+	if pending || !r.Pending() {
+		return r, false
+	}
+	now, err := b.st.GetRequest(ctx, r.ID)
+	return now, err == nil && !now.Pending()
 }
 
 // attachFullInput uploads the input a card had to truncate, and returns
