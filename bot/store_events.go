@@ -235,7 +235,7 @@ func (b *Bot) cardPosted(ctx context.Context, log zerolog.Logger, r store.Reques
 		}
 	}
 	if refresh {
-		b.refreshStatus(ctx, s.ID, statusKeep)
+		b.refreshStatusOf(ctx, s, statusKeep)
 	}
 	return nil
 }
@@ -318,7 +318,7 @@ func (b *Bot) showSettled(ctx context.Context, log zerolog.Logger, id string) er
 		if card.fullInput != "" {
 			b.attachRan(ctx, log, r, s, card)
 		}
-		b.refreshStatus(ctx, s.ID, statusKeep)
+		b.refreshStatusOf(ctx, s, statusKeep)
 		return nil
 	})
 	if err == nil && !shown.Load() {
@@ -348,11 +348,18 @@ func (b *Bot) attachRan(ctx context.Context, log zerolog.Logger, r store.Request
 	}
 }
 
-// foldEvent shows a tool use or a tool's result in the turn's fold.
+// foldEvent shows a tool use or a tool's result in the turn's fold. The
+// fold needs only the session's thread, which this bot may know already
+// (statusEntry.thread): a turn's many tool events then read no session.
 func (b *Bot) foldEvent(ctx context.Context, log zerolog.Logger, e store.Event) error {
-	s, err := b.st.GetSession(ctx, e.SessionID)
-	if err != nil {
-		return fmt.Errorf("bot: get session %s: %w", e.SessionID, err)
+	s := store.Session{ID: e.SessionID}
+	if thread, ok := b.status.threadOf(e.SessionID); ok {
+		s.Thread = thread
+	} else {
+		var err error
+		if s, err = b.st.GetSession(ctx, e.SessionID); err != nil {
+			return fmt.Errorf("bot: get session %s: %w", e.SessionID, err)
+		}
 	}
 	b.showProgress(log.With().Str("channel", s.Thread.Channel).Logger(), s, e, nil)
 	return nil
@@ -376,20 +383,20 @@ func (b *Bot) showSessionEvent(ctx context.Context, log zerolog.Logger, e store.
 	switch e.Type {
 	case store.EventResult:
 		if e.Result != nil && e.Result.IsError {
-			b.refreshStatus(ctx, s.ID, blocks.PhaseFailed, e.Result.Subtype)
+			b.refreshStatusOf(ctx, s, blocks.PhaseFailed, e.Result.Subtype)
 		} else {
-			b.refreshStatus(ctx, s.ID, blocks.PhaseDone)
+			b.refreshStatusOf(ctx, s, blocks.PhaseDone)
 		}
 	case store.EventExit:
 		if e.Exit != nil && e.Exit.Failed() {
-			b.refreshStatus(ctx, s.ID, blocks.PhaseFailed, e.Exit.Reason)
+			b.refreshStatusOf(ctx, s, blocks.PhaseFailed, e.Exit.Reason)
 		}
 	case store.EventError:
-		b.refreshStatus(ctx, s.ID, blocks.PhaseFailed, e.Text)
+		b.refreshStatusOf(ctx, s, blocks.PhaseFailed, e.Text)
 	case store.EventInterrupted:
-		b.refreshStatus(ctx, s.ID, blocks.PhaseStopped)
+		b.refreshStatusOf(ctx, s, blocks.PhaseStopped)
 	case store.EventAssistantText:
-		b.refreshStatus(ctx, s.ID, blocks.PhaseWorking)
+		b.refreshStatusOf(ctx, s, blocks.PhaseWorking)
 	}
 	return err
 }
