@@ -19,8 +19,8 @@ import (
 // Redis goes away between Slack taking the card and SetCard.
 type setCardDown struct{ store.Store }
 
-func (setCardDown) SetCard(context.Context, string, store.MessageRef) error {
-	return errors.New("redisstore: set card: connection refused")
+func (setCardDown) SetCard(context.Context, string, store.MessageRef) (bool, error) {
+	return false, errors.New("redisstore: set card: connection refused")
 }
 
 func deployRequest(id string, s store.Session) store.Request {

@@ -112,7 +112,7 @@ func (p *decision) alreadyDecided(ctx context.Context, r store.Request) {
 // request's buttons, so the message clicked is that card. It returns the
 // card as recorded (zero when the store refused).
 func (p *decision) adoptCard(ctx context.Context, id string) store.MessageRef {
-	if err := p.b.st.SetCard(ctx, id, p.card); err != nil {
+	if _, err := p.b.st.SetCard(ctx, id, p.card); err != nil {
 		p.log.Warn().Err(err).Msg("adopt the clicked card as the request's")
 		return store.MessageRef{}
 	}

@@ -87,6 +87,16 @@ func (o *outbox) Live(log zerolog.Logger, spec liveSpec, m outMsg) {
 	o.poke()
 }
 
+// livePosted reports whether the live message key names is known to be in
+// Slack already (posted by this outbox, or given a ref with an earlier
+// state): Live then edits it there, whatever ref a later spec gives.
+func (o *outbox) livePosted(key string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	lm := o.live[key]
+	return lm != nil && !lm.ref.IsZero()
+}
+
 // forgetLocked drops a live message whose last state is out or withdrawn.
 func (o *outbox) forgetLocked(lm *liveMsg) {
 	if lm.final && lm.post == nil && o.live[lm.key] == lm {

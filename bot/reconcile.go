@@ -144,6 +144,6 @@ func (b *Bot) reconcileOnce(ctx context.Context) {
 	// store for each session's pending requests again would cost a
 	// listing per card.
 	for _, id := range order {
-		b.refreshStatusCounted(ctx, id, statusKeep, waiting[id])
+		b.refreshStatusFrom(ctx, id, statusFrom{pending: waiting[id]}, statusKeep)
 	}
 }

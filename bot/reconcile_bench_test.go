@@ -125,7 +125,7 @@ func seedPending(b *testing.B, st store.Store, fake *fakeslack.Fake, sessions, p
 					mu.Unlock()
 					continue
 				}
-				if err := st.SetCard(gctx, id, store.MessageRef{Channel: sess.Thread.Channel, TS: fmt.Sprintf("%s%06d", cardTSPrefix, i)}); err != nil {
+				if _, err := st.SetCard(gctx, id, store.MessageRef{Channel: sess.Thread.Channel, TS: fmt.Sprintf("%s%06d", cardTSPrefix, i)}); err != nil {
 					return err
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/rs/zerolog"
 
@@ -27,21 +28,35 @@ const statusKeep blocks.Phase = ""
 // to what Slack shows never sent. Failures are logged: the status line is
 // a convenience, the thread's messages are the record.
 func (b *Bot) refreshStatus(ctx context.Context, sessionID string, phase blocks.Phase, detail ...string) {
-	b.refreshStatusCounted(ctx, sessionID, phase, -1, detail...)
+	b.refreshStatusFrom(ctx, sessionID, statusFrom{pending: -1}, phase, detail...)
 }
 
-// refreshStatusCounted is refreshStatus for a caller that has counted the
-// session's pending requests already (pending >= 0; -1 reads them from
-// the store): the reconciler, which listed every pending request.
-func (b *Bot) refreshStatusCounted(ctx context.Context, sessionID string, phase blocks.Phase, pending int, detail ...string) {
+// refreshStatusOf is refreshStatus for a caller that has read the session
+// already (see statusSession).
+func (b *Bot) refreshStatusOf(ctx context.Context, s store.Session, phase blocks.Phase, detail ...string) {
+	b.refreshStatusFrom(ctx, s.ID, statusFrom{session: &s, pending: -1}, phase, detail...)
+}
+
+// statusFrom is what a caller of refreshStatusFrom knows already, so the
+// refresh need not read it again.
+type statusFrom struct {
+	session *store.Session // the session as the caller read it; nil reads it
+	// pending is the session's pending requests, counted (-1 counts them):
+	// the reconciler has listed every pending request already.
+	pending int
+}
+
+// refreshStatusFrom is refreshStatus, starting from what the caller knows.
+func (b *Bot) refreshStatusFrom(ctx context.Context, sessionID string, from statusFrom, phase blocks.Phase, detail ...string) {
 	entry := b.status.lock(sessionID)
 	defer b.status.unlock(entry)
 	log := b.log.With().Str("session_id", sessionID).Logger()
-	s, err := b.st.GetSession(ctx, sessionID)
+	s, err := b.statusSession(ctx, sessionID, from.session)
 	if err != nil {
 		log.Warn().Err(err).Msg("status: get session")
 		return
 	}
+	entry.learn(s)
 	// "Queued" is said once, right after the session is created; a worker
 	// may already have moved it on (and said so) by the time it is shown.
 	if phase == blocks.PhaseQueued && (entry.known || s.State != store.SessionQueued) {
@@ -58,22 +73,39 @@ func (b *Bot) refreshStatusCounted(ctx context.Context, sessionID string, phase 
 		}
 	}
 	entry.shown, entry.known = st, true
+	pending := from.pending
 	if pending < 0 {
-		reqs, err := b.st.ListPending(ctx, sessionID)
-		if err != nil {
-			log.Warn().Err(err).Msg("status: list pending")
+		// Only the number is shown: counted without reading the requests.
+		if pending, err = b.st.CountPending(ctx, sessionID); err != nil {
+			log.Warn().Err(err).Msg("status: count pending")
 		}
-		pending = len(reqs)
 	}
 	st.Pending = pending
 	log = log.With().Str("channel", s.Thread.Channel).Logger()
 	b.out.Live(log, liveSpec{
-		key:      "status:" + sessionID,
+		key:      statusKey(sessionID),
 		channel:  s.Thread.Channel,
 		threadTS: s.Thread.TS,
 		ref:      s.Status,
 		posted:   func(ref store.MessageRef) { b.recordStatus(ctx, log, sessionID, ref) },
 	}, renderStatus(s, st))
+}
+
+// statusKey names a session's status line among the outbox's live messages.
+func statusKey(sessionID string) string { return "status:" + sessionID }
+
+// statusSession is the session a status refresh shows. The caller's copy
+// (known) does, unless it names no status message while this bot has none
+// posted either: then the store's is read, because another replica (or
+// this bot's posted callback) may have recorded one since the caller read
+// it, and the line must be edited there rather than posted again. What
+// else the line shows of a session (its id, directory and starter) never
+// changes.
+func (b *Bot) statusSession(ctx context.Context, id string, known *store.Session) (store.Session, error) {
+	if known != nil && (!known.Status.IsZero() || b.out.livePosted(statusKey(id))) {
+		return *known, nil
+	}
+	return b.st.GetSession(ctx, id)
 }
 
 // recordStatus stores where the status message went, so other replicas
@@ -112,6 +144,7 @@ var cardTools = map[string]bool{"AskUserQuestion": true, "ExitPlanMode": true}
 func (b *Bot) showProgress(log zerolog.Logger, s store.Session, e store.Event, r *store.Request) {
 	entry := b.status.lock(s.ID)
 	defer b.status.unlock(entry)
+	entry.learn(s)
 	p := &entry.progress
 	changed, end := p.apply(e, r)
 	if !changed && !end && e.Type != store.EventAssistantText {
@@ -203,9 +236,33 @@ type statusEntry struct {
 	shown    blocks.Status // what the line showed last, less the pending count
 	known    bool
 	progress progress // the fold of the current turn
+	// thread is the session's thread once a session read showed it (a
+	// session's thread never changes): tool uses and results, which show
+	// nothing else of the session, are folded without reading it again.
+	thread atomic.Pointer[store.MessageRef]
 
 	id   string
 	refs int // goroutines holding or waiting for mu; guarded by statusBook.mu
+}
+
+// learn records what of s the entry keeps.
+func (e *statusEntry) learn(s store.Session) {
+	if e.thread.Load() == nil {
+		thread := s.Thread
+		e.thread.Store(&thread)
+	}
+}
+
+// threadOf returns a session's thread when its entry has learnt it.
+func (s *statusBook) threadOf(sessionID string) (store.MessageRef, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if el := s.entries[sessionID]; el != nil {
+		if t := el.Value.(*statusEntry).thread.Load(); t != nil {
+			return *t, true
+		}
+	}
+	return store.MessageRef{}, false
 }
 
 // lock returns the session's entry, locked; the caller gives it back with

@@ -214,15 +214,16 @@ func (b *Bot) cardPosted(ctx context.Context, log zerolog.Logger, r store.Reques
 	// Record the card even when the bot is stopping: an unrecorded card
 	// would be posted a second time after a restart.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
-	err := b.st.SetCard(sctx, r.ID, ref)
+	pending, err := b.st.SetCard(sctx, r.ID, ref)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("bot: set card %s: %w", r.ID, err)
 	}
 	opts := b.attachFullInput(ctx, log, r, s, card)
 	// Settled while it was being posted (another replica showed the
-	// settlement before the card existed): show the final state now.
-	if now, err := b.st.GetRequest(ctx, r.ID); err == nil && !now.Pending() && r.Pending() {
+	// settlement before the card existed): show the final state now. A
+	// settlement after SetCard finds the card, and its event shows it.
+	if now, settled := b.settledMeanwhile(ctx, r, pending); settled {
 		if err := b.out.Update(ctx, log, ref, renderCardWith(b.shown(now), s, opts).msg); err != nil {
 			return err
 		}
@@ -234,9 +235,19 @@ func (b *Bot) cardPosted(ctx context.Context, log zerolog.Logger, r store.Reques
 		}
 	}
 	if refresh {
-		b.refreshStatus(ctx, s.ID, statusKeep)
+		b.refreshStatusOf(ctx, s, statusKeep)
 	}
 	return nil
+}
+
+// settledMeanwhile returns r as settled when it was pending as posted but
+// not when its card was recorded (SetCard's pending).
+func (b *Bot) settledMeanwhile(ctx context.Context, r store.Request, pending bool) (store.Request, bool) {
+	if pending || !r.Pending() {
+		return r, false
+	}
+	now, err := b.st.GetRequest(ctx, r.ID)
+	return now, err == nil && !now.Pending()
 }
 
 // attachFullInput uploads the input a card had to truncate, and returns
@@ -307,7 +318,7 @@ func (b *Bot) showSettled(ctx context.Context, log zerolog.Logger, id string) er
 		if card.fullInput != "" {
 			b.attachRan(ctx, log, r, s, card)
 		}
-		b.refreshStatus(ctx, s.ID, statusKeep)
+		b.refreshStatusOf(ctx, s, statusKeep)
 		return nil
 	})
 	if err == nil && !shown.Load() {
@@ -337,11 +348,18 @@ func (b *Bot) attachRan(ctx context.Context, log zerolog.Logger, r store.Request
 	}
 }
 
-// foldEvent shows a tool use or a tool's result in the turn's fold.
+// foldEvent shows a tool use or a tool's result in the turn's fold. The
+// fold needs only the session's thread, which this bot may know already
+// (statusEntry.thread): a turn's many tool events then read no session.
 func (b *Bot) foldEvent(ctx context.Context, log zerolog.Logger, e store.Event) error {
-	s, err := b.st.GetSession(ctx, e.SessionID)
-	if err != nil {
-		return fmt.Errorf("bot: get session %s: %w", e.SessionID, err)
+	s := store.Session{ID: e.SessionID}
+	if thread, ok := b.status.threadOf(e.SessionID); ok {
+		s.Thread = thread
+	} else {
+		var err error
+		if s, err = b.st.GetSession(ctx, e.SessionID); err != nil {
+			return fmt.Errorf("bot: get session %s: %w", e.SessionID, err)
+		}
 	}
 	b.showProgress(log.With().Str("channel", s.Thread.Channel).Logger(), s, e, nil)
 	return nil
@@ -365,20 +383,20 @@ func (b *Bot) showSessionEvent(ctx context.Context, log zerolog.Logger, e store.
 	switch e.Type {
 	case store.EventResult:
 		if e.Result != nil && e.Result.IsError {
-			b.refreshStatus(ctx, s.ID, blocks.PhaseFailed, e.Result.Subtype)
+			b.refreshStatusOf(ctx, s, blocks.PhaseFailed, e.Result.Subtype)
 		} else {
-			b.refreshStatus(ctx, s.ID, blocks.PhaseDone)
+			b.refreshStatusOf(ctx, s, blocks.PhaseDone)
 		}
 	case store.EventExit:
 		if e.Exit != nil && e.Exit.Failed() {
-			b.refreshStatus(ctx, s.ID, blocks.PhaseFailed, e.Exit.Reason)
+			b.refreshStatusOf(ctx, s, blocks.PhaseFailed, e.Exit.Reason)
 		}
 	case store.EventError:
-		b.refreshStatus(ctx, s.ID, blocks.PhaseFailed, e.Text)
+		b.refreshStatusOf(ctx, s, blocks.PhaseFailed, e.Text)
 	case store.EventInterrupted:
-		b.refreshStatus(ctx, s.ID, blocks.PhaseStopped)
+		b.refreshStatusOf(ctx, s, blocks.PhaseStopped)
 	case store.EventAssistantText:
-		b.refreshStatus(ctx, s.ID, blocks.PhaseWorking)
+		b.refreshStatusOf(ctx, s, blocks.PhaseWorking)
 	}
 	return err
 }

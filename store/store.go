@@ -717,6 +717,10 @@ type Requests interface {
 	// ListPending returns the undecided requests of a session, oldest first;
 	// sessionID "" lists every session's.
 	ListPending(ctx context.Context, sessionID string) ([]Request, error)
+	// CountPending returns how many requests ListPending(ctx, sessionID)
+	// would return, without reading or decoding them: the count a status
+	// line shows, read on every card and every outcome.
+	CountPending(ctx context.Context, sessionID string) (int, error)
 	// Decide settles a request exactly once: it stores d, appends an audit
 	// entry and publishes EventRequestSettled, atomically, and returns the
 	// settled request. If the request was settled before it returns that
@@ -735,8 +739,12 @@ type Requests interface {
 	// WaitDecision blocks until the request is settled and returns its
 	// Decision, or returns ctx.Err(). ErrNotFound for an unknown id.
 	WaitDecision(ctx context.Context, id string) (Decision, error)
-	// SetCard records where the request's card was posted. ErrNotFound.
-	SetCard(ctx context.Context, id string, card MessageRef) error
+	// SetCard records where the request's card was posted and reports
+	// whether the request was still pending then, atomically with the
+	// write: a request settled before its card was recorded had nobody to
+	// show its outcome on that card (the settled event found no card), so
+	// the caller shows it. ErrNotFound.
+	SetCard(ctx context.Context, id string, card MessageRef) (pending bool, err error)
 }
 
 // Sessions is the record of Slack threads and their Claude sessions.

@@ -54,7 +54,12 @@ func (t timedStore) Refuse(ctx context.Context, id string, d store.Decision) (st
 	return r, err
 }
 
-func (t timedStore) SetCard(ctx context.Context, id string, card store.MessageRef) error {
+func (t timedStore) CountPending(ctx context.Context, sessionID string) (int, error) {
+	defer t.time("count_pending")()
+	return t.Store.CountPending(ctx, sessionID)
+}
+
+func (t timedStore) SetCard(ctx context.Context, id string, card store.MessageRef) (bool, error) {
 	defer t.time("set_card")()
 	return t.Store.SetCard(ctx, id, card)
 }

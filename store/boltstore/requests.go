@@ -102,6 +102,25 @@ func (s *Store) ListPending(ctx context.Context, sessionID string) ([]store.Requ
 	return out, nil
 }
 
+// CountPending counts the pending index's entries of the session (all of
+// them for ""): the index holds exactly the pending requests, so no
+// request is read.
+func (s *Store) CountPending(ctx context.Context, sessionID string) (int, error) {
+	n := 0
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bktPending).ForEach(func(_, v []byte) error {
+			if sessionID == "" || string(v) == sessionID {
+				n++
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("boltstore: count pending %q: %w", sessionID, err)
+	}
+	return n, nil
+}
+
 // Decide settles the request, appends its audit entry and publishes
 // EventRequestSettled in one transaction; bbolt's single writer makes the
 // first Decide the only one.
@@ -199,20 +218,21 @@ func (s *Store) WaitDecision(ctx context.Context, id string) (store.Decision, er
 	}
 }
 
-// SetCard records where the request's card was posted.
-func (s *Store) SetCard(ctx context.Context, id string, card store.MessageRef) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+// SetCard records where the request's card was posted, and whether it is
+// pending, in one transaction.
+func (s *Store) SetCard(ctx context.Context, id string, card store.MessageRef) (pending bool, err error) {
+	err = s.db.Update(func(tx *bolt.Tx) error {
 		r, err := getRequest(tx, id)
 		if err != nil {
 			return err
 		}
-		r.Card = card
+		r.Card, pending = card, r.Pending()
 		return putJSON(tx.Bucket(bktRequests), []byte(id), r)
 	})
 	if err != nil {
-		return fmt.Errorf("boltstore: set card %s: %w", id, err)
+		return false, fmt.Errorf("boltstore: set card %s: %w", id, err)
 	}
-	return nil
+	return pending, nil
 }
 
 // AppendAudit appends an entry of its own (AuditToolRan).

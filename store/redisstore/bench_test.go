@@ -10,7 +10,8 @@ import (
 
 // BenchmarkListPending10k: what a bot starting up reads to reconcile, with
 // 10,000 requests pending over 2,500 sessions; and what "has this session
-// pending requests" reads among them (the session's own index).
+// pending requests" reads among them (the session's own index), listed or
+// counted.
 func BenchmarkListPending10k(b *testing.B) {
 	const n, perSession = 10_000, 4
 	for _, srv := range servers {
@@ -52,6 +53,18 @@ func BenchmarkListPending10k(b *testing.B) {
 					}
 					if len(got) != perSession {
 						b.Fatalf("listed %d, want %d", len(got), perSession)
+					}
+				}
+			})
+			// What a bot's status line reads on every card and outcome.
+			b.Run("CountOneSession", func(b *testing.B) {
+				for b.Loop() {
+					n, err := s.CountPending(ctx, "sess-7")
+					if err != nil {
+						b.Fatal(err)
+					}
+					if n != perSession {
+						b.Fatalf("counted %d, want %d", n, perSession)
 					}
 				}
 			})

@@ -527,19 +527,19 @@ func (s *Store) appendRecords(ctx context.Context, auditJSON, eventJSON []byte) 
 }
 
 // SetCard implements store.Requests.
-func (s *Store) SetCard(ctx context.Context, id string, card store.MessageRef) error {
+func (s *Store) SetCard(ctx context.Context, id string, card store.MessageRef) (pending bool, err error) {
 	cJSON, err := json.Marshal(card)
 	if err != nil {
-		return fmt.Errorf("redisstore: set card %s: %w", id, err)
+		return false, fmt.Errorf("redisstore: set card %s: %w", id, err)
 	}
 	n, err := s.run(ctx, setCard, []string{s.keys.request(id)}, cJSON).Int()
 	if err != nil {
-		return fmt.Errorf("redisstore: set card %s: %w", id, err)
+		return false, fmt.Errorf("redisstore: set card %s: %w", id, err)
 	}
 	if n == 0 {
-		return fmt.Errorf("redisstore: set card %s: %w", id, store.ErrNotFound)
+		return false, fmt.Errorf("redisstore: set card %s: %w", id, store.ErrNotFound)
 	}
-	return nil
+	return n == 1, nil
 }
 
 // AppendAudit implements store.Store: one XADD, trimmed like every other

@@ -24,8 +24,11 @@ func TestCrashLeftovers(t *testing.T) {
 	for _, srv := range servers {
 		t.Run(srv.name, func(t *testing.T) {
 			url := srv.url(t)
-			t.Run("IndexEntryWithoutItsRequest", func(t *testing.T) { indexEntryWithoutItsRequest(t, url) })
-			t.Run("SettledRequestLeftInTheIndex", func(t *testing.T) { settledRequestLeftInTheIndex(t, url) })
+			for _, count := range []bool{false, true} {
+				reader := map[bool]string{false: "Listed", true: "Counted"}[count]
+				t.Run("IndexEntryWithoutItsRequest"+reader, func(t *testing.T) { indexEntryWithoutItsRequest(t, url, count) })
+				t.Run("SettledRequestLeftInTheIndex"+reader, func(t *testing.T) { settledRequestLeftInTheIndex(t, url, count) })
+			}
 			t.Run("ThreadClaimWithoutItsSession", func(t *testing.T) { threadClaimWithoutItsSession(t, url) })
 			t.Run("OwnedEntryOfAClaimThatNeverHappened", func(t *testing.T) { ownedEntryOfAClaimThatNeverHappened(t, url) })
 			t.Run("InputQueuedButSessionNotReady", func(t *testing.T) { inputQueuedButSessionNotReady(t, url) })
@@ -36,7 +39,8 @@ func TestCrashLeftovers(t *testing.T) {
 // indexEntryWithoutItsRequest: the creator died after indexing, before
 // storing the request. Readers skip the entry; once past the grace they
 // remove it, and before it they leave it (a creation may be under way).
-func indexEntryWithoutItsRequest(t *testing.T, url string) {
+// The reader is ListPending, or CountPending when count.
+func indexEntryWithoutItsRequest(t *testing.T, url string, count bool) {
 	ctx := t.Context()
 	prefix := uniquePrefix()
 	t.Cleanup(func() { dropPrefix(t, url, prefix) })
@@ -50,6 +54,14 @@ func indexEntryWithoutItsRequest(t *testing.T, url string) {
 	add("ghost-new", 0)
 	must(t, s.CreateRequest(ctx, newTestRequest("real", "s1")))
 	for _, sid := range []string{"", "s1"} {
+		if count {
+			n, err := s.CountPending(ctx, sid)
+			must(t, err)
+			if n != 1 {
+				t.Fatalf("CountPending(%q) = %d, want 1: only the real request", sid, n)
+			}
+			continue
+		}
 		got, err := s.ListPending(ctx, sid)
 		must(t, err)
 		if len(got) != 1 || got[0].ID != "real" {
@@ -69,8 +81,9 @@ func indexEntryWithoutItsRequest(t *testing.T, url string) {
 
 // settledRequestLeftInTheIndex: the decider died after settling, before
 // unindexing. The request is not listed, its entries go, and its session at
-// rest gets its retention.
-func settledRequestLeftInTheIndex(t *testing.T, url string) {
+// rest gets its retention. The reader is ListPending, or CountPending when
+// count.
+func settledRequestLeftInTheIndex(t *testing.T, url string, count bool) {
 	ctx := t.Context()
 	prefix := uniquePrefix()
 	t.Cleanup(func() { dropPrefix(t, url, prefix) })
@@ -85,6 +98,14 @@ func settledRequestLeftInTheIndex(t *testing.T, url string) {
 	must(t, c.ZAdd(ctx, redisstore.Key(prefix, "pending-shard", r.ID), redis.Z{Score: scoreAgo(0), Member: r.ID}).Err())
 	must(t, c.ZAdd(ctx, redisstore.Key(prefix, "session-pending", "s1"), redis.Z{Score: scoreAgo(0), Member: r.ID}).Err())
 	for _, sid := range []string{"", "s1"} {
+		if count {
+			n, err := s.CountPending(ctx, sid)
+			must(t, err)
+			if n != 0 {
+				t.Fatalf("CountPending(%q) = %d, want 0: the request is settled", sid, n)
+			}
+			continue
+		}
 		got, err := s.ListPending(ctx, sid)
 		must(t, err)
 		if len(got) != 0 {

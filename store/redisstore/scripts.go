@@ -119,13 +119,14 @@ return {1}
 // KEYS[1] request hash
 // ARGV[1] card JSON
 //
-// Returns 0 for an unknown id (ErrNotFound), 1 when stored.
+// Returns 0 for an unknown id (ErrNotFound), 1 when stored and the request
+// is pending, 2 when stored and it is settled.
 var setCard = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then
 	return 0
 end
 redis.call('HSET', KEYS[1], 'card', ARGV[1])
-return 1
+return 1 + redis.call('HEXISTS', KEYS[1], 'decision')
 `)
 
 // claimThread claims a Slack thread's index entry for a new session, before

@@ -27,7 +27,7 @@ func (h *harness) testRequests(t *testing.T) {
 	t.Run("DecideRaceOneWinner", h.testDecideRace)
 	t.Run("WaitDecision", h.testWaitDecision)
 	t.Run("ListPendingOldestFirstWithoutDecided", h.testListPending)
-	t.Run("SetCardPersists", h.testSetCard)
+	t.Run("SetCardPersistsAndTellsPending", h.testSetCard)
 }
 
 func (h *harness) testCreateGetRoundTrip(t *testing.T) {
@@ -375,6 +375,11 @@ func (h *harness) testListPending(t *testing.T) {
 			for i := range got {
 				requireSameRequest(t, tc.want[i], got[i])
 			}
+			n, err := s.CountPending(ctx, tc.session)
+			requireNoError(t, err, "CountPending")
+			if n != len(tc.want) {
+				t.Errorf("CountPending(%q) = %d, want %d (what ListPending lists)", tc.session, n, len(tc.want))
+			}
 		})
 	}
 }
@@ -392,7 +397,11 @@ func (h *harness) testSetCard(t *testing.T) {
 	ctx := h.ctx(t)
 	r := createRequest(t, ctx, s)
 	card := store.MessageRef{Channel: "C9", TS: "1710000000.000200"}
-	requireNoError(t, s.SetCard(ctx, r.ID, card), "SetCard")
+	pending, err := s.SetCard(ctx, r.ID, card)
+	requireNoError(t, err, "SetCard")
+	if !pending {
+		t.Errorf("SetCard on a pending request reports it settled")
+	}
 	got, err := s.GetRequest(ctx, r.ID)
 	requireNoError(t, err, "GetRequest")
 	want := r
@@ -404,12 +413,17 @@ func (h *harness) testSetCard(t *testing.T) {
 	_, err = s.Decide(ctx, r.ID, d)
 	requireNoError(t, err, "Decide")
 	moved := store.MessageRef{Channel: "C9", TS: "1710000000.000300"}
-	requireNoError(t, s.SetCard(ctx, r.ID, moved), "SetCard after Decide")
+	pending, err = s.SetCard(ctx, r.ID, moved)
+	requireNoError(t, err, "SetCard after Decide")
+	if pending {
+		t.Errorf("SetCard on a settled request reports it pending")
+	}
 	got, err = s.GetRequest(ctx, r.ID)
 	requireNoError(t, err, "GetRequest")
 	want.Card = moved
 	want.Decision = &d
 	requireSameRequest(t, want, got)
 
-	requireIs(t, s.SetCard(ctx, uniq("missing"), card), store.ErrNotFound, "SetCard unknown")
+	_, err = s.SetCard(ctx, uniq("missing"), card)
+	requireIs(t, err, store.ErrNotFound, "SetCard unknown")
 }
