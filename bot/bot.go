@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -86,6 +87,7 @@ func New(cfg Config, st store.Store, log zerolog.Logger) (*Bot, error) {
 	if cfg.AppToken != "" {
 		opts = append(opts, slack.OptionAppLevelToken(cfg.AppToken))
 	}
+	opts = append(opts, slack.OptionHTTPClient(slackHTTPClient()))
 	// No slack.OptionRetry: the outbox owns 429 handling, and two layers of
 	// retries would multiply the waits.
 	api := slack.New(cfg.BotToken, opts...)
@@ -199,4 +201,22 @@ func (t *tasks) stop() {
 	t.closed = true
 	t.mu.Unlock()
 	t.wg.Wait()
+}
+
+// slackIdleConns is how many idle connections to Slack the bot keeps: the
+// outbox sends many calls at once (cards, outcomes, results and live
+// messages in many channels), and a call that finds no idle connection
+// pays for a new TCP and TLS handshake with slack.com. Go's default
+// transport keeps two per host.
+const slackIdleConns = 64
+
+// slackHTTPClient is the Web API's client: Go's default transport (proxy
+// from the environment, its dial and TLS timeouts) keeping enough idle
+// connections for the calls the bot makes at once. Deadlines come from
+// each call's context.
+func slackHTTPClient() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = slackIdleConns
+	t.MaxIdleConnsPerHost = slackIdleConns
+	return &http.Client{Transport: t}
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -119,6 +121,9 @@ type Fake struct {
 	noRateModel           bool
 	onMessage             func(method string, m Message)
 	httpClient            *http.Client
+	// connections counts the TCP connections clients opened to the fake
+	// (Web API, Socket Mode's dial and Socket Mode's websockets alike).
+	connections atomic.Int64
 
 	// wg owns every goroutine the fake starts (Socket Mode readers and pingers).
 	wg        sync.WaitGroup
@@ -227,7 +232,13 @@ func New(t testing.TB, opts ...Option) *Fake {
 		o(f)
 	}
 	f.httpClient = &http.Client{Timeout: f.ackTimeout}
-	f.srv = httptest.NewServer(f.routes())
+	f.srv = httptest.NewUnstartedServer(f.routes())
+	f.srv.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			f.connections.Add(1)
+		}
+	}
+	f.srv.Start()
 	t.Cleanup(f.Close)
 	return f
 }
@@ -346,6 +357,11 @@ func (f *Fake) Calls() []Call {
 	defer f.mu.Unlock()
 	return slices.Clone(f.calls)
 }
+
+// TCPConnections returns how many TCP connections clients have opened to
+// the fake so far: a client that keeps its connections alive opens one per
+// call it makes at once, not one per call.
+func (f *Fake) TCPConnections() int { return int(f.connections.Load()) }
 
 // CallsTo returns the calls to one method, in order.
 func (f *Fake) CallsTo(method string) []Call {
