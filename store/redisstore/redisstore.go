@@ -84,7 +84,10 @@ type Store struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	decisions *decisionHub
+	// decisions is subscribed by the first WaitDecision (a bot seldom
+	// waits: a Store that never does receives no decision it would drop).
+	hubMu     sync.Mutex
+	decisions *decisionHub   // nil until then
 	wg        sync.WaitGroup // the pub/sub listener
 
 	closeOnce sync.Once
@@ -126,12 +129,6 @@ func New(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	}
 	s := &Store{rdb: rdb, keys: newKeys(cfg.prefix), cfg: cfg}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.decisions, err = startDecisionHub(pctx, s)
-	if err != nil {
-		s.cancel()
-		_ = rdb.Close()
-		return nil, fmt.Errorf("redisstore: subscribe on %s: %w", masked, err)
-	}
 	return s, nil
 }
 
@@ -168,7 +165,12 @@ func MaskURL(rawURL string) string {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.cancel()
-		err := s.decisions.close()
+		var err error
+		s.hubMu.Lock()
+		if s.decisions != nil {
+			err = s.decisions.close()
+		}
+		s.hubMu.Unlock()
 		s.wg.Wait()
 		s.closeErr = errors.Join(err, s.rdb.Close())
 		if s.closeErr != nil {

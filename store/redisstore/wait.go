@@ -19,7 +19,7 @@ import (
 //
 // No decision is missed: a waiter registers before it reads the request, so a
 // decision is either visible to that read or published after it, when the
-// subscription (confirmed in New) delivers it. When the pub/sub connection
+// subscription (confirmed before the first waiter registers) delivers it. When the pub/sub connection
 // drops, messages published meanwhile are lost; go-redis resubscribes on
 // reconnect, and on every subscription confirmation the hub reads the
 // decision of every waiter again.
@@ -41,8 +41,28 @@ const (
 	recheckTimeout = 5 * time.Second
 )
 
+// hub returns the Store's decision hub, subscribing on first use.
+func (s *Store) hub(ctx context.Context) (*decisionHub, error) {
+	s.hubMu.Lock()
+	defer s.hubMu.Unlock()
+	if s.decisions != nil {
+		return s.decisions, nil
+	}
+	if s.ctx.Err() != nil {
+		return nil, ErrClosed
+	}
+	sctx, cancel := context.WithTimeout(ctx, pingTimeout)
+	defer cancel()
+	h, err := startDecisionHub(sctx, s)
+	if err != nil {
+		return nil, fmt.Errorf("subscribe: %w", err)
+	}
+	s.decisions = h
+	return h, nil
+}
+
 // startDecisionHub subscribes, waits for Redis to confirm the subscription
-// and starts the listener (owned by s.wg).
+// (until ctx's deadline) and starts the listener (owned by s.wg).
 func startDecisionHub(ctx context.Context, s *Store) (*decisionHub, error) {
 	h := &decisionHub{s: s, ps: s.rdb.PSubscribe(ctx), waiters: map[string]map[chan waitResult]struct{}{}}
 	if err := h.ps.PSubscribe(ctx, s.keys.decidedPattern()); err != nil {
@@ -202,18 +222,24 @@ func (s *Store) WaitDecision(ctx context.Context, id string) (store.Decision, er
 	if err := s.stopped(ctx); err != nil {
 		return store.Decision{}, s.wrapStopped("wait decision "+id, err)
 	}
-	ch, unregister := s.decisions.register(id)
-	defer unregister()
+	var ch <-chan waitResult
 	var vals []any
 	delay := 50 * time.Millisecond
 	for {
-		var err error
-		vals, err = s.rdb.HMGet(ctx, s.keys.request(id), "body", "decision").Result()
+		// Redis is unreachable while this fails: keep waiting, as a person
+		// may still decide once it is back.
+		h, err := s.hub(ctx)
 		if err == nil {
-			break
+			if ch == nil {
+				var unregister func()
+				ch, unregister = h.register(id)
+				defer unregister()
+			}
+			vals, err = s.rdb.HMGet(ctx, s.keys.request(id), "body", "decision").Result()
+			if err == nil {
+				break
+			}
 		}
-		// Redis is unreachable: keep waiting, as a person may still decide
-		// once it is back.
 		if stopErr := s.stopped(ctx); stopErr != nil {
 			return store.Decision{}, s.wrapStopped("wait decision "+id, stopErr)
 		}
