@@ -217,7 +217,7 @@ func (s *Store) backoff(ctx context.Context, d *time.Duration) error {
 // --- requests ---
 
 // CreateRequest implements store.Requests.
-func (s *Store) CreateRequest(ctx context.Context, r store.Request) error {
+func (s *Store) CreateRequest(ctx context.Context, r store.Request) (err error) {
 	if err := r.ValidateNew(); err != nil {
 		return fmt.Errorf("redisstore: create request %q: %w", r.ID, err)
 	}
@@ -241,6 +241,17 @@ func (s *Store) CreateRequest(ctx context.Context, r store.Request) error {
 			return fmt.Errorf("redisstore: create request %s: %w", r.ID, err)
 		}
 		cardJSON = string(b)
+	}
+	// The worker creating a request waits for its decision next: a waiter
+	// registered before the request exists spares that wait its read.
+	// Without the subscription WaitDecision reads, as for any request.
+	if h, hubErr := s.hub(ctx); hubErr == nil {
+		drop := h.expect(r.ID)
+		defer func() {
+			if err != nil {
+				drop()
+			}
+		}()
 	}
 	n, err := s.createIndexed(ctx, r, bodyJSON, cardJSON)
 	if err != nil {
