@@ -46,9 +46,11 @@ type expectation struct {
 }
 
 // expectTTL is how long a waiter CreateRequest registered waits for its
-// WaitDecision to take it; a later WaitDecision reads the request, as any
-// other does.
-const expectTTL = time.Minute
+// WaitDecision to take it (a worker waits at once; a test or a caller that
+// never waits leaves it); a later WaitDecision reads the request, as any
+// other does. Short, as the queue of them is as long as the requests
+// created within it.
+const expectTTL = 10 * time.Second
 
 type waitResult struct {
 	d   store.Decision
