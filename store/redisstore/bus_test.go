@@ -2,10 +2,12 @@ package redisstore_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/slackgate/slackgate/store"
+	"github.com/slackgate/slackgate/store/redisstore"
 )
 
 // TestConsumeRunsSessionsSideBySide: a handler that waits on one session's
@@ -61,5 +63,63 @@ func TestConsumeRunsSessionsSideBySide(t *testing.T) {
 	}
 	if want := []string{"b1", "a1", "a2"}; got[0] != want[0] || got[1] != want[1] || got[2] != want[2] {
 		t.Errorf("handled %q, want %q", got, want)
+	}
+}
+
+// TestConsumeAcknowledgesABatchTogether: the entries of one read are
+// acknowledged in one XACK, not one each; and an entry done while another
+// session's handler still runs is acknowledged without waiting for it.
+func TestConsumeAcknowledgesABatchTogether(t *testing.T) {
+	url := redisURL(t)
+	prefix := uniquePrefix()
+	s := open(t, url, prefix)
+	hook := &countHook{n: map[string]int{}}
+	s.Client().AddHook(hook)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// Published before the group exists: the first read takes them all.
+	const sessions = 8
+	for i := range sessions {
+		if _, err := s.Publish(ctx, store.Event{Type: store.EventAssistantText, SessionID: fmt.Sprint("s", i), Text: "hi"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Publish(ctx, store.Event{Type: store.EventAssistantText, SessionID: "slow", Text: "slow"}); err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	handled := make(chan string, sessions+1)
+	cctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Consume(cctx, "g", "c1", func(ctx context.Context, e store.Event) error {
+			if e.Text == "slow" {
+				<-release
+			}
+			handled <- e.SessionID
+			return nil
+		})
+	}()
+	for range sessions {
+		<-handled
+	}
+	// The fast ones are acknowledged while the slow one still runs.
+	events := redisstore.Key(prefix, "events", "")
+	eventually(t, "the finished entries to be acknowledged", func() bool {
+		return s.Client().XPending(ctx, events, "g").Val().Count == 1
+	})
+	close(release)
+	<-handled
+	eventually(t, "the slow entry to be acknowledged", func() bool {
+		return s.Client().XPending(ctx, events, "g").Val().Count == 0
+	})
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// One XACK for the fast ones (they finish within ackLinger of each
+	// other), one for the slow one; never one per entry.
+	if n := hook.count("xack"); n >= sessions {
+		t.Errorf("%d entries of one read took %d XACKs; want them batched", sessions+1, n)
 	}
 }

@@ -5,10 +5,16 @@ import "github.com/redis/go-redis/v9"
 // Waiters reports how many WaitDecision calls are registered, so tests can
 // act once a waiter is surely blocked.
 func Waiters(s *Store) int {
-	s.decisions.mu.Lock()
-	defer s.decisions.mu.Unlock()
+	s.hubMu.Lock()
+	h := s.decisions
+	s.hubMu.Unlock()
+	if h == nil {
+		return 0 // nobody has waited yet
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
 	n := 0
-	for _, set := range s.decisions.waiters {
+	for _, set := range h.waiters {
 		n += len(set)
 	}
 	return n

@@ -249,3 +249,86 @@ func TestScriptsComeBackAfterAFlush(t *testing.T) {
 		})
 	}
 }
+
+// countHook counts the commands a client sends, by name, pipelined or not.
+type countHook struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (h *countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.add(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			h.add(c)
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (h *countHook) add(cmd redis.Cmder) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.n[cmd.Name()]++
+}
+
+func (h *countHook) count(name string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n[name]
+}
+
+// TestWaitDecisionAfterCreateRequestDoesNotRead: the worker that created a
+// request waits for its decision without reading it (the waiter
+// CreateRequest registered hears it), also when another store decided
+// between the two calls; a request this store did not create is read.
+func TestWaitDecisionAfterCreateRequestDoesNotRead(t *testing.T) {
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			url := srv.url(t)
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			prefix := uniquePrefix()
+			t.Cleanup(func() { dropPrefix(t, url, prefix) })
+			worker, bot := open(t, url, prefix, testOptions...), open(t, url, prefix, testOptions...)
+			hook := &countHook{n: map[string]int{}}
+			worker.Client().AddHook(hook)
+			mine, theirs := newTestRequest("req-mine", "sess-1"), newTestRequest("req-theirs", "sess-1")
+			if err := worker.CreateRequest(ctx, mine); err != nil {
+				t.Fatal(err)
+			}
+			if err := bot.CreateRequest(ctx, theirs); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []string{mine.ID, theirs.ID} {
+				if _, err := bot.Decide(ctx, id, store.Decision{Outcome: store.OutcomeAllow, By: "U1", At: time.Now()}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			d, err := worker.WaitDecision(ctx, mine.ID)
+			if err != nil || d.By != "U1" {
+				t.Fatalf("WaitDecision(created here) = %+v, %v; want U1's decision", d, err)
+			}
+			if n := hook.count("hmget"); n != 0 {
+				t.Fatalf("WaitDecision of a request this store created read it (%d HMGET)", n)
+			}
+			if d, err := worker.WaitDecision(ctx, theirs.ID); err != nil || d.By != "U1" {
+				t.Fatalf("WaitDecision(created elsewhere) = %+v, %v; want U1's decision", d, err)
+			}
+			if n := hook.count("hmget"); n != 1 {
+				t.Fatalf("WaitDecision of a request created elsewhere sent %d HMGET, want 1 (the read)", n)
+			}
+			if n := redisstore.Waiters(worker); n != 0 {
+				t.Fatalf("%d waiters left registered after both returned", n)
+			}
+		})
+	}
+}

@@ -84,7 +84,10 @@ type Store struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	decisions *decisionHub
+	// decisions is subscribed by the first WaitDecision (a bot seldom
+	// waits: a Store that never does receives no decision it would drop).
+	hubMu     sync.Mutex
+	decisions *decisionHub   // nil until then
 	wg        sync.WaitGroup // the pub/sub listener
 
 	closeOnce sync.Once
@@ -126,12 +129,6 @@ func New(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	}
 	s := &Store{rdb: rdb, keys: newKeys(cfg.prefix), cfg: cfg}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	s.decisions, err = startDecisionHub(pctx, s)
-	if err != nil {
-		s.cancel()
-		_ = rdb.Close()
-		return nil, fmt.Errorf("redisstore: subscribe on %s: %w", masked, err)
-	}
 	return s, nil
 }
 
@@ -168,7 +165,12 @@ func MaskURL(rawURL string) string {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.cancel()
-		err := s.decisions.close()
+		var err error
+		s.hubMu.Lock()
+		if s.decisions != nil {
+			err = s.decisions.close()
+		}
+		s.hubMu.Unlock()
 		s.wg.Wait()
 		s.closeErr = errors.Join(err, s.rdb.Close())
 		if s.closeErr != nil {
@@ -215,7 +217,7 @@ func (s *Store) backoff(ctx context.Context, d *time.Duration) error {
 // --- requests ---
 
 // CreateRequest implements store.Requests.
-func (s *Store) CreateRequest(ctx context.Context, r store.Request) error {
+func (s *Store) CreateRequest(ctx context.Context, r store.Request) (err error) {
 	if err := r.ValidateNew(); err != nil {
 		return fmt.Errorf("redisstore: create request %q: %w", r.ID, err)
 	}
@@ -240,12 +242,18 @@ func (s *Store) CreateRequest(ctx context.Context, r store.Request) error {
 		}
 		cardJSON = string(b)
 	}
-	// The indexes first, so no request is ever stored unindexed (keys.go).
-	if err := s.indexPending(ctx, r.ID, r.SessionID); err != nil {
-		return fmt.Errorf("redisstore: create request %s: %w", r.ID, err)
+	// The worker creating a request waits for its decision next: a waiter
+	// registered before the request exists spares that wait its read.
+	// Without the subscription WaitDecision reads, as for any request.
+	if h, hubErr := s.hub(ctx); hubErr == nil {
+		drop := h.expect(r.ID)
+		defer func() {
+			if err != nil {
+				drop()
+			}
+		}()
 	}
-	n, err := s.run(ctx, createRequest, []string{s.keys.request(r.ID)},
-		bodyJSON, r.SessionID, string(r.Kind), r.ToolName, cardJSON).Int()
+	n, err := s.createIndexed(ctx, r, bodyJSON, cardJSON)
 	if err != nil {
 		return fmt.Errorf("redisstore: create request %s: %w", r.ID, err)
 	}
@@ -258,6 +266,35 @@ func (s *Store) CreateRequest(ctx context.Context, r store.Request) error {
 		return fmt.Errorf("redisstore: create request %s: stored, but %w", r.ID, err)
 	}
 	return nil
+}
+
+// createIndexed puts a new request into the pending indexes and then
+// stores it (the createRequest script, whose reply it returns): the
+// indexes first, so no request is ever stored unindexed (keys.go). One
+// server runs a connection's commands in the order sent, so there the
+// three go in one pipeline, one round trip; a cluster's pipeline runs on
+// several nodes at once, so there the script waits for the indexes.
+func (s *Store) createIndexed(ctx context.Context, r store.Request, bodyJSON []byte, cardJSON string) (int64, error) {
+	_, cluster := s.rdb.(*redis.ClusterClient)
+	if cluster {
+		if err := s.indexPending(ctx, r.ID, r.SessionID); err != nil {
+			return 0, err
+		}
+	}
+	var created *redis.Cmd
+	err := s.pipelineScripts(ctx, func(pipe redis.Pipeliner) error {
+		if !cluster {
+			s.indexPendingIn(ctx, pipe, r.ID, r.SessionID)
+		}
+		var err error
+		created, err = s.runIn(ctx, pipe, createRequest, []string{s.keys.request(r.ID)},
+			bodyJSON, r.SessionID, string(r.Kind), r.ToolName, cardJSON)
+		return err
+	}, createRequest)
+	if err != nil {
+		return 0, err
+	}
+	return created.Int64()
 }
 
 // recordJSON marshals the audit entry and event a transition appends, so
@@ -317,30 +354,14 @@ func (s *Store) GetRequest(ctx context.Context, id string) (store.Request, error
 	return r, nil
 }
 
-// Decide implements store.Requests.
+// Decide implements store.Requests. One script settles the request and
+// returns its body, from which the audit entry and event are built (the
+// body never changes once created), so no read precedes it.
 func (s *Store) Decide(ctx context.Context, id string, d store.Decision) (store.Request, error) {
 	if err := d.Validate(); err != nil {
 		return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, err)
 	}
-	// The audit entry and event name the request's session, kind and tool,
-	// so read its body first. The body never changes once created, so the
-	// script's compare-and-set alone decides who settles it.
-	body, err := s.rdb.HGet(ctx, s.keys.request(id), "body").Result()
-	if errors.Is(err, redis.Nil) {
-		return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, store.ErrNotFound)
-	}
-	if err != nil {
-		return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, err)
-	}
-	r, err := decodeRequest(id, body, "", "")
-	if err != nil {
-		return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, err)
-	}
 	dJSON, err := json.Marshal(d)
-	if err != nil {
-		return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, err)
-	}
-	auditJSON, eventJSON, err := recordJSON(store.SettledAudit(r, d), store.SettledEvent(r, d))
 	if err != nil {
 		return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, err)
 	}
@@ -360,15 +381,8 @@ func (s *Store) Decide(ctx context.Context, id string, d store.Decision) (store.
 	code, _ := res[0].(int64)
 	switch code {
 	case decideSettled:
-		r, err := decodeRequest(id, str(1), str(2), "")
+		r, err := s.settled(ctx, id, str(1), str(2), d)
 		if err != nil {
-			return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, err)
-		}
-		r.Decision = &d
-		// Settled: the logs hear of it and the indexes let it go (a crash
-		// before leaves entries readers skip and remove); its session, at
-		// rest, may have waited only for this request.
-		if err := s.afterRequest(ctx, auditJSON, eventJSON, r.SessionID, id); err != nil {
 			return r, fmt.Errorf("redisstore: decide %s: settled, but %w", id, err)
 		}
 		return r, nil
@@ -381,6 +395,23 @@ func (s *Store) Decide(ctx context.Context, id string, d store.Decision) (store.
 	default:
 		return store.Request{}, fmt.Errorf("redisstore: decide %s: %w", id, store.ErrNotFound)
 	}
+}
+
+// settled finishes what Decide's script began when it settled request id
+// with d, body and card being what the script returned: the logs hear of
+// it and the indexes let it go (a crash before leaves entries readers skip
+// and remove); its session, at rest, may have waited only for this request.
+func (s *Store) settled(ctx context.Context, id, body, card string, d store.Decision) (store.Request, error) {
+	r, err := decodeRequest(id, body, card, "")
+	if err != nil {
+		return store.Request{}, err
+	}
+	r.Decision = &d
+	auditJSON, eventJSON, err := recordJSON(store.SettledAudit(r, d), store.SettledEvent(r, d))
+	if err != nil {
+		return r, err
+	}
+	return r, s.afterRequest(ctx, auditJSON, eventJSON, r.SessionID, id)
 }
 
 // refuseTries bounds how often Refuse reads again a decision that changed
@@ -451,7 +482,7 @@ func (s *Store) refuseOnce(ctx context.Context, id string, d store.Decision) (r 
 func (s *Store) afterRequest(ctx context.Context, auditJSON, eventJSON []byte, sessionID, unindex string) error {
 	var get *redis.StringCmd
 	err := s.pipelineScripts(ctx, func(pipe redis.Pipeliner) error {
-		err := s.runIn(ctx, pipe, appendRecords, []string{s.keys.audit(), s.keys.events()},
+		_, err := s.runIn(ctx, pipe, appendRecords, []string{s.keys.audit(), s.keys.events()},
 			auditJSON, eventJSON, s.cfg.eventsMaxLen, s.auditMinID())
 		if unindex != "" {
 			pipe.ZRem(ctx, s.keys.pendingOf(unindex), unindex)

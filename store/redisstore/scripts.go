@@ -392,13 +392,13 @@ func (s *Store) run(ctx context.Context, script *redis.Script, keys []string, ar
 }
 
 // runIn queues a script, by its SHA, in a pipeline after checking its keys
-// share a cluster slot; see pipelineScripts for the pipeline's sending.
-func (s *Store) runIn(ctx context.Context, pipe redis.Pipeliner, script *redis.Script, keys []string, args ...any) error {
+// share a cluster slot, and returns its reply-to-be; see pipelineScripts
+// for the pipeline's sending.
+func (s *Store) runIn(ctx context.Context, pipe redis.Pipeliner, script *redis.Script, keys []string, args ...any) (*redis.Cmd, error) {
 	if err := oneSlot(keys); err != nil {
-		return err
+		return nil, err
 	}
-	script.EvalSha(ctx, pipe, keys, args...)
-	return nil
+	return script.EvalSha(ctx, pipe, keys, args...), nil
 }
 
 // saveTranscript stores a session's transcript with the expiry its session
