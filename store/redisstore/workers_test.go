@@ -21,8 +21,12 @@ func workersOn(t *testing.T, url string) {
 		tb.Cleanup(func() { dropPrefix(tb, url, prefix) })
 		s := open(tb, url, prefix, testOptions...)
 		return storetest.WorkersBackend{
-			// Short, since a lapse is real time on Redis.
-			Store: s, TTL: 200 * time.Millisecond,
+			// A lapse is real time on Redis (the subtests wait theirs out
+			// side by side). Long enough that a loaded machine stalling
+			// between a heartbeat and the check after it does not lapse
+			// it: at 200 ms, a CI machine running every package at once
+			// did.
+			Store: s, TTL: time.Second,
 			// Redis' clock cannot be moved: d of real time passes, and a
 			// key whose TTL ran out is gone for every command after, so
 			// the wait is exact rather than hopeful.

@@ -27,11 +27,13 @@ type RetentionBackend struct {
 
 // RunRetention runs the retention suite (see store.Store's Retention).
 // newBackend is called once per subtest with a fresh, empty store.
+//
+// The subtests run in parallel, each on its own store, as RunWorkers'.
 func RunRetention(t *testing.T, newBackend func(tb testing.TB) RetentionBackend) {
 	h := &harness{cfg: config{timeout: 15 * time.Second}}
-	t.Run("ExpiresOnlyWhatIsAtRest", func(t *testing.T) { h.testExpiresOnlyAtRest(t, newBackend(t)) })
-	t.Run("StoreStaysBounded", func(t *testing.T) { h.testStaysBounded(t, newBackend(t)) })
-	t.Run("AuditLogKeepsItsOwnRetention", func(t *testing.T) { h.testAuditRetention(t, newBackend(t)) })
+	t.Run("ExpiresOnlyWhatIsAtRest", func(t *testing.T) { t.Parallel(); h.testExpiresOnlyAtRest(t, newBackend(t)) })
+	t.Run("StoreStaysBounded", func(t *testing.T) { t.Parallel(); h.testStaysBounded(t, newBackend(t)) })
+	t.Run("AuditLogKeepsItsOwnRetention", func(t *testing.T) { t.Parallel(); h.testAuditRetention(t, newBackend(t)) })
 }
 
 // lifecycle drives a session the way bot and relay do: created queued, an

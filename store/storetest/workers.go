@@ -29,14 +29,18 @@ type WorkersBackend struct {
 
 // RunWorkers runs the liveness suite (see store.Workers). newBackend is
 // called once per subtest with a fresh, empty store.
+//
+// The subtests run in parallel, each on its own store: a backend whose
+// time is real (Redis) waits out each lapse once, not once per subtest, so
+// its TTL can leave room for a loaded machine.
 func RunWorkers(t *testing.T, newBackend func(tb testing.TB) WorkersBackend) {
 	h := &harness{cfg: config{timeout: 15 * time.Second}}
-	t.Run("HeartbeatSetsItsTTL", func(t *testing.T) { h.testHeartbeatTTL(t, newBackend(t)) })
-	t.Run("DeadOnlyWhenOwningAndLapsed", func(t *testing.T) { h.testDeadWorkers(t, newBackend(t)) })
-	t.Run("TakeOverMovesOwnership", func(t *testing.T) { h.testTakeOver(t, newBackend(t)) })
-	t.Run("TakeOverRefusesTheLiving", func(t *testing.T) { h.testTakeOverLiving(t, newBackend(t)) })
-	t.Run("OneOfRacingTakeOversWins", func(t *testing.T) { h.testTakeOverRace(t, newBackend(t)) })
-	t.Run("Validation", func(t *testing.T) { h.testWorkersValidation(t, newBackend(t)) })
+	t.Run("HeartbeatSetsItsTTL", func(t *testing.T) { t.Parallel(); h.testHeartbeatTTL(t, newBackend(t)) })
+	t.Run("DeadOnlyWhenOwningAndLapsed", func(t *testing.T) { t.Parallel(); h.testDeadWorkers(t, newBackend(t)) })
+	t.Run("TakeOverMovesOwnership", func(t *testing.T) { t.Parallel(); h.testTakeOver(t, newBackend(t)) })
+	t.Run("TakeOverRefusesTheLiving", func(t *testing.T) { t.Parallel(); h.testTakeOverLiving(t, newBackend(t)) })
+	t.Run("OneOfRacingTakeOversWins", func(t *testing.T) { t.Parallel(); h.testTakeOverRace(t, newBackend(t)) })
+	t.Run("Validation", func(t *testing.T) { t.Parallel(); h.testWorkersValidation(t, newBackend(t)) })
 }
 
 // owning creates a session with one input and has worker claim it.
