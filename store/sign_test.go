@@ -165,3 +165,26 @@ func TestAnElicitationsContentIsSigned(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDecisionSignature: what the signature costs each decision, the
+// bot signing it and the worker verifying it (README, Performance).
+func BenchmarkDecisionSignature(b *testing.B) {
+	pub, priv := testKey(1)
+	r := store.Request{ID: "req-1", SessionID: "sess-1", CLIRequestID: "cli-1", Kind: store.KindTool, ToolName: "Bash",
+		Input: json.RawMessage(`{"command": "go test ./...", "description": "Run the tests"}`)}
+	d := store.Decision{Outcome: store.OutcomeAllow, By: "U1", ByName: "Ada", At: time.Now()}
+	b.Run("sign", func(b *testing.B) {
+		for b.Loop() {
+			if err := store.SignDecision(priv, r, &d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("verify", func(b *testing.B) {
+		for b.Loop() {
+			if err := store.VerifyDecision(pub, r, d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
