@@ -59,13 +59,7 @@ func TestToolEventsOfAKnownThreadReadNoSession(t *testing.T) {
 	h := newHarness(t, transportSocket, harnessOpts{wrap: func(s store.Store) store.Store { st = countReads(s); return st }})
 	s := h.newSession(t, "sess-fold")
 	ctx := testCtx(t)
-	publish := func(e store.Event) {
-		t.Helper()
-		e.SessionID, e.At = s.ID, time.Now()
-		if _, err := h.st.Publish(ctx, e); err != nil {
-			t.Fatal(err)
-		}
-	}
+	publish := h.publisher(t, s)
 	publish(store.Event{Type: store.EventSessionStarted})
 	if _, err := h.fake.WaitThread(ctx, "C1", s.Thread.TS, fakeslack.Text("Working")); err != nil {
 		t.Fatal("no status line:", err)

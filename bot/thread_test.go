@@ -10,17 +10,24 @@ import (
 	"github.com/slackgate/slackgate/store"
 )
 
-func TestThreadShowsTheWorkAndKeepsOneStatusLine(t *testing.T) {
-	h := newHarness(t, transportSocket, harnessOpts{})
-	s := h.newSession(t, "sess-thread")
+// publisher returns a function that publishes an event of session s, as
+// its worker would.
+func (h *harness) publisher(t *testing.T, s store.Session) func(store.Event) {
 	ctx := testCtx(t)
-	publish := func(e store.Event) {
+	return func(e store.Event) {
 		t.Helper()
 		e.SessionID, e.At = s.ID, time.Now()
 		if _, err := h.st.Publish(ctx, e); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+func TestThreadShowsTheWorkAndKeepsOneStatusLine(t *testing.T) {
+	h := newHarness(t, transportSocket, harnessOpts{})
+	s := h.newSession(t, "sess-thread")
+	ctx := testCtx(t)
+	publish := h.publisher(t, s)
 	publish(store.Event{Type: store.EventSessionStarted})
 	publish(store.Event{Type: store.EventAssistantText, Text: "I will **run the tests** first."})
 	publish(store.Event{Type: store.EventToolUse, Tool: "Bash", Input: json.RawMessage(`{"command":"make test"}`)})
