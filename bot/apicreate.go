@@ -90,19 +90,9 @@ func (b *Bot) apiCreate(w http.ResponseWriter, r *http.Request, tok APIToken, lo
 	if !readJSONBody(w, r, &body) {
 		return
 	}
-	timeout, err := body.validate()
-	if err != nil {
-		code := http.StatusBadRequest
-		if len(body.Input) > apiMaxInput {
-			code = http.StatusRequestEntityTooLarge
-		}
-		apiError(w, code, err.Error())
-		return
-	}
-	s, err := b.apiSessionFor(r.Context(), log, tok, body.Session)
-	if err != nil {
-		log.Error().Err(err).Msg("api: open session")
-		apiError(w, http.StatusServiceUnavailable, "cannot open the session's thread in Slack or the store; try again")
+	timeout, invalid := body.validate()
+	s, ok := b.apiValidSession(w, r, tok, log, invalid, body.Input, body.Session)
+	if !ok {
 		return
 	}
 	now := b.clock.Now()
@@ -125,6 +115,28 @@ func (b *Bot) apiCreate(w http.ResponseWriter, r *http.Request, tok APIToken, lo
 // apiSessionFor returns the store session of a Claude session seen through
 // tok, opening its thread the first time: a root message in the token's
 // channel. It is held idle with nothing queued, so no worker claims it.
+// apiValidSession answers a body that failed validation (invalid: 413
+// when its input is over apiMaxInput, else 400) or whose session cannot be
+// opened (503), and otherwise returns the session the body names.
+func (b *Bot) apiValidSession(w http.ResponseWriter, r *http.Request, tok APIToken, log zerolog.Logger,
+	invalid error, input json.RawMessage, from apiSession) (store.Session, bool) {
+	if invalid != nil {
+		code := http.StatusBadRequest
+		if len(input) > apiMaxInput {
+			code = http.StatusRequestEntityTooLarge
+		}
+		apiError(w, code, invalid.Error())
+		return store.Session{}, false
+	}
+	s, err := b.apiSessionFor(r.Context(), log, tok, from)
+	if err != nil {
+		log.Error().Err(err).Msg("api: open session")
+		apiError(w, http.StatusServiceUnavailable, "cannot open the session's thread in Slack or the store; try again")
+		return store.Session{}, false
+	}
+	return s, true
+}
+
 func (b *Bot) apiSessionFor(ctx context.Context, log zerolog.Logger, tok APIToken, from apiSession) (store.Session, error) {
 	id := apiSessionID(tok, from.ID)
 	b.apiSessions.Lock()

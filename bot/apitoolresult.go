@@ -53,18 +53,8 @@ func (b *Bot) apiToolResult(w http.ResponseWriter, r *http.Request, tok APIToken
 	if !readJSONBody(w, r, &body) {
 		return
 	}
-	if err := body.validate(); err != nil {
-		code := http.StatusBadRequest
-		if len(body.Input) > apiMaxInput {
-			code = http.StatusRequestEntityTooLarge
-		}
-		apiError(w, code, err.Error())
-		return
-	}
-	s, err := b.apiSessionFor(r.Context(), log, tok, body.Session)
-	if err != nil {
-		log.Error().Err(err).Msg("api: open session")
-		apiError(w, http.StatusServiceUnavailable, "cannot open the session's thread in Slack or the store; try again")
+	s, ok := b.apiValidSession(w, r, tok, log, body.validate(), body.Input, body.Session)
+	if !ok {
 		return
 	}
 	log = log.With().Str("session_id", s.ID).Str("tool", body.ToolName).Logger()

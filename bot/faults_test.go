@@ -148,17 +148,7 @@ func TestOutcomeEditLeftInTheOutboxIsMadeByTheNextBot(t *testing.T) {
 	}
 	// An event of another channel shown means the consumer has moved on
 	// from the settled one.
-	other := store.Session{ID: "sess-other", Thread: store.MessageRef{Channel: "C2", TS: "1700000400.000001"}, WorkDir: testWorkDir,
-		StartedBy: "U1", State: store.SessionRunning}
-	if err := h.st.CreateSession(ctx, other); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.st.Publish(ctx, store.Event{Type: store.EventAssistantText, SessionID: other.ID, Text: "the consumer moved on"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.fake.WaitThread(ctx, "C2", other.Thread.TS, fakeslack.Text("the consumer moved on")); err != nil {
-		t.Fatal(err)
-	}
+	h.consumerMovedOn(t)
 	h.stop()
 	if now, _ := h.fake.Message(card.Ref()); len(now.Buttons()) == 0 {
 		t.Fatalf("the outcome reached the card before the stop; the test needs it left in the outbox: %s", now.AllText())

@@ -3,6 +3,7 @@ package bot
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,20 +37,18 @@ type outMsg struct {
 func (m outMsg) empty() bool { return m.Text == "" && len(m.Blocks) == 0 }
 
 // digest identifies a message's content, to drop an edit that would show
-// what Slack shows already.
+// what Slack shows already: its text and its blocks as JSON (marshalled
+// here unless the renderer had them already), the text's length first so
+// no text and blocks run into another pair's.
 func (m outMsg) digest() [32]byte {
-	if m.blocksJSON == nil {
-		b, _ := json.Marshal(m)
-		return sha256.Sum256(b)
+	blocks := m.blocksJSON
+	if blocks == nil {
+		blocks, _ = json.Marshal(m.Blocks)
 	}
-	// The bytes json.Marshal(m) writes, with the blocks already marshalled.
-	text, _ := json.Marshal(m.Text)
 	h := sha256.New()
-	h.Write([]byte(`{"Text":`))
-	h.Write(text)
-	h.Write([]byte(`,"Blocks":`))
-	h.Write(m.blocksJSON)
-	h.Write([]byte(`}`))
+	_ = binary.Write(h, binary.BigEndian, uint64(len(m.Text)))
+	h.Write([]byte(m.Text))
+	h.Write(blocks)
 	var d [32]byte
 	h.Sum(d[:0])
 	return d

@@ -146,17 +146,7 @@ func TestCardLostInACrashAfterItsEventWasAcknowledgedIsPostedByTheNextBot(t *tes
 	}
 	// An event of another channel shown means the request's event was
 	// acknowledged: the consumer has moved on.
-	other := store.Session{ID: "sess-other", Thread: store.MessageRef{Channel: "C2", TS: "1700000400.000001"}, WorkDir: testWorkDir,
-		StartedBy: "U1", State: store.SessionRunning}
-	if err := h.st.CreateSession(ctx, other); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.st.Publish(ctx, store.Event{Type: store.EventAssistantText, SessionID: other.ID, Text: "the consumer moved on"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.fake.WaitThread(ctx, "C2", other.Thread.TS, fakeslack.Text("the consumer moved on")); err != nil {
-		t.Fatal(err)
-	}
+	h.consumerMovedOn(t)
 	h.stop()
 	if n := countCards(h, "C1", s.Thread.TS); n != 0 {
 		t.Fatalf("%d cards before the restart; the test needs the card lost", n)
@@ -170,5 +160,23 @@ func TestCardLostInACrashAfterItsEventWasAcknowledgedIsPostedByTheNextBot(t *tes
 	}
 	if n := countCards(h, "C1", s.Thread.TS); n != 1 {
 		t.Errorf("%d cards for one request, want 1", n)
+	}
+}
+
+// consumerMovedOn returns once an event of another session, in channel C2,
+// is in Slack: the consumer has gone past the events published before it.
+func (h *harness) consumerMovedOn(t *testing.T) {
+	t.Helper()
+	ctx := testCtx(t)
+	other := store.Session{ID: "sess-other", Thread: store.MessageRef{Channel: "C2", TS: "1700000400.000001"}, WorkDir: testWorkDir,
+		StartedBy: "U1", State: store.SessionRunning}
+	if err := h.st.CreateSession(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.st.Publish(ctx, store.Event{Type: store.EventAssistantText, SessionID: other.ID, Text: "the consumer moved on"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.fake.WaitThread(ctx, "C2", other.Thread.TS, fakeslack.Text("the consumer moved on")); err != nil {
+		t.Fatal(err)
 	}
 }

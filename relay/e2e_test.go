@@ -828,15 +828,21 @@ func TestE2EPlanApprovalThenStop(t *testing.T) {
 	}
 }
 
-func TestWorkerClaimsOnlyWithinCapacity(t *testing.T) {
-	t.Parallel()
-	// A stand-in claude that reads input and never finishes a turn keeps
-	// its session busy; capacity is about processes, not about the CLI.
+// busyCLI is a stand-in claude that reads its input and never finishes a
+// turn: its session stays busy until its stdin closes.
+func busyCLI(t *testing.T) string {
+	t.Helper()
 	bin := filepath.Join(t.TempDir(), "claude")
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\nwhile read line; do :; done\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, bin, nil, func(c *relay.Config) { c.MaxSessions = 1 })
+	return bin
+}
+
+func TestWorkerClaimsOnlyWithinCapacity(t *testing.T) {
+	t.Parallel()
+	// Capacity is about processes, not about the CLI.
+	h := newHarness(t, busyCLI(t), nil, func(c *relay.Config) { c.MaxSessions = 1 })
 	a := h.startSession("first")
 	h.waitEvent("first start", ofType(store.EventSessionStarted))
 	b := h.startSession("second")

@@ -2,8 +2,6 @@ package relay_test
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -136,12 +134,7 @@ func TestE2EMessageRightAfterAnInterruptKeepsWhoStopped(t *testing.T) {
 // another worker, not claimed by the one going away.
 func TestStoppingWorkerLeavesTheQueuedSessionForOthers(t *testing.T) {
 	t.Parallel()
-	// Reads input until stdin closes: busy until the worker stops it.
-	bin := filepath.Join(t.TempDir(), "claude")
-	if err := os.WriteFile(bin, []byte("#!/bin/sh\nwhile read line; do :; done\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	h := newHarness(t, bin, nil, func(c *relay.Config) { c.MaxSessions = 1 })
+	h := newHarness(t, busyCLI(t), nil, func(c *relay.Config) { c.MaxSessions = 1 })
 	h.startSession("first")
 	h.waitEvent("first start", ofType(store.EventSessionStarted))
 	queued := h.startSession("second")

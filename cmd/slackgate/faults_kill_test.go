@@ -102,12 +102,7 @@ func TestFaultBotKilledWhileACardIsBeingPosted(t *testing.T) {
 // person clicks again on the restarted bot and the command runs once.
 func TestFaultBotKilledWhileAClickIsInFlight(t *testing.T) {
 	t.Parallel()
-	a := startFaults(t, options{}, ranSteps(relaytest.Text("Approved and done."))...)
-	b := a.bot("bot")
-	a.worker("worker")
-	thread := a.mention("record a run")
-	card := a.card(thread, "echo ran")
-	a.threadText(thread, "Waiting for approval") // the card is recorded
+	a, b, thread, card := startWithACard(t)
 
 	b.freeze()
 	if err := a.slack.Click(a.ctx, lee, card.Ref(), "Approve"); err == nil {
@@ -127,12 +122,7 @@ func TestFaultBotKilledWhileAClickIsInFlight(t *testing.T) {
 // outcome on the card.
 func TestFaultBotKilledBetweenClickAndCardUpdate(t *testing.T) {
 	t.Parallel()
-	a := startFaults(t, options{}, ranSteps(relaytest.Text("Approved and done."))...)
-	b := a.bot("bot")
-	a.worker("worker")
-	thread := a.mention("record a run")
-	card := a.card(thread, "echo ran")
-	a.threadText(thread, "Waiting for approval")
+	a, b, thread, card := startWithACard(t)
 
 	held := a.slack.Hold("chat.update", func(c fakeslack.Call) bool {
 		return c.Params.Get("ts") == card.TS && strings.Contains(c.Params.Get("blocks"), "Approved")

@@ -14,8 +14,7 @@ import (
 // the restart decides it; the command runs once and the session goes on.
 func TestFaultRedisRestartedWithACardPending(t *testing.T) {
 	t.Parallel()
-	a, thread, card := startWithACard(t)
-	a.threadText(thread, "Waiting for approval")
+	a, _, thread, card := startWithACard(t)
 
 	a.redis.Kill()
 	a.redis.Restart()
@@ -27,8 +26,7 @@ func TestFaultRedisRestartedWithACardPending(t *testing.T) {
 // keeps its buttons. Once Redis is back the same click decides it.
 func TestFaultRedisDownDuringAClick(t *testing.T) {
 	t.Parallel()
-	a, thread, card := startWithACard(t)
-	a.threadText(thread, "Waiting for approval")
+	a, _, thread, card := startWithACard(t)
 
 	a.redis.Kill()
 	a.click(lee, card.Ref(), "Approve")
@@ -65,7 +63,7 @@ func TestFaultRedisDownDuringAPost(t *testing.T) {
 // warning while a card waits. The bot reconnects and the click decides it.
 func TestFaultSocketModeDropped(t *testing.T) {
 	t.Parallel()
-	a, thread, card := startWithACard(t)
+	a, _, thread, card := startWithACard(t)
 
 	before := a.slack.Connections()
 	a.slack.DropConnections()

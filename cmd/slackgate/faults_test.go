@@ -326,14 +326,17 @@ func (a *faultApp) mentionHoldingTheCard() (thread string, held *fakeslack.Held)
 
 // startWithACard starts a bot and a worker and a session ("record a run")
 // whose model asks to run ranCmd and, once it ran, says "Approved and
-// done."; it returns once the card shows.
-func startWithACard(t *testing.T) (a *faultApp, thread string, card fakeslack.Message) {
+// done."; it returns the bot once the card shows and is recorded (the
+// status line says the session waits for approval).
+func startWithACard(t *testing.T) (a *faultApp, b *child, thread string, card fakeslack.Message) {
 	t.Helper()
 	a = startFaults(t, options{}, ranSteps(relaytest.Text("Approved and done."))...)
-	a.bot("bot")
+	b = a.bot("bot")
 	a.worker("worker")
 	thread = a.mention("record a run")
-	return a, thread, a.card(thread, "echo ran")
+	card = a.card(thread, "echo ran")
+	a.threadText(thread, "Waiting for approval")
+	return a, b, thread, card
 }
 
 // approvedAndDone approves card and checks the promises kept: the card

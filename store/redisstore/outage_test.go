@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,19 +36,8 @@ func TestMaskURL(t *testing.T) {
 	}
 }
 
-// freePort returns a loopback port nothing listens on (at the time of asking).
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 func TestNewFailsFastWithoutLeakingThePassword(t *testing.T) {
-	port := freePort(t)
+	port := redistest.FreePort(t)
 	for _, tc := range []struct {
 		name, url, wantInErr string
 	}{

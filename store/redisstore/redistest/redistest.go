@@ -39,7 +39,7 @@ type Server struct {
 // SLACKGATE_REQUIRE_INTEGRATION=1 or CI=true.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	srv := &Server{t: t, bin: serverBin(t), dir: t.TempDir(), port: freePort(t)}
+	srv := &Server{t: t, bin: serverBin(t), dir: t.TempDir(), port: FreePort(t)}
 	srv.Restart()
 	t.Cleanup(srv.Kill)
 	return srv
@@ -64,7 +64,7 @@ func serverBin(t testing.TB) string {
 // monitors it.
 func StartSentinel(t testing.TB, primaryPort int) *Server {
 	t.Helper()
-	srv := &Server{t: t, bin: serverBin(t), dir: t.TempDir(), port: freePort(t), ready: "+monitor master main"}
+	srv := &Server{t: t, bin: serverBin(t), dir: t.TempDir(), port: FreePort(t), ready: "+monitor master main"}
 	conf := filepath.Join(srv.dir, "sentinel.conf")
 	body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor main 127.0.0.1 %d 1\n", srv.port, srv.dir, primaryPort)
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
@@ -153,8 +153,8 @@ func (srv *Server) Kill() {
 	srv.cmd = nil
 }
 
-// freePort returns a loopback port nothing listens on (at the time of asking).
-func freePort(t testing.TB) int {
+// FreePort returns a loopback port nothing listens on (at the time of asking).
+func FreePort(t testing.TB) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
