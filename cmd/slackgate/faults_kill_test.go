@@ -29,18 +29,28 @@ func isCardPost(c fakeslack.Call) bool {
 	return strings.Contains(c.Params.Get("blocks"), "echo ran")
 }
 
+// startWithAResumableCard starts a bot, a worker and a session whose card
+// for ranCmd shows, and returns the worker once the CLI has written the
+// session's file, so a session it leaves can be resumed at all; after the
+// command, the model says "Resumed after the crash.".
+func startWithAResumableCard(t *testing.T) (a *faultApp, w *child, thread string, card fakeslack.Message) {
+	t.Helper()
+	a = startFaults(t, options{}, ranSteps(relaytest.Text("Resumed after the crash."))...)
+	a.bot("bot")
+	w = a.worker("worker")
+	thread = a.mention("record a run")
+	card = a.card(thread, "echo ran")
+	a.recorded("toolu_1")
+	return a, w, thread, card
+}
+
 // TestFaultWorkerKilledWithACardPending: the worker (and its Claude) dies
 // while a card waits. The worker started again under its name ends the
 // request, the card says so, nothing runs, and the next reply resumes the
 // session.
 func TestFaultWorkerKilledWithACardPending(t *testing.T) {
 	t.Parallel()
-	a := startFaults(t, options{}, ranSteps(relaytest.Text("Resumed after the crash."))...)
-	a.bot("bot")
-	w := a.worker("worker")
-	thread := a.mention("record a run")
-	card := a.card(thread, "echo ran")
-	a.recorded("toolu_1") // so that the session can be resumed at all
+	a, w, thread, card := startWithAResumableCard(t)
 
 	w.kill()
 	a.worker("worker, restarted")
@@ -59,12 +69,7 @@ func TestFaultWorkerKilledWithACardPending(t *testing.T) {
 // once, and the session goes on.
 func TestFaultWorkerKilledWhileTheDecisionIsBeingWritten(t *testing.T) {
 	t.Parallel()
-	a := startFaults(t, options{}, ranSteps(relaytest.Text("Resumed after the crash."))...)
-	a.bot("bot")
-	w := a.worker("worker")
-	thread := a.mention("record a run")
-	card := a.card(thread, "echo ran")
-	a.recorded("toolu_1") // so that the session can be resumed at all
+	a, w, thread, card := startWithAResumableCard(t)
 
 	w.freeze()
 	a.click(lee, card.Ref(), "Approve")
