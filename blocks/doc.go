@@ -123,8 +123,10 @@
 //
 // All text taken from tool inputs or Claude goes through Escape (mrkdwn)
 // or plainInput (plain_text): & < > become entities so it cannot ping or
-// fake links; invisible and bidirectional characters become visible
-// escapes (⟦U+202E⟧) and the card warns about them; secrets of well-known
+// fake links; invisible and bidirectional characters (every Unicode
+// default-ignorable code point, variation selectors and tags included, but
+// a lone VS16 after an emoji symbol: ⚠️) become visible escapes
+// (⟦U+202E⟧) and the card warns about them; secrets of well-known
 // shapes (cloud keys, GitHub/Slack/Anthropic/OpenAI tokens, private key
 // blocks, Authorization headers, URL passwords, *_TOKEN=/*_SECRET=/*_KEY=
 // assignments) are masked, for display only: decisions are built from the
