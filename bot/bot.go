@@ -109,7 +109,7 @@ func New(cfg Config, st store.Store, log zerolog.Logger) (*Bot, error) {
 	b.approvers = newApprovers(cfg.Approvers, list, cfg.Clock, ttl)
 	starters := cfg.Starters
 	if starters.IsZero() {
-		starters.Anyone = true
+		starters = cfg.Approvers
 	}
 	b.starters = newApprovers(starters, list, cfg.Clock, ttl)
 	return b, nil

@@ -40,8 +40,9 @@ type Config struct {
 	// anyone who can see the card when Anyone is set. Required: the zero
 	// value is refused (see ApproversRequired).
 	Approvers People
-	// Starters may start sessions; the zero value lets anyone. Thread
-	// replies are for a session's starter and the approvers only.
+	// Starters may start sessions; the zero value means the approvers
+	// (Anyone must be said). Thread replies are for a session's starter
+	// and the approvers only.
 	Starters People
 	// AllowedChannels are the channel ids where sessions may start (by
 	// mention or /claude); empty: every channel the app is in.
