@@ -113,7 +113,8 @@
 // replaces the card of a question the bot answered from memory;
 // Remembered(a) the approver's private note; HomeView(answers, opts) the
 // App Home tab (checked with ValidateHomeView: 100 blocks), with a Forget
-// button (ActionForget, Action.AnswerID) for approvers only.
+// button (ActionForget, Action.AnswerID) for approvers only; HomeClosed(why)
+// the tab of someone who may not see it.
 //
 // # Thread
 //
