@@ -137,6 +137,36 @@ func TestStartersDefaultToTheApproversInProduction(t *testing.T) {
 	a.modelNeverGot("sam by command")
 }
 
+func TestPeopleOfAnotherTeamReachNothingUnlessItIsAllowed(t *testing.T) {
+	t.Parallel()
+	const eve, pat = "U9EVE", "U9PAT" // a Slack Connect stranger, and a partner whose team is listed
+	a := startApp(t, options{extraEnv: []string{"ALLOWED_TEAMS=T0PARTNER"}}, relaytest.Text("The partner's session runs."))
+	a.slack.AddExternalUser(eve, "eve", "T0STRANGER", "E0STRANGER")
+	a.slack.AddExternalUser(pat, "pat", "T0PARTNER", "")
+	if _, err := a.slack.Mention(a.ctx, eve, general, "eve wants a shell"); err != nil {
+		t.Fatal(err)
+	}
+	a.told(eve, "belongs to another workspace or organization")
+	thread, err := a.slack.Mention(a.ctx, pat, general, "pat starts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.threadText(thread, "The partner's session runs.")
+	if _, err := a.slack.Reply(a.ctx, eve, general, thread, "and mine"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.slack.WaitEphemeral(a.ctx, eve, func(m fakeslack.Message) bool {
+		return m.ThreadTS == thread && m.HasText("belongs to another workspace or organization")
+	}); err != nil {
+		t.Errorf("eve's reply in the partner's thread: %v", err)
+	}
+	if n := len(a.model.Requests()); n != 1 {
+		t.Errorf("the model got %d calls, want 1: only the partner's start", n)
+	}
+	a.modelNeverGot("eve wants a shell")
+	a.modelNeverGot("and mine")
+}
+
 func TestAReplayedSlashCommandIsRefused(t *testing.T) {
 	t.Parallel()
 	a := startApp(t, options{transport: httpMode}, relaytest.Text("One session."))
