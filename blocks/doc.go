@@ -113,7 +113,8 @@
 // replaces the card of a question the bot answered from memory;
 // Remembered(a) the approver's private note; HomeView(answers, opts) the
 // App Home tab (checked with ValidateHomeView: 100 blocks), with a Forget
-// button (ActionForget, Action.AnswerID) for approvers only.
+// button (ActionForget, Action.AnswerID) for approvers only; HomeClosed(why)
+// the tab of someone who may not see it.
 //
 // # Thread
 //
@@ -123,8 +124,10 @@
 //
 // All text taken from tool inputs or Claude goes through Escape (mrkdwn)
 // or plainInput (plain_text): & < > become entities so it cannot ping or
-// fake links; invisible and bidirectional characters become visible
-// escapes (⟦U+202E⟧) and the card warns about them; secrets of well-known
+// fake links; invisible and bidirectional characters (every Unicode
+// default-ignorable code point, variation selectors and tags included, but
+// a lone VS16 after an emoji symbol: ⚠️) become visible escapes
+// (⟦U+202E⟧) and the card warns about them; secrets of well-known
 // shapes (cloud keys, GitHub/Slack/Anthropic/OpenAI tokens, private key
 // blocks, Authorization headers, URL passwords, *_TOKEN=/*_SECRET=/*_KEY=
 // assignments) are masked, for display only: decisions are built from the

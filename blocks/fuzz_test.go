@@ -91,6 +91,7 @@ func FuzzCard(f *testing.F) {
 	for _, r := range elicitCards() {
 		f.Add(string(r.Kind), r.ToolName, string(r.Input), r.Description)
 	}
+	f.Add("tool", "Bash", `{"command":"echo ⚠️ \u2714\ufe0f\ufe0f 1\ufe0f\u20e3 \ud83d\ude00\udb40\udd00\ufe00 \u17b4\u180b\u2065"}`, "⚠\ufe0e")
 	f.Add("question", "mcp__x__AskUserQuestion", `{"questions":[{"question":"<!channel>","options":[{"label":"\u200b"},{"label":"b"}]}]}`, "")
 	f.Fuzz(func(t *testing.T, kind, tool, input, desc string) {
 		r := request("req-fuzz", store.Kind(kind), tool, input)
@@ -118,6 +119,7 @@ func FuzzEventLine(f *testing.F) {
 	for _, ms := range threadMessages() {
 		f.Add("Bash", `{"command":"make"}`, ms[0].Text)
 	}
+	f.Add("Bash", `{"command":"echo ⚠️"}`, strings.Repeat("⚠️", 1500)+"\U000E0100 a\u200db")
 	f.Add("mcp__a__b", `{"x":"<!channel>\u2066"}`, "[github.com](https://evil.example) <https://evil|github.com> ``` \u202e")
 	f.Fuzz(func(t *testing.T, tool, input, text string) {
 		raw := json.RawMessage(input)

@@ -258,6 +258,7 @@ func homeViews() map[string]slack.HomeTabViewRequest {
 		"home_answers_approver": HomeView(answers, HomeOptions{CanForget: true, Notice: "Forgot one answer."}),
 		"home_answers_viewer":   HomeView(answers, HomeOptions{}),
 		"home_answers_empty":    HomeView(nil, HomeOptions{CanForget: true}),
+		"home_closed":           HomeClosed("Claude here is only for people of this workspace. Nothing was changed."),
 	}
 }
 

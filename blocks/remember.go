@@ -183,6 +183,13 @@ func HomeView(answers []store.RememberedAnswer, o HomeOptions) slack.HomeTabView
 	return slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: bs}}
 }
 
+// HomeClosed is the App Home tab of someone who may not see it: only why
+// (slackgate's own words), no answer.
+func HomeClosed(why string) slack.HomeTabViewRequest {
+	bs := []slack.Block{slack.NewHeaderBlock(plain("Remembered answers")), section(cutSafe(why, MaxText))}
+	return slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: bs}}
+}
+
 // homeAnswer is one remembered answer in the Home view.
 func homeAnswer(a store.RememberedAnswer, canForget bool) slack.Block {
 	who := codeSafe(cmpNonEmpty(a.ByName, a.By))

@@ -20,22 +20,55 @@ import (
 const invisibleMark = "⟦U+"
 
 // invisible reports whether r would be invisible or reorder text when
-// Slack shows it: format characters (zero-width, bidi controls, BOM, tags),
-// control characters other than newline and tab, line and paragraph
-// separators, and the blank Hangul fillers.
+// Slack shows it: every Default_Ignorable_Code_Point (zero-width and bidi
+// controls, the BOM, tag characters, variation selectors, the Hangul
+// fillers, the Khmer inherent vowels and the code points Unicode reserves
+// as ignorable), every other format character, control characters other
+// than newline and tab, line and paragraph separators, and the blank
+// braille pattern. Go has no table of the derived property; it is the
+// union of Cf, Variation_Selector and Other_Default_Ignorable_Code_Point
+// less a few visible format characters, so the union covers it.
 func invisible(r rune) bool {
 	switch {
 	case r == '\n' || r == '\t':
 		return false
-	case unicode.Is(unicode.Cc, r), unicode.Is(unicode.Cf, r),
-		unicode.Is(unicode.Zl, r), unicode.Is(unicode.Zp, r):
+	case r < 0x7f:
+		return r < ' '
+	case r == 0x2800:
 		return true
 	}
+	return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp,
+		unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
+}
+
+// emojiStyle is VARIATION SELECTOR-16, which asks for the emoji look of
+// the symbol before it (⚠️ is U+26A0 U+FE0F).
+const emojiStyle = '\uFE0F'
+
+// hidden reports whether r, after prev (0 at the start of a text), is
+// escaped: every invisible character, except one VS16 right after a symbol
+// with an emoji look. ⚠️ and ✔️ are common in commands and Claude's prose,
+// and a warning on all of them would teach people to ignore it; one such
+// selector per visible symbol can carry a bit, never a hidden run of
+// bytes. Every other selector (a payload hides in U+FE00–FE0E and
+// U+E0100–E01EF), a second VS16, a keycap's (a digit would carry a bit)
+// and the joiner of emoji sequences (👩⟦U+200D⟧💻 still reads) are escaped.
+func hidden(prev, r rune) bool {
+	if r == emojiStyle {
+		return !emojiBase(prev)
+	}
+	return invisible(r)
+}
+
+// emojiBase reports whether VS16 may follow r: a visible symbol beyond
+// ASCII and Latin-1 (© and ® aside), or one of the few punctuation marks
+// and letters Unicode gives an emoji look (ℹ ‼ ⁉ 〰 〽).
+func emojiBase(r rune) bool {
 	switch r {
-	case 0x034F, 0x115F, 0x1160, 0x3164, 0xFFA0, 0x2800:
+	case 0x00A9, 0x00AE, 0x2139, 0x203C, 0x2049, 0x3030, 0x303D:
 		return true
 	}
-	return false
+	return r >= 0x2000 && unicode.In(r, unicode.So, unicode.Sm) && !invisible(r)
 }
 
 func visibleForm(r rune) string { return fmt.Sprintf("%s%04X⟧", invisibleMark, r) }
@@ -46,24 +79,36 @@ func hasInvisible(s string) bool {
 	// only those, and a byte test is far cheaper than invisible's tables.
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; (c < ' ' && c != '\n' && c != '\t') || c >= 0x7f {
-			return strings.IndexFunc(s[i:], invisible) >= 0
+			prev := rune(0)
+			if i > 0 {
+				prev = rune(s[i-1]) // ASCII: every byte before i is
+			}
+			for _, r := range s[i:] {
+				if hidden(prev, r) {
+					return true
+				}
+				prev = r
+			}
+			return false
 		}
 	}
 	return false
 }
 
-// visible replaces every invisible character with its escape.
+// visible replaces every hidden character with its escape.
 func visible(s string) string {
 	if !hasInvisible(s) {
 		return s
 	}
 	var b strings.Builder
+	prev := rune(0)
 	for _, r := range s {
-		if invisible(r) {
+		if hidden(prev, r) {
 			b.WriteString(visibleForm(r))
-			continue
+		} else {
+			b.WriteRune(r)
 		}
-		b.WriteRune(r)
+		prev = r
 	}
 	return b.String()
 }

@@ -2,8 +2,10 @@ package blocks
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/slackgate/slackgate/store"
 )
@@ -70,25 +72,127 @@ func TestInvisibleCharactersBecomeVisibleEscapes(t *testing.T) {
 	}
 }
 
-func TestEveryPlaceInputAppearsEscapesInvisibleCharacters(t *testing.T) {
-	const bidi = "\u202e"
-	q := `{"questions":[{"question":"Q` + bidi + `?","header":"H` + bidi + `","options":[{"label":"A` + bidi + `","description":"d` + bidi + `"},{"label":"B"}]}]}`
-	for name, r := range map[string]store.Request{
-		"Bash":     request("i1", store.KindTool, "Bash", `{"command":"ls `+bidi+`","timeout":"`+bidi+`"}`),
-		"plan":     request("i2", store.KindPlan, "ExitPlanMode", `{"plan":"# P`+bidi+`\n[a](https://x.io)"}`),
-		"question": questionRequest(q),
-		"MCP":      request("i3", store.KindTool, "mcp__s__t", `{"a":"`+bidi+`"}`),
-	} {
-		t.Run(name, func(t *testing.T) {
-			m := Card(r, session)
-			checkRendered(t, m)
-			js := mustJSON(t, m.Blocks)
-			if !strings.Contains(js, "⟦U+202E⟧") || !strings.Contains(js, "Contains invisible or bidirectional characters") {
-				t.Errorf("no visible escape or warning: %s", js)
+// defaultIgnorable is every Default_Ignorable_Code_Point range of
+// DerivedCoreProperties.txt (Unicode 15.0, Go's tables).
+var defaultIgnorable = [][2]rune{
+	{0x00AD, 0x00AD}, {0x034F, 0x034F}, {0x061C, 0x061C}, {0x115F, 0x1160}, {0x17B4, 0x17B5},
+	{0x180B, 0x180F}, {0x200B, 0x200F}, {0x202A, 0x202E}, {0x2060, 0x206F}, {0x3164, 0x3164},
+	{0xFE00, 0xFE0F}, {0xFEFF, 0xFEFF}, {0xFFA0, 0xFFA0}, {0xFFF0, 0xFFF8}, {0x1BCA0, 0x1BCA3},
+	{0x1D173, 0x1D17A}, {0xE0000, 0xE0FFF},
+}
+
+func TestEveryDefaultIgnorableCodePointIsEscaped(t *testing.T) {
+	for _, rg := range defaultIgnorable {
+		for _, r := range []rune{rg[0], (rg[0] + rg[1]) / 2, rg[1]} {
+			// Nowhere kept: at the start, after a letter, a digit, a
+			// selector already kept, an invisible symbol; and after an
+			// emoji symbol unless it is the one VS16 allowed there.
+			before := []string{"", "a", "1", "|", "⚠\uFE0F", "\u2800"}
+			if r != emojiStyle {
+				before = append(before, "⚠")
 			}
-			v := OtherModal(r, cardRef)
-			checkNoInvisible(t, mustJSON(t, v))
+			for _, b := range before {
+				in := b + string(r) + "z"
+				if got := Escape(in); !strings.Contains(got, visibleForm(r)+"z") {
+					t.Errorf("Escape(%q) = %q: U+%04X is not escaped", in, got, r)
+				}
+				if !hasInvisible(in) || shownAsIs(in) {
+					t.Errorf("%q is taken as shown as it is", in)
+				}
+			}
+		}
+	}
+}
+
+func TestTheDefaultIgnorableTableIsUnicodes(t *testing.T) {
+	// How DerivedCoreProperties.txt derives the property.
+	derived := func(r rune) bool {
+		return unicode.In(r, unicode.Other_Default_Ignorable_Code_Point, unicode.Cf, unicode.Variation_Selector) &&
+			!unicode.In(r, unicode.White_Space, unicode.Prepended_Concatenation_Mark) &&
+			(r < 0xFFF9 || r > 0xFFFB) && (r < 0x13430 || r > 0x13440)
+	}
+	listed := func(r rune) bool {
+		for _, rg := range defaultIgnorable {
+			if rg[0] <= r && r <= rg[1] {
+				return true
+			}
+		}
+		return false
+	}
+	for r := rune(0); r <= unicode.MaxRune; r++ {
+		if d := derived(r); d != listed(r) {
+			t.Errorf("U+%04X: Default_Ignorable in Unicode %s is %v, the table says %v", r, unicode.Version, d, !d)
+		} else if d && !invisible(r) {
+			t.Errorf("U+%04X is Default_Ignorable but not invisible", r)
+		}
+	}
+}
+
+func TestAVariationSelectorStaysOnlyAfterAnEmojiSymbol(t *testing.T) {
+	vs := func(r rune) string { return visibleForm(r) }
+	// A payload smuggled as one selector per byte after an emoji.
+	smuggled, shown := "😀", "😀"
+	for _, c := range []byte("rm -rf") {
+		r := rune(0xE0100 + int(c) - 16)
+		if c < 16 {
+			r = rune(0xFE00 + int(c))
+		}
+		smuggled += string(r)
+		shown += vs(r)
+	}
+	for _, tt := range []struct{ name, in, want string }{
+		{"warning sign", "echo ⚠️ done", "echo ⚠️ done"},
+		{"check mark, information, copyright", "✔️ ℹ️ ©️ ↔️", "✔️ ℹ️ ©️ ↔️"},
+		{"after a letter", "a\uFE0Fb", "a" + vs(0xFE0F) + "b"},
+		{"after an operator", "x=\uFE0F1", "x=" + vs(0xFE0F) + "1"},
+		{"at the start", "\uFE0Fx", vs(0xFE0F) + "x"},
+		{"a second selector", "⚠\uFE0F\uFE0F", "⚠\uFE0F" + vs(0xFE0F)},
+		{"text presentation", "⚠\uFE0E", "⚠" + vs(0xFE0E)},
+		{"keycap", "1\uFE0F\u20E3", "1" + vs(0xFE0F) + "\u20E3"},
+		{"after a blank braille pattern", "\u2800\uFE0F", vs(0x2800) + vs(0xFE0F)},
+		{"zero-width joiner of an emoji sequence", "👩\u200D💻", "👩" + vs(0x200D) + "💻"},
+		{"a payload in selectors", smuggled, shown},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Escape(tt.in); got != tt.want {
+				t.Errorf("Escape(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+			}
+			if got, want := hasInvisible(tt.in), tt.in != tt.want; got != want {
+				t.Errorf("hasInvisible(%q) = %v, want %v", tt.in, got, want)
+			}
 		})
+	}
+}
+
+// hiddenChars are characters each escaping path must show: bidi, a
+// variation selector of each block, a tag, Khmer and Mongolian ignorables.
+var hiddenChars = []rune{0x202E, 0xFE00, 0xE0100, 0xE0041, 0x17B4, 0x180B, 0x2065}
+
+func TestEveryPlaceInputAppearsEscapesInvisibleCharacters(t *testing.T) {
+	for _, c := range hiddenChars {
+		x := string(c)
+		q := `{"questions":[{"question":"Q` + x + `?","header":"H` + x + `","options":[{"label":"A` + x + `","description":"d` + x + `"},{"label":"B"}]}]}`
+		for name, r := range map[string]store.Request{
+			"Bash":        request("i1", store.KindTool, "Bash", `{"command":"ls `+x+`","timeout":"`+x+`"}`),
+			"plan":        request("i2", store.KindPlan, "ExitPlanMode", `{"plan":"# P`+x+`\n[a](https://x.io)"}`),
+			"question":    questionRequest(q),
+			"MCP":         request("i3", store.KindTool, "mcp__s__t", `{"a":"`+x+`"}`),
+			"elicitation": elicitRequest("i4", `{"mcp_server_name":"s","message":"deploy`+x+`?","mode":"form","requested_schema":{"type":"object","properties":{"a":{"type":"string","title":"A`+x+`"}}}}`),
+		} {
+			t.Run(fmt.Sprintf("%s U+%04X", name, c), func(t *testing.T) {
+				m := Card(r, session)
+				checkRendered(t, m)
+				js := mustJSON(t, m.Blocks)
+				if !strings.Contains(js, visibleForm(c)) || !strings.Contains(js, "Contains invisible or bidirectional characters") {
+					t.Errorf("no visible escape or warning: %s", js)
+				}
+				for _, kind := range []ModalKind{ModalOther, ModalElicit} {
+					if v, ok := Modal(kind, r, cardRef); ok {
+						checkNoInvisible(t, mustJSON(t, v))
+					}
+				}
+			})
+		}
 	}
 }
 
@@ -231,12 +335,28 @@ func FuzzMaskSecrets(f *testing.F) {
 	for _, tt := range secretCases {
 		f.Add(tt.in)
 	}
+	f.Add("echo ⚠️ ✔\uFE0F\uFE0F 1\uFE0F\u20E3 😀\U000E0100\uFE00 a\u200Db")
 	f.Fuzz(func(t *testing.T, in string) {
 		if got, want := maskSecrets(in), maskAll(in); got != want {
 			t.Fatalf("maskSecrets(%q) = %q, every regexp gives %q", in, got, want)
 		}
-		if got, want := hasInvisible(in), strings.IndexFunc(in, invisible) >= 0; got != want {
-			t.Fatalf("hasInvisible(%q) = %v, want %v", in, got, want)
+		shown := visible(in)
+		if got, want := hasInvisible(in), shown != in; got != want {
+			t.Fatalf("hasInvisible(%q) = %v, but visible changes it to %q", in, got, shown)
+		}
+		if hasInvisible(shown) || visible(shown) != shown {
+			t.Fatalf("visible(%q) = %q still hides something", in, shown)
 		}
 	})
+}
+
+func TestASplitNeverSeparatesAKeptSelectorFromItsSymbol(t *testing.T) {
+	// One line of emoji longer than a message's chunk: wherever the cut
+	// falls, each VS16 stays after its symbol, so none shows raw alone.
+	for _, lead := range []string{"", "x", "xy"} {
+		text := lead + strings.Repeat("⚠️", 4000)
+		for _, m := range EventMessages(store.Event{Type: store.EventAssistantText, Text: text}) {
+			checkRendered(t, m)
+		}
+	}
 }

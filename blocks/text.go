@@ -405,6 +405,11 @@ func pieces(line string, size int) []string {
 	var out []string
 	for utf8.RuneCountInString(line) > size {
 		head := strings.TrimSuffix(cutSafe(line, size+1), "…")
+		if r, _ := utf8.DecodeRuneInString(line[len(head):]); r == emojiStyle {
+			// A VS16 kept after its symbol (see hidden) stays with it.
+			_, n := utf8.DecodeLastRuneInString(head)
+			head = head[:len(head)-n]
+		}
 		if head == "" {
 			break
 		}

@@ -48,7 +48,10 @@ func (h *harness) nextIs(t testing.TB, s store.Session, user string) {
 func TestThreadRepliesReachTheSessionOnlyFromItsStarterOrAnApprover(t *testing.T) {
 	for _, tr := range transports {
 		t.Run(tr, func(t *testing.T) {
-			h := newHarness(t, tr, harnessOpts{cfg: func(c *Config) { c.Approvers = People{IDs: []string{"S0OPS"}} }})
+			// U1, who is no approver, starts the session: STARTERS=*.
+			h := newHarness(t, tr, harnessOpts{cfg: func(c *Config) {
+				c.Approvers, c.Starters = People{IDs: []string{"S0OPS"}}, People{Anyone: true}
+			}})
 			h.fake.AddUserGroup("S0OPS", "U2")
 			h.fake.AddUser("U4", "dave")
 			ctx := testCtx(t)
@@ -139,6 +142,44 @@ func TestOnlyStartersStartSessions(t *testing.T) {
 	}
 	if s, in := h.claim(t); s.StartedBy != "U2" || in.Text != "group member" {
 		t.Errorf("claimed %+v / %+v, want the group member's session", s, in)
+	}
+}
+
+func TestStartersDefaultToTheApprovers(t *testing.T) {
+	for _, tt := range []struct {
+		name           string
+		starters       People
+		strangerStarts bool
+	}{
+		{"STARTERS unset", People{}, false},
+		{"STARTERS=*", anyone, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, transportSocket, harnessOpts{cfg: func(c *Config) {
+				c.Approvers, c.Starters = People{IDs: []string{"U2"}}, tt.starters
+			}})
+			ctx := testCtx(t)
+			ts, err := h.fake.Mention(ctx, "U1", "C1", "a non-approver's start")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.strangerStarts {
+				if s, in := h.claim(t); s.StartedBy != "U1" || in.Text != "a non-approver's start" {
+					t.Errorf("claimed %+v / %+v, want U1's session", s, in)
+				}
+			} else {
+				if eph := h.refused(t, "U1", "can start Claude sessions"); !strings.Contains(eph.Text, "<@U2>") {
+					t.Errorf("refusal %q does not name the approver who may start", eph.Text)
+				}
+				h.noSession(t, "C1", ts)
+			}
+			if _, err := h.fake.Mention(ctx, "U2", "C1", "the approver's start"); err != nil {
+				t.Fatal(err)
+			}
+			if s, in := h.claim(t); s.StartedBy != "U2" || in.Text != "the approver's start" {
+				t.Errorf("claimed %+v / %+v, want the approver's session next", s, in)
+			}
+		})
 	}
 }
 

@@ -157,6 +157,9 @@ func (b *Bot) onHomeOpened(ctx context.Context, user, tab string) {
 	if user == "" || (tab != "" && tab != "home") {
 		return
 	}
+	if !b.ofOurTeam(ctx, b.log.With().Str("user", user).Logger(), actor{user: user}, func(m string) { b.publishClosedHome(ctx, user, m) }) {
+		return
+	}
 	b.publishHome(ctx, user, "")
 }
 

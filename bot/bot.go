@@ -34,6 +34,7 @@ type Bot struct {
 	out       *outbox
 	approvers *approvers
 	starters  *approvers
+	teams     *teamGate
 	work      tasks
 	// apiSessions serialises opening API sessions, so one Claude session
 	// gets one thread when its first requests arrive together.
@@ -109,9 +110,12 @@ func New(cfg Config, st store.Store, log zerolog.Logger) (*Bot, error) {
 	b.approvers = newApprovers(cfg.Approvers, list, cfg.Clock, ttl)
 	starters := cfg.Starters
 	if starters.IsZero() {
-		starters.Anyone = true
+		starters = cfg.Approvers
 	}
 	b.starters = newApprovers(starters, list, cfg.Clock, ttl)
+	b.teams = newTeamGate(cfg.AllowedTeams, func(ctx context.Context, user string) (*slack.User, error) {
+		return api.GetUserInfoContext(ctx, user)
+	}, cfg.Clock, ttl)
 	return b, nil
 }
 
@@ -130,12 +134,13 @@ func (b *Bot) Run(ctx context.Context) error {
 		return fmt.Errorf("bot: auth.test (is SLACK_BOT_TOKEN right?): %w", err)
 	}
 	b.botUserID = auth.UserID
+	b.teams.setHome(auth.TeamID, auth.EnterpriseID)
 	if b.cfg.socketMode() {
 		b.conn.to(errors.New("socket mode not connected yet"))
 	} else {
 		b.conn.to(nil)
 	}
-	b.log.Info().Str("bot_user", auth.UserID).Str("team", auth.Team).Bool("socket_mode", b.cfg.socketMode()).Msg("slack bot starting")
+	b.log.Info().Str("bot_user", auth.UserID).Str("team", auth.Team).Str("team_id", auth.TeamID).Str("enterprise_id", auth.EnterpriseID).Bool("socket_mode", b.cfg.socketMode()).Msg("slack bot starting")
 
 	g, gctx := errgroup.WithContext(ctx)
 	b.work.start(gctx)

@@ -40,9 +40,14 @@ type Config struct {
 	// anyone who can see the card when Anyone is set. Required: the zero
 	// value is refused (see ApproversRequired).
 	Approvers People
-	// Starters may start sessions; the zero value lets anyone. Thread
-	// replies are for a session's starter and the approvers only.
+	// Starters may start sessions; the zero value means the approvers
+	// (Anyone must be said). Thread replies are for a session's starter
+	// and the approvers only.
 	Starters People
+	// AllowedTeams are the other workspaces (T…) and organizations (E…)
+	// whose people may act through the bot; empty: only the workspace the
+	// bot token belongs to (see teams.go).
+	AllowedTeams []string
 	// AllowedChannels are the channel ids where sessions may start (by
 	// mention or /claude); empty: every channel the app is in.
 	AllowedChannels []string
@@ -129,6 +134,11 @@ func (c Config) validateAccess() error {
 	}
 	if len(c.SigningKey) != ed25519.PrivateKeySize {
 		return fmt.Errorf("%w: a decision signing key is required (DECISION_SIGNING_KEY; `slackgate keygen` makes one)", ErrConfig)
+	}
+	for _, id := range c.AllowedTeams {
+		if !isTeamID(id) {
+			return fmt.Errorf("%w: ALLOWED_TEAMS entry %q is not a Slack team (T…) or enterprise (E…) id", ErrConfig, id)
+		}
 	}
 	for _, ch := range c.AllowedChannels {
 		if !isChannelID(ch) {
@@ -232,6 +242,26 @@ func ParseChannels(s string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// ParseTeams parses ALLOWED_TEAMS: team (T…) and enterprise (E…) ids
+// separated by commas or blanks; blank input gives nil (the bot's own
+// workspace only).
+func ParseTeams(s string) ([]string, error) {
+	var out []string
+	for _, id := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' || r == '\n' }) {
+		if !isTeamID(id) {
+			return nil, fmt.Errorf("%w: %q is not a Slack team (T…) or enterprise (E…) id", ErrConfig, id)
+		}
+		if !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+func isTeamID(id string) bool {
+	return len(id) > 1 && (id[0] == 'T' || id[0] == 'E') && upperAlnum(id[1:])
 }
 
 // isDM reports whether a channel id is a direct message with the bot.

@@ -96,6 +96,29 @@ func TestParseChannels(t *testing.T) {
 	}
 }
 
+func TestParseTeams(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []string
+		wantErr bool
+	}{
+		{in: "", want: nil},
+		{in: "T1, E2 T1", want: []string{"T1", "E2"}},
+		{in: "*", wantErr: true}, // every team is what the gate is there to refuse
+		{in: "acme", wantErr: true},
+		{in: "U1", wantErr: true},
+		{in: "t1", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseTeams(tt.in)
+			if (err != nil) != tt.wantErr || !slices.Equal(got, tt.want) {
+				t.Errorf("ParseTeams(%q) = %v, %v; want %v (error: %v)", tt.in, got, err, tt.want, tt.wantErr)
+			}
+		})
+	}
+}
+
 func TestNewRefusesIncompleteConfig(t *testing.T) {
 	tests := []struct {
 		name string
@@ -109,6 +132,7 @@ func TestNewRefusesIncompleteConfig(t *testing.T) {
 		{"no signing key", Config{BotToken: "xoxb-1", AppToken: "xapp-1", Approvers: anyone}},
 		{"no approvers", Config{BotToken: "xoxb-1", SigningSecret: "s", SigningKey: testSigningKey}},
 		{"a bad starter", Config{BotToken: "xoxb-1", SigningSecret: "s", Approvers: anyone, Starters: People{IDs: []string{"C1"}}, SigningKey: testSigningKey}},
+		{"a bad allowed team", Config{BotToken: "xoxb-1", SigningSecret: "s", Approvers: anyone, AllowedTeams: []string{"acme"}, SigningKey: testSigningKey}},
 		{"a bad channel", Config{BotToken: "xoxb-1", SigningSecret: "s", Approvers: anyone, AllowedChannels: []string{"general"}, SigningKey: testSigningKey}},
 		{"DMs without a workdir", Config{BotToken: "xoxb-1", SigningSecret: "s", Approvers: anyone, AllowDMs: true, SigningKey: testSigningKey}},
 		{"DMs with a relative workdir", Config{BotToken: "xoxb-1", SigningSecret: "s", Approvers: anyone, AllowDMs: true, DMWorkDir: "dm", SigningKey: testSigningKey}},

@@ -21,6 +21,7 @@ package bot
 //	interactions.go  clicks and modal submissions; the one decide pipeline
 //	                 both go through (decision)
 //	approvers.go     who may decide or stop (approvers, guarded, Bot.may)
+//	teams.go         only the installation's team (and ALLOWED_TEAMS) act
 //	stop.go          Stop from the status message or a "stop" reply
 //	store_events.go  store → Slack: the bus consumer that posts cards,
 //	                 settles them and shows what Claude said and did
@@ -57,10 +58,14 @@ package bot
 // deliveries are deduplicated by event_id in the store (FirstSeen), so a
 // Slack retry runs once even when it reaches another replica.
 //
-// Who may do what: anyone in a channel with the bot may start a session
-// (mention, DM, /claude) or continue one (a reply in its thread). APPROVERS
-// only gates decisions on request cards; an empty list lets anyone who can
-// see a card decide it.
+// Who may do what: first, only people of the workspace the bot token
+// belongs to act through the bot, unless ALLOWED_TEAMS lists their
+// workspace (T…) or organization (E…); people of Slack Connect and shared
+// channels are refused (teams.go). Then STARTERS may start a session
+// (mention, DM, /claude): the APPROVERS unless set, * for anyone. A
+// session's starter and APPROVERS may continue it (a reply in its thread)
+// and stop it; only APPROVERS decide request cards and forget remembered
+// answers. APPROVERS is required; * lets anyone who can see a card decide.
 //
 // Stopping Claude: the status message offers Stop (with a confirm dialog)
 // while Claude works or waits, and a thread reply that is just "stop"

@@ -33,15 +33,18 @@ func (b *Bot) onInteraction(cb *slack.InteractionCallback) any {
 				// nothing to do.
 				continue
 			}
-			if act.Kind == blocks.ActionForget { // the App Home's, names an answer
-				b.work.Go(func(ctx context.Context) { b.onForgetClick(ctx, cb, act) })
-				continue
+			handle := func(ctx context.Context) { b.onAction(ctx, cb, act) }
+			switch act.Kind {
+			case blocks.ActionForget: // the App Home's, names an answer
+				handle = func(ctx context.Context) { b.onForgetClick(ctx, cb, act) }
+			case blocks.ActionStop: // names a session, not a request
+				handle = func(ctx context.Context) { b.onStopClick(ctx, cb, act) }
 			}
-			if act.Kind == blocks.ActionStop { // names a session, not a request
-				b.work.Go(func(ctx context.Context) { b.onStopClick(ctx, cb, act) })
-				continue
-			}
-			b.work.Go(func(ctx context.Context) { b.onAction(ctx, cb, act) })
+			b.work.Go(func(ctx context.Context) {
+				if b.clickOfOurTeam(ctx, cb, act) {
+					handle(ctx)
+				}
+			})
 		}
 		return nil
 	case slack.InteractionTypeViewSubmission:
@@ -235,6 +238,9 @@ func (b *Bot) onViewSubmission(ctx context.Context, cb *slack.InteractionCallbac
 	}
 	p := &decision{b: b, user: cb.User.ID, card: v.Card, async: true}
 	p.log = b.log.With().Str("request_id", v.RequestID).Str("user", p.user).Str("channel", v.Card.Channel).Str("modal", string(v.Kind)).Logger()
+	if !b.ofOurTeam(ctx, p.log, actor{user: cb.User.ID, team: cb.User.TeamID}, func(m string) { p.tell(ctx, m) }) {
+		return nil
+	}
 	var invalid map[string]string
 	err = p.run(ctx, v.RequestID, func(r store.Request) (store.Decision, bool, error) {
 		d, errs, err := blocks.DecideView(v, r, cb, b.who(ctx, cb), b.clock.Now())

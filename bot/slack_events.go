@@ -53,6 +53,9 @@ func (b *Bot) onMention(ctx context.Context, e *slackevents.AppMentionEvent) {
 	if thread.TS == "" {
 		thread.TS = e.TimeStamp
 	}
+	if !b.ofOurTeamIn(ctx, thread, actor{user: e.User, team: e.UserTeam}) {
+		return
+	}
 	b.startOrContinue(ctx, thread, e.User, b.stripMention(e.Text))
 }
 
@@ -74,6 +77,9 @@ func (b *Bot) onMessage(ctx context.Context, e *slackevents.MessageEvent) {
 		if thread.TS == "" {
 			thread.TS = e.TimeStamp
 		}
+		if !b.ofOurTeamIn(ctx, thread, actor{user: e.User, team: e.UserTeam}) {
+			return
+		}
 		b.startOrContinue(ctx, thread, e.User, b.stripMention(e.Text))
 		return
 	}
@@ -88,6 +94,9 @@ func (b *Bot) onMessage(ctx context.Context, e *slackevents.MessageEvent) {
 	if err != nil {
 		b.log.Error().Err(err).Str("channel", thread.Channel).Msg("look up thread session")
 		b.tellUser(ctx, thread, e.User, "Sorry, I could not pass your message to Claude (the session store is unavailable). Please try again.")
+		return
+	}
+	if !b.ofOurTeamIn(ctx, thread, actor{user: e.User, team: e.UserTeam}) {
 		return
 	}
 	b.followUp(ctx, s, e.User, strings.TrimSpace(e.Text))
@@ -112,6 +121,9 @@ func (b *Bot) onCommand(cmd slack.SlashCommand) any {
 	b.work.Go(func(ctx context.Context) {
 		log := b.log.With().Str("channel", cmd.ChannelID).Str("user", cmd.UserID).Logger()
 		tell := func(text string) { b.ephemeral(ctx, cmd.ChannelID, "", cmd.UserID, text) }
+		if !b.ofOurTeam(ctx, log, actor{user: cmd.UserID, team: cmd.TeamID}, tell) {
+			return
+		}
 		defer b.starting.lock(cmd.UserID)()
 		if !b.mayStart(ctx, log, cmd.ChannelID, cmd.UserID, prompt, tell) {
 			return

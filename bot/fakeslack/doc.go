@@ -14,4 +14,9 @@
 // conversations.replies (a thread, paged) and apps.connections.open. Any
 // other method answers unknown_method, which fails the test: a new call in
 // the bot needs its fake here first.
+//
+// People are of the fake's team unless AddExternalUser makes them someone
+// of another workspace and organization, as Slack Connect shows them: their
+// events carry user_team and source_team, their clicks, modals and
+// commands name their team, and users.info answers with it.
 package fakeslack

@@ -105,7 +105,22 @@ type DeliveryFailure struct {
 type User struct {
 	ID   string
 	Name string
+	// Team and Enterprise are the workspace (T…) and organization (E…)
+	// the person belongs to: TeamID and none, unless AddExternalUser made
+	// them someone of another team.
+	Team, Enterprise string
 }
+
+// team is the workspace u belongs to.
+func (u *User) team() string {
+	if u.Team == "" {
+		return TeamID
+	}
+	return u.Team
+}
+
+// external reports whether u belongs to another team than the app's.
+func (u *User) external() bool { return u.team() != TeamID }
 
 // Fake is a Slack workspace with one app installed. Create it with New; it
 // stops when the test ends (or on Close).
@@ -315,6 +330,18 @@ func (f *Fake) AddUser(id, name string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.users[id] = &User{ID: id, Name: name}
+	f.notifyLocked()
+}
+
+// AddExternalUser adds a person of another workspace (team, T…) and,
+// unless enterprise is "", organization (E…) who shares the fake's
+// channels through Slack Connect: their messages carry user_team and
+// source_team, their clicks, modals and commands name their team, and
+// users.info answers with it.
+func (f *Fake) AddExternalUser(id, name, team, enterprise string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.users[id] = &User{ID: id, Name: name, Team: team, Enterprise: enterprise}
 	f.notifyLocked()
 }
 

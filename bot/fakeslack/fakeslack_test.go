@@ -310,6 +310,7 @@ func TestUserDirectoryMethods(t *testing.T) {
 type app struct {
 	mu     sync.Mutex
 	events []string
+	teams  []string // the acting person's team each payload names
 	clicks []slack.InteractionCallback
 	answer any
 }
@@ -345,14 +346,22 @@ func runSocketApp(ctx context.Context, t *testing.T, f *fakeslack.Fake, a *app) 
 				switch data := evt.Data.(type) {
 				case slackevents.EventsAPIEvent:
 					a.events = append(a.events, data.InnerEvent.Type)
+					switch e := data.InnerEvent.Data.(type) {
+					case *slackevents.AppMentionEvent:
+						a.teams = append(a.teams, e.UserTeam)
+					case *slackevents.MessageEvent:
+						a.teams = append(a.teams, e.UserTeam)
+					}
 				case slack.InteractionCallback:
 					a.events = append(a.events, string(data.Type))
+					a.teams = append(a.teams, data.User.TeamID)
 					a.clicks = append(a.clicks, data)
 					if data.Type == slack.InteractionTypeViewSubmission {
 						payload = a.answer
 					}
 				case slack.SlashCommand:
 					a.events = append(a.events, data.Command)
+					a.teams = append(a.teams, data.TeamID+"/"+data.EnterpriseID)
 					payload = map[string]string{"text": "on it"}
 				}
 				a.mu.Unlock()
@@ -370,6 +379,44 @@ func runSocketApp(ctx context.Context, t *testing.T, f *fakeslack.Fake, a *app) 
 			t.Errorf("socket mode app: %v", err)
 		}
 	})
+}
+
+func TestAnExternalPersonsPayloadsNameTheirTeam(t *testing.T) {
+	ctx := testCtx(t)
+	a := &app{}
+	f := socketWorkspace(ctx, t, a)
+	f.AddExternalUser("U9", "eve", "T0OTHER", "E0OTHER")
+	u, err := client(f).GetUserInfoContext(ctx, "U9")
+	if err != nil || u.TeamID != "T0OTHER" || u.Enterprise.EnterpriseID != "E0OTHER" || !u.IsStranger {
+		t.Errorf("users.info = %+v, %v; want eve of T0OTHER in E0OTHER", u, err)
+	}
+	if alice, err := client(f).GetUserInfoContext(ctx, "U1"); err != nil || alice.TeamID != fakeslack.TeamID || alice.IsStranger {
+		t.Errorf("users.info of a member = %+v, %v", alice, err)
+	}
+	if _, err := f.Mention(ctx, "U9", "C1", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Mention(ctx, "U1", "C1", "hello"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.SlashCommand(ctx, "U9", "C1", "/claude", "x"); err != nil {
+		t.Fatal(err)
+	}
+	_, ts, err := client(f).PostMessageContext(ctx, "C1", slack.MsgOptionText("card", false), slack.MsgOptionBlocks(card("v1")...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Click(ctx, "U9", fakeslack.MessageRef{Channel: "C1", TS: ts}, "Approve"); err != nil {
+		t.Fatal(err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	// eve's app_mention and message name her team; alice's name none (no
+	// shared channel is involved); the command and the click name eve's.
+	want := []string{"T0OTHER", "T0OTHER", "", "", "T0OTHER/E0OTHER", "T0OTHER"}
+	if !slices.Equal(a.teams, want) {
+		t.Errorf("teams named = %q, want %q", a.teams, want)
+	}
 }
 
 // socketWorkspace is the setup most tests share: a fake workspace with alice

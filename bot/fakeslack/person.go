@@ -21,6 +21,9 @@ type Response struct {
 	Raw    json.RawMessage         // the ack payload or HTTP body as sent
 }
 
+// eventCallbackLocked wraps event in the Events API envelope; an event by
+// someone of another team (user_team set) comes from a channel shared
+// with theirs.
 func (f *Fake) eventCallbackLocked(event map[string]any) []byte {
 	now := f.now()
 	payload, _ := json.Marshal(map[string]any{
@@ -33,7 +36,7 @@ func (f *Fake) eventCallbackLocked(event map[string]any) []byte {
 		"event_time": now.Unix(),
 		"authorizations": []map[string]any{{"enterprise_id": "", "team_id": TeamID, "user_id": BotUserID,
 			"is_bot": true, "is_enterprise_install": false}},
-		"is_ext_shared_channel": false,
+		"is_ext_shared_channel": event["user_team"] != nil,
 		"event_context":         "4-fakeslack",
 	})
 	return payload
@@ -60,6 +63,7 @@ func mentionsBot(text string) bool { return strings.Contains(text, "<@"+BotUserI
 // message event (message.channels / message.im) in every case, as Slack does
 // for an app subscribed to both.
 func (f *Fake) postAsPersonLocked(user string, c *channel, threadTS, text string) (string, [][]byte) {
+	u := f.users[user]
 	m := &Message{Channel: c.id, TS: f.tsLocked(), ThreadTS: threadTS, User: user, Text: text, Posted: f.now()}
 	c.add(m)
 	f.notifyLocked()
@@ -67,6 +71,11 @@ func (f *Fake) postAsPersonLocked(user string, c *channel, threadTS, text string
 	base := func(typ string) map[string]any {
 		ev := map[string]any{"type": typ, "user": user, "text": text, "ts": m.TS, "channel": c.id,
 			"event_ts": m.TS, "team": TeamID, "client_msg_id": clientMsgID}
+		if u != nil && u.external() {
+			// Slack's fields for a message in a channel shared between
+			// workspaces: the poster's team, and the one it came from.
+			ev["team"], ev["user_team"], ev["source_team"] = u.team(), u.team(), u.team()
+		}
 		if threadTS != "" {
 			ev["thread_ts"] = threadTS
 		}
@@ -157,7 +166,7 @@ func (f *Fake) SlashCommand(ctx context.Context, user, channel, command, text st
 	c := f.channelForPersonLocked(channel)
 	form := url.Values{
 		"token":                 {VerificationToken},
-		"team_id":               {TeamID},
+		"team_id":               {u.team()},
 		"team_domain":           {TeamDomain},
 		"channel_id":            {c.id},
 		"channel_name":          {c.name},
@@ -168,6 +177,9 @@ func (f *Fake) SlashCommand(ctx context.Context, user, channel, command, text st
 		"api_app_id":            {AppID},
 		"is_enterprise_install": {"false"},
 		"trigger_id":            {f.newTriggerLocked(u.ID)},
+	}
+	if u.Enterprise != "" {
+		form.Set("enterprise_id", u.Enterprise)
 	}
 	f.mu.Unlock()
 	obj := map[string]string{}
@@ -296,7 +308,7 @@ func initialState(typ string, el map[string]any) map[string]any {
 }
 
 func userObj(u *User) map[string]any {
-	return map[string]any{"id": u.ID, "username": u.Name, "name": u.Name, "team_id": TeamID}
+	return map[string]any{"id": u.ID, "username": u.Name, "name": u.Name, "team_id": u.team()}
 }
 
 // blockActionsLocked builds the block_actions payload Slack sends when user

@@ -309,9 +309,13 @@ func (f *Fake) openConversationLocked(p params) (map[string]any, error) {
 }
 
 func userJSON(u *User) map[string]any {
-	return map[string]any{"id": u.ID, "team_id": TeamID, "name": u.Name, "real_name": u.Name,
-		"is_bot": u.ID == BotUserID, "deleted": false, "tz": "UTC",
-		"profile": map[string]any{"display_name": u.Name, "real_name": u.Name}}
+	out := map[string]any{"id": u.ID, "team_id": u.team(), "name": u.Name, "real_name": u.Name,
+		"is_bot": u.ID == BotUserID, "deleted": false, "tz": "UTC", "is_stranger": u.external(),
+		"profile": map[string]any{"display_name": u.Name, "real_name": u.Name, "team": u.team()}}
+	if u.Enterprise != "" {
+		out["enterprise_user"] = map[string]any{"id": u.ID, "enterprise_id": u.Enterprise, "teams": []string{u.team()}}
+	}
+	return out
 }
 
 func (m *Message) wire() map[string]any {

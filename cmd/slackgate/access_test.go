@@ -80,7 +80,7 @@ func TestADirectMessageIsRefusedWhileDMsAreOff(t *testing.T) {
 func TestStartsAreLimitedToStartersAndAllowedChannels(t *testing.T) {
 	t.Parallel()
 	const random = "C0RANDOM"
-	a := startApp(t, options{extraEnv: []string{"STARTERS=" + dana, "ALLOWED_CHANNELS=" + general}},
+	a := startApp(t, options{starters: dana, extraEnv: []string{"ALLOWED_CHANNELS=" + general}},
 		relaytest.Text("Only dana's start in #general runs."))
 	a.slack.AddChannel(random, "random")
 
@@ -110,6 +110,61 @@ func TestStartsAreLimitedToStartersAndAllowedChannels(t *testing.T) {
 			t.Errorf("the bot posted in #random: %s", m.AllText())
 		}
 	}
+}
+
+func TestStartersDefaultToTheApproversInProduction(t *testing.T) {
+	t.Parallel()
+	a := startApp(t, options{approvers: lee, defaultStarters: true}, relaytest.Text("lee's session runs."))
+	if _, err := a.slack.Mention(a.ctx, dana, general, "dana is no approver"); err != nil {
+		t.Fatal(err)
+	}
+	if eph := a.told(dana, "can start Claude sessions"); !strings.Contains(eph.Text, "<@"+lee+">") {
+		t.Errorf("the refusal does not say who may start: %q", eph.Text)
+	}
+	if err := a.slack.SlashCommand(a.ctx, sam, general, "/claude", "sam by command"); err != nil {
+		t.Fatal(err)
+	}
+	a.told(sam, "can start Claude sessions")
+	thread, err := a.slack.Mention(a.ctx, lee, general, "lee starts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.threadText(thread, "lee's session runs.")
+	if n := len(a.model.Requests()); n != 1 {
+		t.Errorf("the model got %d calls, want 1: only lee's start", n)
+	}
+	a.modelNeverGot("dana is no approver")
+	a.modelNeverGot("sam by command")
+}
+
+func TestPeopleOfAnotherTeamReachNothingUnlessItIsAllowed(t *testing.T) {
+	t.Parallel()
+	const eve, pat = "U9EVE", "U9PAT" // a Slack Connect stranger, and a partner whose team is listed
+	a := startApp(t, options{extraEnv: []string{"ALLOWED_TEAMS=T0PARTNER"}}, relaytest.Text("The partner's session runs."))
+	a.slack.AddExternalUser(eve, "eve", "T0STRANGER", "E0STRANGER")
+	a.slack.AddExternalUser(pat, "pat", "T0PARTNER", "")
+	if _, err := a.slack.Mention(a.ctx, eve, general, "eve wants a shell"); err != nil {
+		t.Fatal(err)
+	}
+	a.told(eve, "belongs to another workspace or organization")
+	thread, err := a.slack.Mention(a.ctx, pat, general, "pat starts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.threadText(thread, "The partner's session runs.")
+	if _, err := a.slack.Reply(a.ctx, eve, general, thread, "and mine"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.slack.WaitEphemeral(a.ctx, eve, func(m fakeslack.Message) bool {
+		return m.ThreadTS == thread && m.HasText("belongs to another workspace or organization")
+	}); err != nil {
+		t.Errorf("eve's reply in the partner's thread: %v", err)
+	}
+	if n := len(a.model.Requests()); n != 1 {
+		t.Errorf("the model got %d calls, want 1: only the partner's start", n)
+	}
+	a.modelNeverGot("eve wants a shell")
+	a.modelNeverGot("and mine")
 }
 
 func TestAReplayedSlashCommandIsRefused(t *testing.T) {

@@ -82,6 +82,7 @@ type Config struct {
 	// Who may act, and how much.
 	Approvers          string `env:"APPROVERS"`
 	Starters           string `env:"STARTERS"`
+	AllowedTeams       string `env:"ALLOWED_TEAMS"`
 	AllowedChannels    string `env:"ALLOWED_CHANNELS"`
 	AllowDMs           bool   `env:"ALLOW_DMS"`
 	DMWorkDir          string `env:"DM_WORKDIR"`

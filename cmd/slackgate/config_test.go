@@ -38,7 +38,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"CHANNEL_WORKDIRS=C1=/a", "UNRELATED=x",
 		"SLACK_POSTS_PER_SECOND=2", "SLACK_POST_BURST=3", "SLACK_UPDATES_PER_MINUTE=100", "SLACK_UPDATE_BURST=5", "SLACK_LIVE_EDIT_INTERVAL=1s",
 		"RETENTION=48h", "AUDIT_RETENTION=0",
-		"STARTERS=U3", "ALLOWED_CHANNELS=C1", "ALLOW_DMS=true", "DM_WORKDIR=/srv/dm",
+		"STARTERS=U3", "ALLOWED_TEAMS=T9,E9", "ALLOWED_CHANNELS=C1", "ALLOW_DMS=true", "DM_WORKDIR=/srv/dm",
 		"MAX_SESSIONS_PER_USER=5", "MAX_QUEUED_INPUTS=7", "MAX_PROMPT_BYTES=1000",
 	})
 	if err != nil {
@@ -52,7 +52,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		ChannelWorkDirs: "C1=/a", LogLevel: "debug", LogFormat: "console", HealthAddr: "127.0.0.1:9191",
 		SlackPostsPerSecond: 2, SlackPostBurst: 3, SlackUpdatesPerMinute: 100, SlackUpdateBurst: 5, SlackLiveEditInterval: time.Second,
 		Retention: 48 * time.Hour, AuditRetention: 0,
-		Starters: "U3", AllowedChannels: "C1",
+		Starters: "U3", AllowedTeams: "T9,E9", AllowedChannels: "C1",
 		AllowDMs: true, DMWorkDir: "/srv/dm", MaxSessionsPerUser: 5, MaxQueuedInputs: 7, MaxPromptBytes: 1000,
 	}
 	if cfg != want {

@@ -61,7 +61,12 @@ type options struct {
 	// approvers is APPROVERS; empty means "*" (anyone), which tests about
 	// something else than who may decide rely on.
 	approvers string
-	extraEnv  []string
+	// starters is STARTERS; empty means "*" (anyone): most tests start as
+	// dana, who is no approver, and are about what follows a start.
+	// defaultStarters leaves it unset, as a user who never set it.
+	starters        string
+	defaultStarters bool
+	extraEnv        []string
 	// command is the subcommand the app runs: "run" (the default),
 	// "bot" for a test that starts workers beside it with launch, or
 	// "none" for a test that starts every program itself.
@@ -135,6 +140,9 @@ func startApp(t testing.TB, o options, steps ...relaytest.Step) *app {
 		"LOG_FORMAT=console",
 		"HEALTH_ADDR=127.0.0.1:0", // processes launch starts beside it get a port each
 	)
+	if !o.defaultStarters {
+		env = append(env, "STARTERS="+cmp.Or(o.starters, "*"))
+	}
 	switch o.backend {
 	case boltBackend:
 		env = append(env, "DATA_DIR="+t.TempDir())

@@ -173,7 +173,8 @@ func (r *loadRun) environ() []string {
 		"SLACK_API_URL=" + r.slack.APIURL(),
 		"REDIS_URL=" + r.cfg.redisURL, "REDIS_KEY_PREFIX=" + testPrefix("load"),
 		"DECISION_SIGNING_KEY=" + testKeys.sign, "DECISION_VERIFY_KEY=" + testKeys.verify,
-		"APPROVERS=" + lee, "CLAUDE_BIN=" + r.cfg.standin, "CLAUDE_WORKDIR=" + r.b.TempDir(),
+		// STARTERS: the load's starters are many people, none an approver.
+		"APPROVERS=" + lee, "STARTERS=*", "CLAUDE_BIN=" + r.cfg.standin, "CLAUDE_WORKDIR=" + r.b.TempDir(),
 		"CLAUDE_CODE_STANDIN_REQUESTS=" + strconv.Itoa(r.cfg.requests), "CLAUDE_CODE_STANDIN_TIMES=" + r.times,
 		"MAX_SESSIONS=" + strconv.Itoa(r.cfg.sessions), "HEALTH_ADDR=off", "LOG_LEVEL=info", "LOG_FORMAT=json",
 		"SLACK_POSTS_PER_SECOND=" + high, "SLACK_POST_BURST=" + high,

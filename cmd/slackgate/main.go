@@ -360,6 +360,10 @@ func (p program) botConfig(cfg Config, sign ed25519.PrivateKey) (bot.Config, err
 	if err != nil {
 		return bot.Config{}, fmt.Errorf("STARTERS: %w", err)
 	}
+	teams, err := bot.ParseTeams(cfg.AllowedTeams)
+	if err != nil {
+		return bot.Config{}, fmt.Errorf("ALLOWED_TEAMS: %w", err)
+	}
 	channels, err := bot.ParseChannels(cfg.AllowedChannels)
 	if err != nil {
 		return bot.Config{}, fmt.Errorf("ALLOWED_CHANNELS: %w", err)
@@ -382,6 +386,7 @@ func (p program) botConfig(cfg Config, sign ed25519.PrivateKey) (bot.Config, err
 		APITokens:          tokens,
 		Approvers:          approvers,
 		Starters:           starters,
+		AllowedTeams:       teams,
 		AllowedChannels:    channels,
 		AllowDMs:           cfg.AllowDMs,
 		DMWorkDir:          cfg.DMWorkDir,

@@ -59,6 +59,8 @@ func TestStartupFailuresSayWhatToFix(t *testing.T) {
 			want: []string{"APPROVERS", "choose one"}},
 		{name: "bad starters", args: []string{"run"}, environ: append([]string{"APPROVERS=*", "STARTERS=dana"}, slack...),
 			want: []string{"STARTERS", `"dana"`}},
+		{name: "bad allowed teams", args: []string{"run"}, environ: append([]string{"APPROVERS=*", "ALLOWED_TEAMS=T1,acme"}, slack...),
+			want: []string{"ALLOWED_TEAMS", `"acme"`}},
 		{name: "bad allowed channels", args: []string{"run"}, environ: append([]string{"APPROVERS=*", "ALLOWED_CHANNELS=#general"}, slack...),
 			want: []string{"ALLOWED_CHANNELS", `"#general"`}},
 		{name: "DMs without their workdir", args: []string{"run"}, environ: append([]string{"APPROVERS=*", "ALLOW_DMS=true"}, slack...),
