@@ -33,6 +33,18 @@ import (
 // it does not exist. Each Claude session id gets one store.Session whose
 // thread lives in the token's channel. Such a session never has queued
 // input, so no worker ever claims it.
+//
+// A token is a hook's credential, and the hook runs as the same user as
+// the commands Claude runs, so the API grants a token no more than a
+// hook's job: create, poll and withdraw its own requests, and report tool
+// results in its own sessions. Nothing a token sends decides anything (a
+// decision comes only from an approver in Slack, signed), and everything
+// it says about itself is shown as its claim: the thread's root names the
+// token that reports the host, directory and user, and each tool_ran line
+// and audit entry names the token that reported it (ReportedBy). Its
+// limits (APILimits) bound how much of Slack, the store and the approvers'
+// attention one token can take, and an API request expires at its
+// deadline whether or not its client still polls (apiexpire.go).
 
 const (
 	// apiMaxBody caps a request body; apiMaxInput caps the tool input in it.
@@ -212,12 +224,7 @@ func (b *Bot) apiAwait(ctx context.Context, req store.Request, wait time.Duratio
 		}
 	}
 	if req.Pending() && !req.Deadline.IsZero() && !b.clock.Now().Before(req.Deadline) {
-		d := store.Decision{Outcome: store.OutcomeExpired, At: b.clock.Now(), Message: "Nobody answered this request in time, so it was denied."}
-		settled, err := b.st.Decide(ctx, req.ID, d)
-		if err != nil && !errors.Is(err, store.ErrAlreadyDecided) {
-			return req, err
-		}
-		req = settled
+		return b.apiExpire(ctx, req)
 	}
 	return req, nil
 }

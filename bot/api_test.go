@@ -56,9 +56,10 @@ func newAPIHarness(t *testing.T, transport string) (*harness, string) {
 }
 
 type apiResp struct {
-	code int
-	body map[string]any
-	st   apiRequestStatus
+	code   int
+	header http.Header
+	body   map[string]any
+	st     apiRequestStatus
 }
 
 func apiCall(t testing.TB, method, url, token string, body []byte) apiResp {
@@ -79,7 +80,7 @@ func apiCall(t testing.TB, method, url, token string, body []byte) apiResp {
 	if err := json.NewDecoder(resp.Body).Decode(&raw); err != nil {
 		t.Fatalf("%s %s: %d with a body that is not JSON: %v", method, url, resp.StatusCode, err)
 	}
-	out := apiResp{code: resp.StatusCode}
+	out := apiResp{code: resp.StatusCode, header: resp.Header}
 	_ = json.Unmarshal(raw, &out.body)
 	_ = json.Unmarshal(raw, &out.st)
 	return out

@@ -50,11 +50,16 @@ func (n apiToolRan) validate() error {
 
 func (b *Bot) apiToolResult(w http.ResponseWriter, r *http.Request, tok APIToken, log zerolog.Logger) {
 	var body apiToolRan
-	if !readJSONBody(w, r, &body) {
+	if !readJSONBody(w, r, &body) || !apiValid(w, body.validate(), body.Input) {
 		return
 	}
-	s, ok := b.apiValidSession(w, r, tok, log, body.validate(), body.Input, body.Session)
-	if !ok {
+	if err := b.apiToolResultRate(tok); err != nil {
+		apiFail(w, log, "record tool result", err)
+		return
+	}
+	s, err := b.apiSessionFor(r.Context(), log, tok, body.Session, nil)
+	if err != nil {
+		apiFail(w, log, "open session", err)
 		return
 	}
 	log = log.With().Str("session_id", s.ID).Str("tool", body.ToolName).Logger()
@@ -62,18 +67,20 @@ func (b *Bot) apiToolResult(w http.ResponseWriter, r *http.Request, tok APIToken
 	if body.Failed {
 		result = store.ToolFailed
 	}
+	// The client's word, marked so: ReportedBy in the log, the token's
+	// name on the thread line.
 	entry := store.AuditEntry{
 		At: b.clock.Now(), Action: store.AuditToolRan, SessionID: s.ID, Tool: body.ToolName,
 		Message: blocks.ToolSummary(body.ToolName, body.Input), ToolUseID: body.ToolUseID, Result: result,
+		ReportedBy: tok.client(),
 	}
 	if err := b.st.AppendAudit(r.Context(), entry); err != nil {
-		log.Error().Err(err).Msg("api: audit tool result")
-		apiError(w, http.StatusServiceUnavailable, "the store is unavailable; try again")
+		apiFail(w, log, "audit tool result", err)
 		return
 	}
 	// Queued, not awaited: Claude Code waits for the hook, and a busy
 	// channel's budget must not hold up the terminal.
-	m := blocks.ToolRanMessage(body.ToolName, body.Input, body.Failed, body.Error)
+	m := blocks.ToolRanMessage(body.ToolName, body.Input, body.Failed, body.Error, tok.Name)
 	b.out.PostLater(log, s.Thread.Channel, s.Thread.TS, outMsg{Text: m.Text, Blocks: m.Blocks})
 	log.Info().Str("result", result).Msg("api: tool result recorded")
 	apiJSON(w, http.StatusCreated, map[string]string{"status": "recorded", "session_id": s.ID})

@@ -66,6 +66,13 @@ type Config struct {
 	// APITokens turns on the approval API on HTTP_ADDR (in Socket Mode
 	// too): name:channel:token entries, separated by commas.
 	APITokens string `env:"API_TOKENS"`
+	// Each API token's limits (see bot.APILimits): sessions open at once
+	// (used within the last hour), requests waiting for a person, and
+	// requests and tool results a minute (per bot replica).
+	APIMaxSessions          int `env:"API_MAX_SESSIONS" envDefault:"100"`
+	APIMaxPending           int `env:"API_MAX_PENDING" envDefault:"100"`
+	APIRequestsPerMinute    int `env:"API_REQUESTS_PER_MINUTE" envDefault:"60"`
+	APIToolResultsPerMinute int `env:"API_TOOL_RESULTS_PER_MINUTE" envDefault:"120"`
 
 	// Slack's rate limits as the outbox spends them (see bot.Budgets).
 	SlackPostsPerSecond   float64       `env:"SLACK_POSTS_PER_SECOND" envDefault:"1"`
@@ -155,7 +162,8 @@ func (c Config) validate() error {
 	if c.AuditRetention < 0 {
 		errs = append(errs, fmt.Errorf("AUDIT_RETENTION=%s: must be positive, or 0 to keep the audit log forever", c.AuditRetention))
 	}
-	for name, v := range map[string]int{"MAX_SESSIONS_PER_USER": c.MaxSessionsPerUser, "MAX_QUEUED_INPUTS": c.MaxQueuedInputs, "MAX_PROMPT_BYTES": c.MaxPromptBytes} {
+	for name, v := range map[string]int{"MAX_SESSIONS_PER_USER": c.MaxSessionsPerUser, "MAX_QUEUED_INPUTS": c.MaxQueuedInputs, "MAX_PROMPT_BYTES": c.MaxPromptBytes,
+		"API_MAX_SESSIONS": c.APIMaxSessions, "API_MAX_PENDING": c.APIMaxPending, "API_REQUESTS_PER_MINUTE": c.APIRequestsPerMinute, "API_TOOL_RESULTS_PER_MINUTE": c.APIToolResultsPerMinute} {
 		if v < 1 {
 			errs = append(errs, fmt.Errorf("%s=%d: must be at least 1", name, v))
 		}
