@@ -71,6 +71,9 @@ func (p program) hookAnswer(ctx context.Context) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintln(p.stderr, "slackgate hook: warning:", w)
+	}
 	raw, err := io.ReadAll(io.LimitReader(p.stdin, maxHookInput))
 	if err != nil {
 		return nil, fmt.Errorf("read hook input: %w", err)

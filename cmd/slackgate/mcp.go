@@ -38,6 +38,9 @@ func (p program) mcp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintln(p.stderr, "slackgate mcp: warning:", w)
+	}
 	// Claude Code does not name its session in tools/call: one server
 	// process serves one session, so an id per process keeps its requests
 	// in one thread.

@@ -83,7 +83,7 @@ func TestMCPServerDeniesWhenTheAPIIsUnreachable(t *testing.T) {
 	toServer, clientOut := io.Pipe()
 	clientIn, fromServer := io.Pipe()
 	var stderr syncBuffer
-	p := program{environ: []string{"SLACKGATE_URL=" + dead, "SLACKGATE_TOKEN=t", "SLACKGATE_WAIT=10s"},
+	p := program{environ: []string{"SLACKGATE_URL=" + dead, "SLACKGATE_TOKEN_FILE=" + writeTokenFile(t, "t", 0o600), "SLACKGATE_WAIT=10s"},
 		stdin: toServer, stdout: fromServer, stderr: &stderr}
 	served := make(chan error, 1)
 	go func() {
