@@ -25,7 +25,10 @@ import (
 func answerScope(s store.Session, kind store.ScopeKind) (store.AnswerScope, bool) {
 	switch kind {
 	case store.ScopeChannel:
-		if s.Thread.Channel == "" {
+		// A channel's answers answer the sessions slackgate runs there;
+		// an API session's questions are its token's word, so it neither
+		// meets them nor adds to them (its repository scope is its own).
+		if s.Thread.Channel == "" || isAPISession(s.ID) {
 			return store.AnswerScope{}, false
 		}
 		return store.AnswerScope{Kind: kind, Value: s.Thread.Channel}, true
@@ -64,7 +67,7 @@ func (p *decision) remember(ctx context.Context, r store.Request, d store.Decisi
 	scope, ok := answerScope(s, p.scope)
 	fp, qs, ferr := store.QuestionFingerprint(r.ToolName, r.Input)
 	if !ok || ferr != nil {
-		p.tell(ctx, "Your answer was sent, but there is nothing to remember it for (this session has no repository, or the question no form).")
+		p.tell(ctx, "Your answer was sent, but there is nothing to remember it for (this session has no repository, a session of the approval API has no channel's answers, or the question has no form).")
 		return
 	}
 	a := store.RememberedAnswer{

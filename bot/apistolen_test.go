@@ -111,6 +111,25 @@ func TestAStolenHookTokenCanDoNoMoreThanAHook(t *testing.T) {
 	}
 }
 
+// The answers approvers remembered for a channel answer the sessions
+// slackgate runs there; a question through a token in that channel (its
+// own word, from anyone holding it) meets none of them and gets a card.
+func TestAnAPIQuestionDoesNotMeetTheChannelsRememberedAnswers(t *testing.T) {
+	h, base := newAPIHarness(t, transportSocket)
+	rememberFor(t, h.st, store.AnswerScope{Kind: store.ScopeChannel, Value: "C1"}, "U2", "Postgres")
+	body := fmt.Appendf(nil, `{"tool_name":"AskUserQuestion","input":%s,"session":{"id":"sess-q","cwd":"/srv/repo"}}`, dbForm)
+	created := apiCall(t, http.MethodPost, base+"/v1/requests", apiTokenA, body)
+	if created.code != http.StatusCreated {
+		t.Fatalf("create = %d %v", created.code, created.body)
+	}
+	if _, err := h.fake.WaitMessage(testCtx(t), func(m fakeslack.Message) bool { return hasButton(m, "SQLite") }); err != nil {
+		t.Fatalf("no card for the question: %v", err)
+	}
+	if r := apiCall(t, http.MethodGet, base+"/v1/requests/"+created.st.ID, apiTokenA, nil); r.st.Status != "pending" {
+		t.Errorf("the channel's remembered answer answered the token's question: %v", r.body)
+	}
+}
+
 // assertRunsOut calls url with token A until it answers 429 naming limit,
 // which must happen within perMinute calls in all.
 func assertRunsOut(t *testing.T, url string, body []byte, limit string, perMinute int) {
