@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/slackgate/slackgate/bot/approvalapi"
 	"github.com/slackgate/slackgate/bot/fakeslack"
 	"github.com/slackgate/slackgate/store"
 	"github.com/slackgate/slackgate/store/boltstore"
@@ -59,7 +60,7 @@ type apiResp struct {
 	code   int
 	header http.Header
 	body   map[string]any
-	st     apiRequestStatus
+	st     approvalapi.RequestStatus
 }
 
 func apiCall(t testing.TB, method, url, token string, body []byte) apiResp {
@@ -134,8 +135,8 @@ func TestAPIRefusesCallsWithoutAValidToken(t *testing.T) {
 
 func TestAPIRejectsOversizedAndMalformedBodies(t *testing.T) {
 	h, base := newAPIHarness(t, transportHTTP)
-	bigInput := `{"tool_name":"Bash","session":{"id":"s1"},"input":{"command":"` + strings.Repeat("x", apiMaxInput) + `"}}`
-	hugeBody := `{"tool_name":"Bash","session":{"id":"s1"},"input":{"command":"` + strings.Repeat("x", apiMaxBody) + `"}}`
+	bigInput := `{"tool_name":"Bash","session":{"id":"s1"},"input":{"command":"` + strings.Repeat("x", approvalapi.MaxInput) + `"}}`
+	hugeBody := `{"tool_name":"Bash","session":{"id":"s1"},"input":{"command":"` + strings.Repeat("x", approvalapi.MaxBody) + `"}}`
 	for _, tc := range []struct {
 		name, body, want string
 		code             int
@@ -447,7 +448,7 @@ func TestAPIToolResultIsAuditedAndShownInTheThread(t *testing.T) {
 		{"no tool", `{"input":{},"session":{"id":"s1"}}`, "tool_name", 400},
 		{"input not an object", `{"tool_name":"Bash","input":[1],"session":{"id":"s1"}}`, "JSON object", 400},
 		{"no session", `{"tool_name":"Bash","input":{}}`, "session.id", 400},
-		{"error too long", `{"tool_name":"Bash","input":{},"session":{"id":"s1"},"error":"` + strings.Repeat("e", apiMaxErrorText+1) + `"}`, "too long", 400},
+		{"error too long", `{"tool_name":"Bash","input":{},"session":{"id":"s1"},"error":"` + strings.Repeat("e", approvalapi.MaxErrorText+1) + `"}`, "too long", 400},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := apiCall(t, http.MethodPost, base+"/v1/tool-results", apiTokenA, []byte(tc.body))

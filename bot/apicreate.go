@@ -8,71 +8,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
-	"time"
 
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
 
 	"github.com/slackgate/slackgate/blocks"
+	"github.com/slackgate/slackgate/bot/approvalapi"
 	"github.com/slackgate/slackgate/store"
 )
-
-// apiNewRequest is the body of POST /v1/requests.
-type apiNewRequest struct {
-	ToolName    string             `json:"tool_name"`
-	Input       json.RawMessage    `json:"input"`
-	ToolUseID   string             `json:"tool_use_id,omitempty"`
-	Title       string             `json:"title,omitempty"`
-	Description string             `json:"description,omitempty"`
-	Suggestions []store.Suggestion `json:"permission_suggestions,omitempty"`
-	// Timeout is how long the request waits for a person ("10m"); past
-	// it, it is settled as expired. Default apiDefaultTimeout.
-	Timeout string     `json:"timeout,omitempty"`
-	Session apiSession `json:"session"`
-}
-
-// apiSession says where a request comes from.
-type apiSession struct {
-	ID   string `json:"id"`             // the Claude session id
-	Host string `json:"host,omitempty"` // the machine it runs on
-	Cwd  string `json:"cwd,omitempty"`  // its working directory
-	Name string `json:"name,omitempty"` // who runs it (a display name)
-}
-
-var sessionIDRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
-
-// validate checks the body and returns the request's timeout.
-func (n apiNewRequest) validate() (time.Duration, error) {
-	switch {
-	case n.ToolName == "" || len(n.ToolName) > 256:
-		return 0, errors.New("tool_name is required (at most 256 bytes)")
-	case len(n.Input) > apiMaxInput:
-		return 0, fmt.Errorf("input is larger than %d bytes", apiMaxInput)
-	case !isJSONObject(n.Input):
-		return 0, errors.New("input must be a JSON object")
-	case !sessionIDRE.MatchString(n.Session.ID):
-		return 0, errors.New("session.id is required: the Claude session id (letters, digits, - and _)")
-	case len(n.Session.Host) > 256 || len(n.Session.Cwd) > 4096 || len(n.Session.Name) > 256:
-		return 0, errors.New("session.host, session.cwd or session.name is too long")
-	case len(n.Title) > 1000 || len(n.Description) > 4000 || len(n.ToolUseID) > 256 || len(n.Suggestions) > 32:
-		return 0, errors.New("title, description, tool_use_id or permission_suggestions is too long")
-	}
-	if n.Timeout == "" {
-		return apiDefaultTimeout, nil
-	}
-	d, err := time.ParseDuration(n.Timeout)
-	if err != nil || d < time.Second || d > apiMaxTimeout {
-		return 0, fmt.Errorf("timeout must be a duration between 1s and %s", apiMaxTimeout)
-	}
-	return d, nil
-}
-
-func isJSONObject(raw json.RawMessage) bool {
-	var obj map[string]json.RawMessage
-	return json.Unmarshal(raw, &obj) == nil && obj != nil
-}
 
 // apiKind gives a request its kind by the rule relay follows.
 func apiKind(tool string, input json.RawMessage) store.Kind {
@@ -86,15 +30,15 @@ func apiKind(tool string, input json.RawMessage) store.Kind {
 }
 
 func (b *Bot) apiCreate(w http.ResponseWriter, r *http.Request, tok APIToken, log zerolog.Logger) {
-	var body apiNewRequest
+	var body approvalapi.NewRequest
 	if !readJSONBody(w, r, &body) {
 		return
 	}
-	timeout, invalid := body.validate()
+	timeout, invalid := body.Validate()
 	if !apiValid(w, invalid, body.Input) {
 		return
 	}
-	if err := b.apiRequestRate(tok); err != nil {
+	if err := b.apiSpend(tok, apiRequestRate, b.cfg.APILimits.RequestsPerMinute); err != nil {
 		apiFail(w, log, "create request", err)
 		return
 	}
@@ -117,7 +61,7 @@ func (b *Bot) apiCreate(w http.ResponseWriter, r *http.Request, tok APIToken, lo
 	}
 	b.apiExpiry.due(req.Deadline)
 	log.Info().Str("request_id", req.ID).Str("session_id", s.ID).Str("tool", req.ToolName).Msg("api: request created")
-	apiJSON(w, http.StatusCreated, apiRequestStatus{ID: req.ID, SessionID: s.ID, Kind: req.Kind, Status: "pending", Deadline: req.Deadline})
+	apiJSON(w, http.StatusCreated, approvalapi.RequestStatus{ID: req.ID, SessionID: s.ID, Kind: req.Kind, Status: approvalapi.StatusPending, Deadline: req.Deadline})
 }
 
 // apiCreateUnderPending creates req unless tok has MaxPending requests
@@ -136,13 +80,13 @@ func (b *Bot) apiCreateUnderPending(ctx context.Context, tok APIToken, req store
 }
 
 // apiValid answers a body that failed validation (invalid: 413 when its
-// input is over apiMaxInput, else 400) and reports whether it passed.
+// input is too large, else 400) and reports whether it passed.
 func apiValid(w http.ResponseWriter, invalid error, input json.RawMessage) bool {
 	if invalid == nil {
 		return true
 	}
 	code := http.StatusBadRequest
-	if len(input) > apiMaxInput {
+	if approvalapi.TooLarge(input) {
 		code = http.StatusRequestEntityTooLarge
 	}
 	apiError(w, code, invalid.Error())
@@ -155,7 +99,7 @@ func apiValid(w http.ResponseWriter, invalid error, input json.RawMessage) bool 
 // Only calls for the same Claude session wait for each other (one thread
 // per session); a new session must pass precheck (nil: none) and tok's
 // open-sessions limit before anything is posted.
-func (b *Bot) apiSessionFor(ctx context.Context, log zerolog.Logger, tok APIToken, from apiSession,
+func (b *Bot) apiSessionFor(ctx context.Context, log zerolog.Logger, tok APIToken, from approvalapi.Session,
 	precheck func(context.Context, APIToken) error) (store.Session, error) {
 	id := apiSessionID(tok, from.ID)
 	unlock := b.apiLocks.lock("session:" + id)
@@ -184,7 +128,7 @@ func (b *Bot) apiSessionFor(ctx context.Context, log zerolog.Logger, tok APIToke
 	root := blocks.APISessionRoot(tok.Name, from.Host, from.Cwd, from.Name)
 	ts, err := b.out.Post(ctx, log, channel, "", outMsg{Text: root.Text, Blocks: root.Blocks})
 	if err != nil {
-		return s, fmt.Errorf("bot: post api session root in %s: %w", channel, err)
+		return s, fmt.Errorf("bot: post api session root in %s: %w: %w", channel, errSlack, err)
 	}
 	now := b.clock.Now()
 	s = store.Session{
@@ -225,20 +169,20 @@ func (b *Bot) apiChannel(ctx context.Context, tok APIToken) (string, error) {
 	}
 	ch, _, _, err := b.api.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{tok.User}})
 	if err != nil {
-		return "", fmt.Errorf("bot: open a DM with %s for api token %s (the app needs im:write): %w", tok.User, tok.Name, err)
+		return "", fmt.Errorf("bot: open a DM with %s for api token %s (the app needs im:write): %w: %w", tok.User, tok.Name, errSlack, err)
 	}
 	return ch.ID, nil
 }
 
-// readJSONBody reads an API call's JSON body, at most apiMaxBody bytes,
+// readJSONBody reads an API call's JSON body, at most approvalapi.MaxBody bytes,
 // into v; when it cannot, it answers the call (413 or 400, saying why) and
 // returns false.
 func readJSONBody(w http.ResponseWriter, r *http.Request, v any) bool {
-	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, apiMaxBody))
+	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, approvalapi.MaxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			apiError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", apiMaxBody))
+			apiError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", approvalapi.MaxBody))
 			return false
 		}
 		apiError(w, http.StatusBadRequest, "cannot read body")

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/slackgate/slackgate/bot/approvalapi"
 )
 
 // APILimits bound what one approval API token may do, so that a runaway
@@ -88,23 +90,34 @@ type apiRefusal struct {
 
 func (e *apiRefusal) Error() string { return e.msg }
 
-// apiFail answers a call that could not be done: a refusal as itself,
-// anything else (the store or Slack failing) as 503, logged.
+// errSlack marks an API call's failure as Slack's (a session's thread could
+// not be posted), not the store's.
+var errSlack = errors.New("slack failed")
+
+// apiFail answers a call that could not be done: a refusal as itself, a
+// failure of Slack or the store (see storeFailure) with its status and
+// reason, logged.
 func apiFail(w http.ResponseWriter, log zerolog.Logger, what string, err error) {
 	var refused *apiRefusal
 	if errors.As(err, &refused) {
 		log.Info().Str("limit", refused.limit).Msg("api: " + what + " refused: " + refused.msg)
-		body := map[string]any{"error": refused.msg}
+		body := approvalapi.Error{Error: refused.msg}
 		if refused.retryAfter > 0 {
-			secs := int(math.Ceil(refused.retryAfter.Seconds()))
-			w.Header().Set("Retry-After", strconv.Itoa(secs))
-			body["limit"], body["retry_after"] = refused.limit, secs
+			body.Limit, body.RetryAfter = refused.limit, int(math.Ceil(refused.retryAfter.Seconds()))
+			w.Header().Set("Retry-After", strconv.Itoa(body.RetryAfter))
 		}
 		apiJSON(w, refused.status, body)
 		return
 	}
 	log.Error().Err(err).Msg("api: " + what)
-	apiError(w, http.StatusServiceUnavailable, "the store or Slack is unavailable; try again")
+	status, reason := storeFailure(err)
+	if errors.Is(err, errSlack) {
+		status, reason = http.StatusServiceUnavailable, "Slack did not take the session's thread"
+	}
+	if status >= 500 {
+		reason += "; try again"
+	}
+	apiError(w, status, reason)
 }
 
 // apiRates are the per-minute budgets of each token on this replica.
@@ -133,28 +146,24 @@ func (r *apiRates) take(key string, perMinute int, now time.Time) (bool, time.Du
 	return false, b.readyAt(now, laneCard).Sub(now)
 }
 
-// apiRequestRate spends one of tok's requests a minute.
-func (b *Bot) apiRequestRate(tok APIToken) error {
-	limit := b.cfg.APILimits.RequestsPerMinute
-	ok, wait := b.apiRates.take("requests:"+tok.Name, limit, b.clock.Now())
-	if ok {
-		return nil
-	}
-	return &apiRefusal{status: http.StatusTooManyRequests, limit: "API_REQUESTS_PER_MINUTE", retryAfter: wait,
-		msg: fmt.Sprintf("API token %s made %d requests within a minute, the most it may (API_REQUESTS_PER_MINUTE=%d); this one was not created. Try again in %s.",
-			tok.Name, limit, limit, wait.Round(time.Second))}
-}
+// apiRate is one of a token's per-minute budgets: its key in apiRates,
+// the setting that sets it, what it counts and what a call past it loses.
+type apiRate struct{ key, setting, counts, lost string }
 
-// apiToolResultRate spends one of tok's tool results a minute.
-func (b *Bot) apiToolResultRate(tok APIToken) error {
-	limit := b.cfg.APILimits.ToolResultsPerMinute
-	ok, wait := b.apiRates.take("results:"+tok.Name, limit, b.clock.Now())
+var (
+	apiRequestRate    = apiRate{"requests", "API_REQUESTS_PER_MINUTE", "requests", "this one was not created"}
+	apiToolResultRate = apiRate{"results", "API_TOOL_RESULTS_PER_MINUTE", "tool results", "this one was not recorded"}
+)
+
+// apiSpend spends one call of tok's budget rate, perMinute a minute.
+func (b *Bot) apiSpend(tok APIToken, rate apiRate, perMinute int) error {
+	ok, wait := b.apiRates.take(rate.key+":"+tok.Name, perMinute, b.clock.Now())
 	if ok {
 		return nil
 	}
-	return &apiRefusal{status: http.StatusTooManyRequests, limit: "API_TOOL_RESULTS_PER_MINUTE", retryAfter: wait,
-		msg: fmt.Sprintf("API token %s reported %d tool results within a minute, the most it may (API_TOOL_RESULTS_PER_MINUTE=%d); this one was not recorded. Try again in %s.",
-			tok.Name, limit, limit, wait.Round(time.Second))}
+	return &apiRefusal{status: http.StatusTooManyRequests, limit: rate.setting, retryAfter: wait,
+		msg: fmt.Sprintf("API token %s sent %d %s within a minute, the most it may (%s=%d); %s. Try again in %s.",
+			tok.Name, perMinute, rate.counts, rate.setting, perMinute, rate.lost, wait.Round(time.Second))}
 }
 
 // apiUnderPending refuses a new request while tok has MaxPending waiting

@@ -46,7 +46,7 @@ type Bot struct {
 	apiOpening apiOpening
 	apiExpiry  apiExpiry
 	status     statusBook
-	posting     cardsPosting
+	posting    cardsPosting
 	// starting and queueing serialise the session-count and backlog
 	// checks with the writes they admit (see stripes); two sets, so a
 	// start that turns into a follow-up never waits on itself.

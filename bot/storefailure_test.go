@@ -55,5 +55,9 @@ func TestAFailingStoreIsToldTheSameWayInSlackAndTheAPI(t *testing.T) {
 	if _, err := h.fake.WaitEphemeral(ctx, "U1", fakeslack.Text("Sorry, I could not start a session (the store is unavailable). Please try again.")); err != nil {
 		t.Error(err)
 	}
+	r := apiCall(t, http.MethodPost, h.base+"/v1/requests", apiTokenA, bashBody("sess-down"))
+	if r.code != http.StatusServiceUnavailable || r.body["error"] != "the store is unavailable; try again" {
+		t.Errorf("create = %d %v, want 503 saying the store is unavailable", r.code, r.body)
+	}
 	assertNothingCreated(t, h.st)
 }

@@ -12,27 +12,30 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slackgate/slackgate/bot/approvalapi"
 	"github.com/slackgate/slackgate/relay/relaytest"
+	"github.com/slackgate/slackgate/store"
 )
 
 func TestHookOutputFollowsTheHookProtocol(t *testing.T) {
 	input := json.RawMessage(`{"command":"ls"}`)
-	perm := json.RawMessage(`{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"ls"}],"behavior":"allow","destination":"session"}`)
+	perm := `{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"ls"}],"behavior":"allow","destination":"session"}`
+	suggestion := store.Suggestion{Type: "addRules", Rules: []store.SuggestionRule{{ToolName: "Bash", RuleContent: "ls"}}, Behavior: "allow", Destination: "session"}
 	tests := []struct {
 		name, event string
-		d           apiDecision
+		d           approvalapi.Decision
 		want        string
 	}{
-		{"permission allowed", "PermissionRequest", apiDecision{Outcome: "allow", UpdatedInput: input, Permissions: []json.RawMessage{perm}},
-			`{"hookSpecificOutput":{"decision":{"behavior":"allow","updatedInput":{"command":"ls"},"updatedPermissions":[` + string(perm) + `]},"hookEventName":"PermissionRequest"}}`},
-		{"permission denied with interrupt", "PermissionRequest", apiDecision{Outcome: "deny", Message: "no", Interrupt: true},
+		{"permission allowed", "PermissionRequest", approvalapi.Decision{Outcome: "allow", UpdatedInput: input, Permissions: []store.Suggestion{suggestion}},
+			`{"hookSpecificOutput":{"decision":{"behavior":"allow","updatedInput":{"command":"ls"},"updatedPermissions":[` + perm + `]},"hookEventName":"PermissionRequest"}}`},
+		{"permission denied with interrupt", "PermissionRequest", approvalapi.Decision{Outcome: "deny", Message: "no", Interrupt: true},
 			`{"hookSpecificOutput":{"decision":{"behavior":"deny","interrupt":true,"message":"no"},"hookEventName":"PermissionRequest"}}`},
-		{"question answered", "PreToolUse", apiDecision{Outcome: "allow", UpdatedInput: input, ByName: "dana"},
+		{"question answered", "PreToolUse", approvalapi.Decision{Outcome: "allow", UpdatedInput: input, ByName: "dana"},
 			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"Approved in Slack by dana","updatedInput":{"command":"ls"}}}`},
-		{"question declined", "PreToolUse", apiDecision{Outcome: "deny", Message: "declined"},
+		{"question declined", "PreToolUse", approvalapi.Decision{Outcome: "deny", Message: "declined"},
 			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"declined"}}`},
-		{"expired passes through", "PermissionRequest", apiDecision{Outcome: "expired", Message: "late"}, `{}`},
-		{"cancelled passes through", "PreToolUse", apiDecision{Outcome: "cancelled"}, `{}`},
+		{"expired passes through", "PermissionRequest", approvalapi.Decision{Outcome: "expired", Message: "late"}, `{}`},
+		{"cancelled passes through", "PreToolUse", approvalapi.Decision{Outcome: "cancelled"}, `{}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -45,7 +48,7 @@ func TestHookOutputFollowsTheHookProtocol(t *testing.T) {
 			}
 		})
 	}
-	if _, err := hookOutput("PermissionRequest", apiDecision{Outcome: "allow"}); err == nil {
+	if _, err := hookOutput("PermissionRequest", approvalapi.Decision{Outcome: "allow"}); err == nil {
 		t.Error("an allow without an input was turned into an output; Claude Code would fail its schema")
 	}
 }
