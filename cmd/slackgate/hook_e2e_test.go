@@ -288,10 +288,10 @@ func TestHookReportsWhatRanInTheSessionThreadAndTheAuditLog(t *testing.T) {
 	}
 }
 
-// TestHookKeepsItsTokenFromClaudesCommands: the hook finds its token, yet
+// TestHookKeepsItsTokenFromTheSessionsCommands: the hook finds its token, yet
 // an approved `env` (what any command Claude runs sees) holds no trace of
 // it.
-func TestHookKeepsItsTokenFromClaudesCommands(t *testing.T) {
+func TestHookKeepsItsTokenFromTheSessionsCommands(t *testing.T) {
 	t.Parallel()
 	a, base := startHookApp(t,
 		relaytest.ToolUse("toolu_he", "Bash", bash("env > env.txt", "Show the environment")),
