@@ -265,7 +265,7 @@ func (c *card) fallback() string {
 		t += " (" + strings.Join(c.short, ", ") + ")"
 	}
 	if c.s.StartedBy != "" {
-		t = "<@" + c.s.StartedBy + "> " + t
+		t = starter(c.s.StartedBy) + " " + t
 	}
 	return cutSafe(t, 1000)
 }

@@ -341,6 +341,20 @@ func TestPendingCardsMentionTheStarter(t *testing.T) {
 	}
 }
 
+// A session an approval API client opened names its token, never a
+// mention of someone: nobody in Slack started it.
+func TestCardsOfAnAPISessionNameItsToken(t *testing.T) {
+	api := session
+	api.StartedBy = "api:laptop"
+	for name, r := range cards() {
+		m := Card(r, api)
+		all := m.Text + mustJSON(t, m.Blocks)
+		if !strings.Contains(all, "API token *laptop*") || strings.Contains(all, "<@api:") {
+			t.Errorf("%s: %q does not name the token, or mentions it as a person", name, m.Text)
+		}
+	}
+}
+
 func TestSuggestionButtonsAreLabelledWithTheRule(t *testing.T) {
 	tests := []struct {
 		s    store.Suggestion

@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -271,7 +272,7 @@ func StatusMessage(s store.Session, st Status) Message {
 		ctx = append(ctx, "in "+inlineCode(s.WorkDir, 300))
 	}
 	if s.StartedBy != "" {
-		ctx = append(ctx, "started by <@"+s.StartedBy+">")
+		ctx = append(ctx, "started by "+starter(s.StartedBy))
 	}
 	bs := []slack.Block{section(text)}
 	if len(ctx) > 0 {
@@ -320,11 +321,13 @@ func ToolSummary(tool string, input json.RawMessage) string {
 	return cut(oneLine(maskSecrets(toolArg(tool, maskJSON(input)))), toolLine)
 }
 
-// ToolRanMessage is the thread line for a tool that ran in a Claude
-// session slackgate did not start (the hook's PostToolUse report), in the
-// style of the tool-use lines of the sessions slackgate runs: the tool,
-// its argument, and, when it failed, the first line of the error.
-func ToolRanMessage(tool string, input json.RawMessage, failed bool, errText string) Message {
+// ToolRanMessage is the thread line for a tool that an approval API
+// client (the hook's PostToolUse report, through token) says ran in a
+// Claude session slackgate did not start, in the style of the tool-use
+// lines of the sessions slackgate runs: the tool, its argument, and, when
+// it failed, the first line of the error. It ends naming the token, since
+// slackgate saw none of it: whoever holds a token can report anything.
+func ToolRanMessage(tool string, input json.RawMessage, failed bool, errText, token string) Message {
 	input = maskJSON(input)
 	name := "*" + codeSafe(cut(oneLine(tool), 100)) + "*"
 	line := "🔧 " + name + " ran"
@@ -337,5 +340,41 @@ func ToolRanMessage(tool string, input json.RawMessage, failed bool, errText str
 	if t := strings.TrimSpace(maskSecrets(errText)); failed && t != "" {
 		line += " · " + codeSafe(cut(oneLine(t), 300))
 	}
-	return contextMessage(line)
+	return contextMessage(line + " · _" + ReportedBy(token) + "_")
+}
+
+// APISessionRoot is the message a Claude session seen through approval
+// API token opens its thread with. Where it runs and who runs it are its
+// client's word, which slackgate cannot check (whoever holds the token can
+// claim any host), so the line leads with the token that says so.
+func APISessionRoot(token, host, cwd, user string) Message {
+	text := "API token " + boldText(token, 64) + " reports a Claude Code session on " +
+		boldText(cmp.Or(host, "an unnamed host"), 200) + " in " + inlineCode(cmp.Or(cwd, "?"), 300)
+	if user != "" {
+		text += " (" + codeSafe(cut(oneLine(user), 100)) + ")"
+	}
+	text += ". slackgate cannot check what a token's client says about itself. Its requests appear in this thread."
+	return Message{Text: text, Blocks: []slack.Block{section(text)}}
+}
+
+// ReportedBy says that what follows or precedes it is approval API token
+// token's claim, which slackgate could not check.
+func ReportedBy(token string) string {
+	return "as reported by API token " + codeSafe(cut(oneLine(token), 64))
+}
+
+// starter names who started a session: a mention of a Slack user, or,
+// for a session an approval API client opened (Session.StartedBy
+// "api:NAME"), the token.
+func starter(id string) string {
+	if name, ok := strings.CutPrefix(id, "api:"); ok {
+		return "API token " + boldText(name, 64)
+	}
+	return "<@" + id + ">"
+}
+
+// boldText renders one line of raw text in bold: escaped, cut to max
+// runes, with asterisks replaced so the bold cannot end early.
+func boldText(raw string, max int) string {
+	return "*" + strings.ReplaceAll(codeSafe(cut(oneLine(raw), max)), "*", "∗") + "*"
 }

@@ -89,7 +89,7 @@ func (c *card) where() string {
 		parts = append(parts, "in *"+strings.ReplaceAll(Escape(cut(p, 60)), "*", "∗")+"*")
 	}
 	if c.s.StartedBy != "" {
-		parts = append(parts, "for <@"+c.s.StartedBy+">")
+		parts = append(parts, "for "+starter(c.s.StartedBy))
 	}
 	if len(parts) == 0 {
 		return ""

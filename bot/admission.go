@@ -51,7 +51,7 @@ func (b *Bot) underSessionQuota(ctx context.Context, log zerolog.Logger, user st
 	n, err := b.st.ActiveSessionsBy(ctx, user)
 	if err != nil {
 		log.Error().Err(err).Msg("count the user's active sessions")
-		tell("Sorry, I could not start a session (the session store is unavailable). Please try again.")
+		tell(sorry("start a session", err))
 		return false
 	}
 	if n >= limit {
@@ -78,7 +78,7 @@ func (b *Bot) mayQueue(ctx context.Context, log zerolog.Logger, s store.Session,
 	n, err := b.st.QueuedInputs(ctx, s.ID)
 	if err != nil {
 		log.Error().Err(err).Msg("count queued inputs")
-		tell("Sorry, I could not pass your message to Claude (the session store is unavailable). Please try again.")
+		tell(sorry("pass your message to Claude", err))
 		return false
 	}
 	if n >= limit {

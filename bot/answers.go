@@ -25,7 +25,10 @@ import (
 func answerScope(s store.Session, kind store.ScopeKind) (store.AnswerScope, bool) {
 	switch kind {
 	case store.ScopeChannel:
-		if s.Thread.Channel == "" {
+		// A channel's answers answer the sessions slackgate runs there;
+		// an API session's questions are its token's word, so it neither
+		// meets them nor adds to them (its repository scope is its own).
+		if s.Thread.Channel == "" || isAPISession(s.ID) {
 			return store.AnswerScope{}, false
 		}
 		return store.AnswerScope{Kind: kind, Value: s.Thread.Channel}, true
@@ -58,13 +61,13 @@ func (p *decision) remember(ctx context.Context, r store.Request, d store.Decisi
 	s, err := p.b.st.GetSession(ctx, r.SessionID)
 	if err != nil {
 		p.log.Error().Err(err).Msg("remember answer: get session")
-		p.tell(ctx, "Your answer was sent, but it could not be remembered (the session store is unavailable).")
+		p.tell(ctx, notRemembered(err))
 		return
 	}
 	scope, ok := answerScope(s, p.scope)
 	fp, qs, ferr := store.QuestionFingerprint(r.ToolName, r.Input)
 	if !ok || ferr != nil {
-		p.tell(ctx, "Your answer was sent, but there is nothing to remember it for (this session has no repository, or the question no form).")
+		p.tell(ctx, "Your answer was sent, but there is nothing to remember it for (this session has no repository, a session of the approval API has no channel's answers, or the question has no form).")
 		return
 	}
 	a := store.RememberedAnswer{
@@ -79,13 +82,20 @@ func (p *decision) remember(ctx context.Context, r store.Request, d store.Decisi
 		return
 	case err != nil:
 		p.log.Error().Err(err).Msg("remember answer")
-		p.tell(ctx, "Your answer was sent, but it could not be remembered (the store is unavailable).")
+		p.tell(ctx, notRemembered(err))
 		return
 	}
 	p.log.Info().Str("answer_id", a.ID).Str("scope", scope.Key()).Msg("answer remembered")
 	p.reply(ctx, func(ctx context.Context) {
 		p.b.ephemeralMsg(ctx, p.card.Channel, p.threadTS, p.user, blocks.Remembered(a))
 	})
+}
+
+// notRemembered tells an approver their answer went to Claude but was not
+// remembered, because the store failed with err.
+func notRemembered(err error) string {
+	_, reason := storeFailure(err)
+	return "Your answer was sent, but it could not be remembered (" + reason + ")."
 }
 
 // fromMemory answers r with a remembered answer when one matches it in
@@ -175,7 +185,8 @@ func (b *Bot) publishHome(ctx context.Context, user, notice string) {
 	answers, err := b.st.ListAnswers(ctx)
 	if err != nil {
 		log.Error().Err(err).Msg("home: list remembered answers")
-		notice = strings.TrimSpace(notice + "\n⚠️ The remembered answers could not be read (the store is unavailable). Open the tab again later.")
+		_, reason := storeFailure(err)
+		notice = strings.TrimSpace(notice + "\n⚠️ The remembered answers could not be read (" + reason + "). Open the tab again later.")
 	}
 	view := blocks.HomeView(answers, blocks.HomeOptions{CanForget: canForget, Notice: notice})
 	if _, err := b.api.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: view}); err != nil {
@@ -200,7 +211,7 @@ func (b *Bot) onForgetClick(ctx context.Context, cb *slack.InteractionCallback, 
 		notice = "That answer was forgotten already."
 	case err != nil:
 		log.Error().Err(err).Msg("forget answer")
-		notice = "Sorry, I could not forget that answer (the store is unavailable). Please try again."
+		notice = sorry("forget that answer", err)
 	default:
 		log.Info().Str("scope", gone.Scope.Key()).Msg("answer forgotten")
 		notice = "✅ Forgotten: the next time that question comes " + blocks.ScopeWords(gone.Scope) + ", a card asks a person again."

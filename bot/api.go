@@ -8,13 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/slackgate/slackgate/blocks"
+	"github.com/slackgate/slackgate/bot/approvalapi"
 	"github.com/slackgate/slackgate/store"
 )
 
@@ -23,57 +23,47 @@ import (
 // prompts and questions on the same cards, before the same approvers:
 //
 //	POST   /v1/requests            create a request; 201 {"id", "status":"pending", ...}
-//	GET    /v1/requests/{id}?wait= its state, waiting up to wait (≤ apiMaxWait) for a decision
-//	DELETE /v1/requests/{id}       withdraw it; ?reason=terminal (answered there) or
-//	                               ?reason=timeout&waited=10m (the hook gave up)
+//	GET    /v1/requests/{id}?wait= its state, waiting up to wait (≤ approvalapi.MaxWait) for a decision
+//	DELETE /v1/requests/{id}       withdraw it, saying why (approvalapi.Withdrawal)
 //	POST   /v1/tool-results        a tool that ran (the hook's PostToolUse): audited, one thread line
+//
+// The bodies are package approvalapi's, which holds the client too.
 //
 // Every call carries "Authorization: Bearer <token>" (API_TOKENS); a
 // request belongs to the token that created it, and another token is told
 // it does not exist. Each Claude session id gets one store.Session whose
 // thread lives in the token's channel. Such a session never has queued
 // input, so no worker ever claims it.
+//
+// A token is a hook's credential, and the hook runs as the same user as
+// the commands Claude runs, so the API grants a token no more than a
+// hook's job: create, poll and withdraw its own requests, and report tool
+// results in its own sessions. Nothing a token sends decides anything (a
+// decision comes only from an approver in Slack, signed), and everything
+// it says about itself is shown as its claim: the thread's root names the
+// token that reports the host, directory and user, and each tool_ran line
+// and audit entry names the token that reported it (ReportedBy). Its
+// limits (APILimits) bound how much of Slack, the store and the approvers'
+// attention one token can take, and an API request expires at its
+// deadline whether or not its client still polls (apiexpire.go).
 
-const (
-	// apiMaxBody caps a request body; apiMaxInput caps the tool input in it.
-	apiMaxBody  = 1 << 20
-	apiMaxInput = 256 << 10
-	// apiMaxWait bounds one long poll, below common proxy idle timeouts.
-	apiMaxWait = 60 * time.Second
-	// apiDefaultTimeout is how long a request waits for a person when the
-	// caller names no timeout; apiMaxTimeout bounds what it may name.
-	apiDefaultTimeout = 10 * time.Minute
-	apiMaxTimeout     = 24 * time.Hour
-	// apiSessionPrefix starts the store id of every API session: it names
-	// the token, so requests are owned by it, and it can never be a UUID a
-	// Slack-started session has.
-	apiSessionPrefix = "api."
-)
+// apiSessionPrefix starts the store id of every API session: it names the
+// token, so requests are owned by it, and it can never be a UUID a
+// Slack-started session has.
+const apiSessionPrefix = "api."
 
 // withdrawnMessage is recorded when the caller withdraws a request: the
-// reason it names (DELETE ?reason=), in the words the card shows.
-func withdrawnMessage(q url.Values) (string, error) {
-	switch q.Get("reason") {
-	case "":
-		return blocks.WithdrawnUnknown, nil
-	case "terminal":
-		return blocks.WithdrawnInTerminal, nil
+// reason it names, in the words the card shows.
+func withdrawnMessage(w approvalapi.Withdrawal) string {
+	switch w.Reason {
+	case approvalapi.ReasonTerminal:
+		return blocks.WithdrawnInTerminal
+	case approvalapi.ReasonTimeout:
+		return blocks.WithdrawnTimedOut(w.Waited)
+	case approvalapi.ReasonUnanswered:
+		return blocks.WithdrawnUnanswered(w.Waited)
 	}
-	var waited time.Duration
-	if s := q.Get("waited"); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil || d < 0 || d > apiMaxTimeout {
-			return "", errors.New("waited must be a duration such as 10m")
-		}
-		waited = d
-	}
-	switch q.Get("reason") {
-	case "timeout":
-		return blocks.WithdrawnTimedOut(waited), nil
-	case "unanswered":
-		return blocks.WithdrawnUnanswered(waited), nil
-	}
-	return "", errors.New("reason must be terminal, timeout or unanswered")
+	return blocks.WithdrawnUnknown
 }
 
 // elsewhereText answers a thread reply in an API session's thread.
@@ -139,7 +129,7 @@ func (b *Bot) authed(next apiHandlerFunc) http.HandlerFunc {
 }
 
 func apiError(w http.ResponseWriter, code int, msg string) {
-	apiJSON(w, code, map[string]string{"error": msg})
+	apiJSON(w, code, approvalapi.Error{Error: msg})
 }
 
 func apiJSON(w http.ResponseWriter, code int, v any) {
@@ -160,8 +150,7 @@ func (b *Bot) apiOwned(w http.ResponseWriter, r *http.Request, tok APIToken, log
 		apiError(w, http.StatusNotFound, "no such request")
 		return store.Request{}, false
 	case err != nil:
-		log.Error().Err(err).Msg("api: get request")
-		apiError(w, http.StatusServiceUnavailable, "the store is unavailable; try again")
+		apiFail(w, log, "get request", err)
 		return store.Request{}, false
 	}
 	return req, true
@@ -175,7 +164,7 @@ func (b *Bot) apiGet(w http.ResponseWriter, r *http.Request, tok APIToken, log z
 			apiError(w, http.StatusBadRequest, "wait must be a duration such as 30s")
 			return
 		}
-		wait = min(d, apiMaxWait)
+		wait = min(d, approvalapi.MaxWait)
 	}
 	req, ok := b.apiOwned(w, r, tok, log)
 	if !ok {
@@ -187,8 +176,7 @@ func (b *Bot) apiGet(w http.ResponseWriter, r *http.Request, tok APIToken, log z
 		if r.Context().Err() != nil {
 			return // the caller went away
 		}
-		log.Error().Err(err).Msg("api: wait for decision")
-		apiError(w, http.StatusServiceUnavailable, "the store is unavailable; try again")
+		apiFail(w, log, "wait for decision", err)
 		return
 	}
 	apiJSON(w, http.StatusOK, b.apiStatus(r.Context(), log, req))
@@ -212,18 +200,13 @@ func (b *Bot) apiAwait(ctx context.Context, req store.Request, wait time.Duratio
 		}
 	}
 	if req.Pending() && !req.Deadline.IsZero() && !b.clock.Now().Before(req.Deadline) {
-		d := store.Decision{Outcome: store.OutcomeExpired, At: b.clock.Now(), Message: "Nobody answered this request in time, so it was denied."}
-		settled, err := b.st.Decide(ctx, req.ID, d)
-		if err != nil && !errors.Is(err, store.ErrAlreadyDecided) {
-			return req, err
-		}
-		req = settled
+		return b.apiExpire(ctx, req)
 	}
 	return req, nil
 }
 
 func (b *Bot) apiDelete(w http.ResponseWriter, r *http.Request, tok APIToken, log zerolog.Logger) {
-	msg, err := withdrawnMessage(r.URL.Query())
+	why, err := approvalapi.ParseWithdrawal(r.URL.Query())
 	if err != nil {
 		apiError(w, http.StatusBadRequest, err.Error())
 		return
@@ -233,11 +216,10 @@ func (b *Bot) apiDelete(w http.ResponseWriter, r *http.Request, tok APIToken, lo
 		return
 	}
 	log = log.With().Str("request_id", req.ID).Str("session_id", req.SessionID).Logger()
-	d := store.Decision{Outcome: store.OutcomeCancelled, At: b.clock.Now(), Message: msg}
+	d := store.Decision{Outcome: store.OutcomeCancelled, At: b.clock.Now(), Message: withdrawnMessage(why)}
 	settled, err := b.st.Decide(r.Context(), req.ID, d)
 	if err != nil && !errors.Is(err, store.ErrAlreadyDecided) {
-		log.Error().Err(err).Msg("api: withdraw request")
-		apiError(w, http.StatusServiceUnavailable, "the store is unavailable; try again")
+		apiFail(w, log, "withdraw request", err)
 		return
 	}
 	if err == nil {
@@ -246,41 +228,15 @@ func (b *Bot) apiDelete(w http.ResponseWriter, r *http.Request, tok APIToken, lo
 	apiJSON(w, http.StatusOK, b.apiStatus(r.Context(), log, settled))
 }
 
-// apiDecision is a settled request's decision as the API returns it.
-type apiDecision struct {
-	Outcome store.Outcome `json:"outcome"`
-	// UpdatedInput (allow only) is the whole input the tool is to run
-	// with: the original or the person's edit, with a question's answers
-	// added, ready to send back as updatedInput.
-	UpdatedInput json.RawMessage    `json:"updated_input,omitempty"`
-	Permissions  []store.Suggestion `json:"updated_permissions,omitempty"`
-	Answers      map[string]string  `json:"answers,omitempty"`
-	// Message is what Claude is told on a deny (never empty then).
-	Message   string `json:"message,omitempty"`
-	Interrupt bool   `json:"interrupt,omitempty"`
-	By        string `json:"by,omitempty"`
-	ByName    string `json:"by_name,omitempty"`
-}
-
-// apiRequestStatus is the body of every answer about one request.
-type apiRequestStatus struct {
-	ID        string       `json:"id"`
-	SessionID string       `json:"session_id"`
-	Kind      store.Kind   `json:"kind"`
-	Status    string       `json:"status"` // pending or decided
-	Deadline  time.Time    `json:"deadline,omitzero"`
-	Decision  *apiDecision `json:"decision,omitempty"`
-}
-
 // apiStatus describes req. A person's decision counts only when it
 // verifies with this bot's key, as a worker would check it; one that does
 // not is refused (and recorded so), never returned as its claim.
-func (b *Bot) apiStatus(ctx context.Context, log zerolog.Logger, req store.Request) apiRequestStatus {
-	st := apiRequestStatus{ID: req.ID, SessionID: req.SessionID, Kind: req.Kind, Status: "pending", Deadline: req.Deadline}
+func (b *Bot) apiStatus(ctx context.Context, log zerolog.Logger, req store.Request) approvalapi.RequestStatus {
+	st := approvalapi.RequestStatus{ID: req.ID, SessionID: req.SessionID, Kind: req.Kind, Status: approvalapi.StatusPending, Deadline: req.Deadline}
 	if req.Pending() {
 		return st
 	}
-	st.Status = "decided"
+	st.Status = approvalapi.StatusDecided
 	d := *req.Decision
 	if d.Outcome == store.OutcomeAllow || d.Outcome == store.OutcomeDeny {
 		pub := b.cfg.SigningKey.Public().(ed25519.PublicKey)
@@ -296,8 +252,8 @@ func (b *Bot) apiStatus(ctx context.Context, log zerolog.Logger, req store.Reque
 	return st
 }
 
-func apiDecisionFor(req store.Request, d store.Decision) *apiDecision {
-	out := &apiDecision{Outcome: d.Outcome, By: d.By, ByName: d.ByName, Message: d.Message, Interrupt: d.Interrupt}
+func apiDecisionFor(req store.Request, d store.Decision) *approvalapi.Decision {
+	out := &approvalapi.Decision{Outcome: d.Outcome, By: d.By, ByName: d.ByName, Message: d.Message, Interrupt: d.Interrupt}
 	switch d.Outcome {
 	case store.OutcomeAllow:
 		input := cmp.Or(string(d.UpdatedInput), string(req.Input), "{}")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/slackgate/slackgate/bot/approvalapi"
 	"github.com/slackgate/slackgate/bot/fakeslack"
 	"github.com/slackgate/slackgate/store"
 	"github.com/slackgate/slackgate/store/boltstore"
@@ -56,9 +57,10 @@ func newAPIHarness(t *testing.T, transport string) (*harness, string) {
 }
 
 type apiResp struct {
-	code int
-	body map[string]any
-	st   apiRequestStatus
+	code   int
+	header http.Header
+	body   map[string]any
+	st     approvalapi.RequestStatus
 }
 
 func apiCall(t testing.TB, method, url, token string, body []byte) apiResp {
@@ -79,7 +81,7 @@ func apiCall(t testing.TB, method, url, token string, body []byte) apiResp {
 	if err := json.NewDecoder(resp.Body).Decode(&raw); err != nil {
 		t.Fatalf("%s %s: %d with a body that is not JSON: %v", method, url, resp.StatusCode, err)
 	}
-	out := apiResp{code: resp.StatusCode}
+	out := apiResp{code: resp.StatusCode, header: resp.Header}
 	_ = json.Unmarshal(raw, &out.body)
 	_ = json.Unmarshal(raw, &out.st)
 	return out
@@ -133,8 +135,8 @@ func TestAPIRefusesCallsWithoutAValidToken(t *testing.T) {
 
 func TestAPIRejectsOversizedAndMalformedBodies(t *testing.T) {
 	h, base := newAPIHarness(t, transportHTTP)
-	bigInput := `{"tool_name":"Bash","session":{"id":"s1"},"input":{"command":"` + strings.Repeat("x", apiMaxInput) + `"}}`
-	hugeBody := `{"tool_name":"Bash","session":{"id":"s1"},"input":{"command":"` + strings.Repeat("x", apiMaxBody) + `"}}`
+	bigInput := `{"tool_name":"Bash","session":{"id":"s1"},"input":{"command":"` + strings.Repeat("x", approvalapi.MaxInput) + `"}}`
+	hugeBody := `{"tool_name":"Bash","session":{"id":"s1"},"input":{"command":"` + strings.Repeat("x", approvalapi.MaxBody) + `"}}`
 	for _, tc := range []struct {
 		name, body, want string
 		code             int
@@ -446,7 +448,7 @@ func TestAPIToolResultIsAuditedAndShownInTheThread(t *testing.T) {
 		{"no tool", `{"input":{},"session":{"id":"s1"}}`, "tool_name", 400},
 		{"input not an object", `{"tool_name":"Bash","input":[1],"session":{"id":"s1"}}`, "JSON object", 400},
 		{"no session", `{"tool_name":"Bash","input":{}}`, "session.id", 400},
-		{"error too long", `{"tool_name":"Bash","input":{},"session":{"id":"s1"},"error":"` + strings.Repeat("e", apiMaxErrorText+1) + `"}`, "too long", 400},
+		{"error too long", `{"tool_name":"Bash","input":{},"session":{"id":"s1"},"error":"` + strings.Repeat("e", approvalapi.MaxErrorText+1) + `"}`, "too long", 400},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := apiCall(t, http.MethodPost, base+"/v1/tool-results", apiTokenA, []byte(tc.body))

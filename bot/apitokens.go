@@ -21,6 +21,10 @@ type APIToken struct {
 	Hash [sha256.Size]byte
 }
 
+// client is how the store names what tok reports or opens: the starter of
+// its sessions and the reporter of its tool results.
+func (t APIToken) client() string { return "api:" + t.Name }
+
 // minAPITokenLen refuses tokens short enough to guess.
 const minAPITokenLen = 24
 

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
@@ -36,19 +37,27 @@ type Bot struct {
 	starters  *approvers
 	teams     *teamGate
 	work      tasks
-	// apiSessions serialises opening API sessions, so one Claude session
-	// gets one thread when its first requests arrive together.
-	apiSessions sync.Mutex
-	status      statusBook
-	posting     cardsPosting
+	// apiLocks serialise, per key, what the approval API must not do
+	// twice at once: open one Claude session's thread (one thread per
+	// session), count a token's sessions or pending requests with the
+	// write they admit. apiRates and apiOpening are the rest of the
+	// API's limits (apilimits.go); apiExpiry wakes its sweeper.
+	apiLocks   keyedLocks
+	apiRates   apiRates
+	apiOpening apiOpening
+	apiExpiry  apiExpiry
+	status     statusBook
+	posting    cardsPosting
 	// starting and queueing serialise the session-count and backlog
 	// checks with the writes they admit (see stripes); two sets, so a
 	// start that turns into a follow-up never waits on itself.
 	starting, queueing stripes
 	conn               connState
 
-	// afterReconcile, when set (tests), runs after each reconcile pass.
+	// afterReconcile, when set (tests), runs after each reconcile pass;
+	// expiryArmed after the API sweeper set its timer, due at due.
 	afterReconcile func()
+	expiryArmed    func(due time.Time)
 
 	// botUserID comes from auth.test at the start of Run; handlers run only
 	// after it is set.
@@ -76,6 +85,7 @@ func New(cfg Config, st store.Store, log zerolog.Logger) (*Bot, error) {
 	ttl := cmp.Or(cfg.GroupCacheTTL, DefaultGroupCacheTTL)
 	cfg.ReconcileInterval = cmp.Or(cfg.ReconcileInterval, DefaultReconcileInterval)
 	cfg.CardClaimTTL = cmp.Or(cfg.CardClaimTTL, DefaultCardClaimTTL)
+	cfg.APILimits = cfg.APILimits.withDefaults()
 
 	opts := []slack.Option{}
 	if cfg.APIURL != "" {
@@ -100,6 +110,8 @@ func New(cfg Config, st store.Store, log zerolog.Logger) (*Bot, error) {
 		api:   api,
 		clock: cfg.Clock,
 		out:   newOutbox(api, cfg.Budgets, cfg.Clock, log),
+
+		apiExpiry: newAPIExpiry(),
 	}
 	if cfg.Metrics != nil {
 		b.out.metrics = cfg.Metrics
@@ -154,6 +166,9 @@ func (b *Bot) Run(ctx context.Context) error {
 		}
 	} else {
 		g.Go(func() error { return b.serveHTTP(gctx, b.Handler(), "slack http mode") })
+	}
+	if len(b.cfg.APITokens) > 0 {
+		g.Go(func() error { return b.expireAPIRequests(gctx) })
 	}
 	err = g.Wait()
 	b.work.stop()

@@ -33,8 +33,10 @@ type Config struct {
 	// 127.0.0.1:0). Run closes it.
 	Listener net.Listener
 	// APITokens turn on the approval API (api.go) on HTTPAddr, in either
-	// transport; nil: off.
+	// transport; nil: off. APILimits bound each token (zero fields take
+	// the defaults).
 	APITokens []APIToken
+	APILimits APILimits
 
 	// Approvers may decide requests: listed users and user groups, or
 	// anyone who can see the card when Anyone is set. Required: the zero

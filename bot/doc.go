@@ -18,6 +18,10 @@ package bot
 //	                 thread replies) and /claude; starting and continuing
 //	                 sessions
 //	dedup.go         Events API redeliveries seen once across replicas
+//	api*.go          the approval API (api.go says what it grants a
+//	                 token); apilimits.go its per-token limits and
+//	                 per-key locks, apiexpire.go the expiry of requests
+//	                 whose client stopped polling
 //	interactions.go  clicks and modal submissions; the one decide pipeline
 //	                 both go through (decision)
 //	approvers.go     who may decide or stop (approvers, guarded, Bot.may)

@@ -208,7 +208,7 @@ func (b *Bot) onAction(ctx context.Context, cb *slack.InteractionCallback, a blo
 		return d, false, nil
 	})
 	if err != nil {
-		p.tell(ctx, "Sorry, I could not record your answer (the request store is unavailable). Please try again.")
+		p.tell(ctx, sorry("record your answer", err))
 	}
 }
 

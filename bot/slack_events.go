@@ -93,7 +93,7 @@ func (b *Bot) onMessage(ctx context.Context, e *slackevents.MessageEvent) {
 	}
 	if err != nil {
 		b.log.Error().Err(err).Str("channel", thread.Channel).Msg("look up thread session")
-		b.tellUser(ctx, thread, e.User, "Sorry, I could not pass your message to Claude (the session store is unavailable). Please try again.")
+		b.tellUser(ctx, thread, e.User, sorry("pass your message to Claude", err))
 		return
 	}
 	if !b.ofOurTeamIn(ctx, thread, actor{user: e.User, team: e.UserTeam}) {
@@ -155,7 +155,7 @@ func (b *Bot) startOrContinue(ctx context.Context, thread store.MessageRef, user
 	}
 	if !errors.Is(err, store.ErrNotFound) {
 		log.Error().Err(err).Msg("look up thread session")
-		b.tellUser(ctx, thread, user, "Sorry, I could not start a session (the session store is unavailable). Please try again.")
+		b.tellUser(ctx, thread, user, sorry("start a session", err))
 		return
 	}
 	defer b.starting.lock(user)()
@@ -189,7 +189,7 @@ func (b *Bot) createSession(ctx context.Context, log zerolog.Logger, thread stor
 			}
 		}
 		log.Error().Err(err).Msg("create session")
-		b.tellUser(ctx, thread, user, "Sorry, I could not start a session (the session store is unavailable). Please try again.")
+		b.tellUser(ctx, thread, user, sorry("start a session", err))
 		return
 	}
 	log = log.With().Str("session_id", s.ID).Logger()

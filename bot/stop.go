@@ -36,7 +36,7 @@ func (b *Bot) onStopClick(ctx context.Context, cb *slack.InteractionCallback, a 
 	}
 	if err != nil {
 		log.Error().Err(err).Msg("stop: get session")
-		b.tellUser(ctx, thread, user, "Sorry, I could not stop Claude (the session store is unavailable). Please try again.")
+		b.tellUser(ctx, thread, user, sorry("stop Claude", err))
 		return
 	}
 	b.stop(ctx, log, s, user)
@@ -61,7 +61,7 @@ func (b *Bot) stop(ctx context.Context, log zerolog.Logger, s store.Session, use
 	in := store.Input{SessionID: s.ID, Control: store.ControlInterrupt, User: user, At: b.clock.Now()}
 	if _, err := b.st.Enqueue(ctx, in); err != nil {
 		log.Error().Err(err).Msg("enqueue interrupt")
-		tell("Sorry, I could not stop Claude (the session store is unavailable). Please try again.")
+		tell(sorry("stop Claude", err))
 		return
 	}
 	log.Info().Msg("interrupt queued")

@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Counts answers what the Slack side's limits ask, from the shared record,
 // so every bot replica counts the same sessions and inputs.
@@ -15,6 +18,15 @@ type Counts interface {
 	// input queued and no worker owning them: those waiting for a worker
 	// to claim them.
 	ReadySessions(ctx context.Context) (int, error)
+	// CountPendingUnder counts the pending requests whose session id
+	// starts with prefix. The approval API names the sessions of one token
+	// with a prefix of their own, so this is one token's pending requests;
+	// it costs what CountPending(ctx, "") costs.
+	CountPendingUnder(ctx context.Context, prefix string) (int, error)
+	// SessionsUpdatedSince counts the sessions starter started
+	// (Session.StartedBy) whose UpdatedAt is at or after since; 0 for a
+	// starter who started none. It reads each of the starter's sessions.
+	SessionsUpdatedSince(ctx context.Context, starter string, since time.Time) (int, error)
 }
 
 // Active reports whether a session in state st holds a place in its

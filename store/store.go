@@ -499,10 +499,12 @@ const (
 	// AuditAnswerForgotten: someone (By) forgot a remembered answer; it
 	// names no request.
 	AuditAnswerForgotten AuditAction = "answer_forgotten"
-	// AuditToolRan: a tool ran in a Claude session slackgate did not start
-	// (reported by `slackgate hook` on PostToolUse); the entry names the
-	// session, the tool, a short summary of its input (Message) and its
-	// result, and has no request.
+	// AuditToolRan: a client of the approval API (`slackgate hook` on
+	// PostToolUse) reports that a tool ran in a Claude session slackgate
+	// did not start; the entry names the session, the tool, a short
+	// summary of its input (Message), its result and who reported it
+	// (ReportedBy), and has no request. It records a claim, not something
+	// slackgate saw.
 	AuditToolRan AuditAction = "tool_ran"
 )
 
@@ -547,12 +549,15 @@ type AuditEntry struct {
 	// id and ToolSucceeded or ToolFailed.
 	ToolUseID string `json:"tool_use_id,omitempty"`
 	Result    string `json:"result,omitempty"`
+	// ReportedBy names the client whose claim an AuditToolRan entry
+	// records ("api:" and the approval API token's name); required there.
+	ReportedBy string `json:"reported_by,omitempty"`
 }
 
 // Validate checks a: a known action, a time, the request and session it is
 // about (the remembered answer, for answer_remembered and answer_forgotten),
 // and, for a settlement, a known outcome; an AuditToolRan entry has a
-// session, a tool and a known result instead of a request.
+// session, a tool, who reported it and a known result instead of a request.
 func (a AuditEntry) Validate() error {
 	aboutAnswer := a.Action == AuditAnswerRemembered || a.Action == AuditAnswerForgotten
 	switch {
@@ -561,8 +566,8 @@ func (a AuditEntry) Validate() error {
 	case a.At.IsZero():
 		return invalid("audit entry %s of %s without a time", a.Action, a.RequestID)
 	case a.Action == AuditToolRan:
-		if a.SessionID == "" || a.Tool == "" || (a.Result != ToolSucceeded && a.Result != ToolFailed) {
-			return invalid("tool_ran audit entry without a session, a tool or a result (%q)", a.Result)
+		if a.SessionID == "" || a.Tool == "" || a.ReportedBy == "" || (a.Result != ToolSucceeded && a.Result != ToolFailed) {
+			return invalid("tool_ran audit entry without a session, a tool, who reported it or a result (%q)", a.Result)
 		}
 	case aboutAnswer && a.AnswerID == "":
 		return invalid("audit entry %s without a remembered answer", a.Action)

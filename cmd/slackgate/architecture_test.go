@@ -32,7 +32,8 @@ var layers = map[string]struct {
 	"relay/relaytest/standin": {ours: []string{"relay", "store"}, outside: []string{"github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "github.com/google/uuid", "golang.org/x/sync"}},
 	"blocks":                  {ours: []string{"store"}, outside: []string{"github.com/slack-go/slack", "github.com/gorilla/websocket"}},
 	"bot/fakeslack":           {ours: []string{"blocks", "store"}, outside: []string{"github.com/slack-go/slack", "github.com/gorilla/websocket"}},
-	"bot":                     {ours: []string{"blocks", "store"}, outside: []string{"github.com/slack-go/slack", "github.com/gorilla/websocket", "github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "github.com/google/uuid", "golang.org/x/sync"}},
+	"bot/approvalapi":         {ours: []string{"store"}},
+	"bot":                     {ours: []string{"blocks", "bot/approvalapi", "store"}, outside: []string{"github.com/slack-go/slack", "github.com/gorilla/websocket", "github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "github.com/google/uuid", "golang.org/x/sync"}},
 	"cmd/slackgate":           {ours: []string{"*"}, outside: []string{"*"}},
 
 	// Test helpers that start real servers; tests only.

@@ -66,6 +66,13 @@ type Config struct {
 	// APITokens turns on the approval API on HTTP_ADDR (in Socket Mode
 	// too): name:channel:token entries, separated by commas.
 	APITokens string `env:"API_TOKENS"`
+	// Each API token's limits (see bot.APILimits): sessions open at once
+	// (used within the last hour), requests waiting for a person, and
+	// requests and tool results a minute (per bot replica).
+	APIMaxSessions          int `env:"API_MAX_SESSIONS" envDefault:"100"`
+	APIMaxPending           int `env:"API_MAX_PENDING" envDefault:"100"`
+	APIRequestsPerMinute    int `env:"API_REQUESTS_PER_MINUTE" envDefault:"60"`
+	APIToolResultsPerMinute int `env:"API_TOOL_RESULTS_PER_MINUTE" envDefault:"120"`
 
 	// Slack's rate limits as the outbox spends them (see bot.Budgets).
 	SlackPostsPerSecond   float64       `env:"SLACK_POSTS_PER_SECOND" envDefault:"1"`
@@ -156,7 +163,8 @@ func (c Config) validate() error {
 	if c.AuditRetention < 0 {
 		errs = append(errs, fmt.Errorf("AUDIT_RETENTION=%s: must be positive, or 0 to keep the audit log forever", c.AuditRetention))
 	}
-	for name, v := range map[string]int{"MAX_SESSIONS_PER_USER": c.MaxSessionsPerUser, "MAX_QUEUED_INPUTS": c.MaxQueuedInputs, "MAX_PROMPT_BYTES": c.MaxPromptBytes} {
+	for name, v := range map[string]int{"MAX_SESSIONS_PER_USER": c.MaxSessionsPerUser, "MAX_QUEUED_INPUTS": c.MaxQueuedInputs, "MAX_PROMPT_BYTES": c.MaxPromptBytes,
+		"API_MAX_SESSIONS": c.APIMaxSessions, "API_MAX_PENDING": c.APIMaxPending, "API_REQUESTS_PER_MINUTE": c.APIRequestsPerMinute, "API_TOOL_RESULTS_PER_MINUTE": c.APIToolResultsPerMinute} {
 		if v < 1 {
 			errs = append(errs, fmt.Errorf("%s=%d: must be at least 1", name, v))
 		}
@@ -326,21 +334,32 @@ func splitArgs(s string) ([]string, error) {
 	return args, nil
 }
 
-// HookConfig is what `slackgate hook` reads: where the approval API is, the
-// token it presents, and how long it waits for a person before it passes
-// the prompt back to the terminal.
+// HookConfig is what `slackgate hook` and `slackgate mcp` read: where the
+// approval API is, the token they present, and how long they wait for a
+// person before the hook passes the prompt back to the terminal (the MCP
+// tool: denies).
 type HookConfig struct {
-	URL   string        `env:"SLACKGATE_URL"`
-	Token string        `env:"SLACKGATE_TOKEN"`
-	Wait  time.Duration `env:"SLACKGATE_WAIT" envDefault:"10m"`
+	URL string `env:"SLACKGATE_URL"`
+	// Token is read from TokenFile (default tokenFileDefault under
+	// XDG_CONFIG_HOME or HOME): Claude Code passes its environment on to
+	// every command Claude runs, so a token there is every command's.
+	// SLACKGATE_TOKEN is still taken, with a warning (Warnings).
+	Token      string        `env:"SLACKGATE_TOKEN"`
+	TokenFile  string        `env:"SLACKGATE_TOKEN_FILE"`
+	Home       string        `env:"HOME"`
+	ConfigHome string        `env:"XDG_CONFIG_HOME"`
+	Wait       time.Duration `env:"SLACKGATE_WAIT" envDefault:"10m"`
 	// User names who runs the session on its card's thread.
 	User string `env:"USER"`
 	// ClaudeSession is the session id Claude Code gives the processes it
 	// starts, when it does; `slackgate mcp` is not told it otherwise.
 	ClaudeSession string `env:"CLAUDE_CODE_SESSION_ID"`
+	// Warnings say what works but should change; the caller prints them.
+	Warnings []string `env:"-"`
 }
 
-// loadHookConfig parses the hook's environment given as KEY=VALUE pairs.
+// loadHookConfig parses the hook's environment given as KEY=VALUE pairs
+// and reads its token.
 func loadHookConfig(environ []string) (HookConfig, error) {
 	vars := make(map[string]string, len(environ))
 	for _, kv := range environ {
@@ -355,10 +374,21 @@ func loadHookConfig(environ []string) (HookConfig, error) {
 	switch {
 	case cfg.URL == "":
 		return cfg, errors.New("config: SLACKGATE_URL is required (the bot's approval API, e.g. https://slackgate.example.com)")
-	case cfg.Token == "":
-		return cfg, errors.New("config: SLACKGATE_TOKEN is required (one of the bot's API_TOKENS)")
 	case cfg.Wait <= 0 || cfg.Wait > maxHookWait:
 		return cfg, fmt.Errorf("config: SLACKGATE_WAIT=%s: must be positive and at most %s", cfg.Wait, maxHookWait)
+	case cfg.Token != "" && cfg.TokenFile != "":
+		return cfg, errors.New("config: both SLACKGATE_TOKEN and SLACKGATE_TOKEN_FILE are set; keep the file and unset SLACKGATE_TOKEN")
+	case cfg.Token != "":
+		cfg.Warnings = append(cfg.Warnings, "SLACKGATE_TOKEN is in Claude Code's environment, so every command Claude runs can read it: "+
+			"put the token in "+tokenFileDefault+" (chmod 600), or a file named by SLACKGATE_TOKEN_FILE, and unset SLACKGATE_TOKEN")
+		return cfg, nil
 	}
-	return cfg, nil
+	path := cfg.TokenFile
+	if path == "" {
+		if path, err = defaultTokenFile(cfg); err != nil {
+			return cfg, err
+		}
+	}
+	cfg.Token, err = readTokenFile(path)
+	return cfg, err
 }

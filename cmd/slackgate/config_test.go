@@ -18,6 +18,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		SlackPostsPerSecond: 1, SlackPostBurst: 4, SlackUpdatesPerMinute: 50, SlackUpdateBurst: 20, SlackLiveEditInterval: 3 * time.Second,
 		Retention: 30 * 24 * time.Hour, AuditRetention: 365 * 24 * time.Hour,
 		MaxSessionsPerUser: 3, MaxQueuedInputs: 20, MaxPromptBytes: 16 << 10,
+		APIMaxSessions: 100, APIMaxPending: 100, APIRequestsPerMinute: 60, APIToolResultsPerMinute: 120,
 	}
 	want.WorkDir = cfg.WorkDir // the current directory
 	if cfg.WorkDir == "" {
@@ -40,6 +41,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"RETENTION=48h", "AUDIT_RETENTION=0",
 		"STARTERS=U3", "ALLOWED_TEAMS=T9,E9", "ALLOWED_CHANNELS=C1", "ALLOW_DMS=true", "DM_WORKDIR=/srv/dm",
 		"MAX_SESSIONS_PER_USER=5", "MAX_QUEUED_INPUTS=7", "MAX_PROMPT_BYTES=1000",
+		"API_MAX_SESSIONS=9", "API_MAX_PENDING=8", "API_REQUESTS_PER_MINUTE=7", "API_TOOL_RESULTS_PER_MINUTE=6",
 	})
 	if err != nil {
 		t.Fatalf("loadConfig: %v", err)
@@ -54,6 +56,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		Retention: 48 * time.Hour, AuditRetention: 0,
 		Starters: "U3", AllowedTeams: "T9,E9", AllowedChannels: "C1",
 		AllowDMs: true, DMWorkDir: "/srv/dm", MaxSessionsPerUser: 5, MaxQueuedInputs: 7, MaxPromptBytes: 1000,
+		APIMaxSessions: 9, APIMaxPending: 8, APIRequestsPerMinute: 7, APIToolResultsPerMinute: 6,
 	}
 	if cfg != want {
 		t.Errorf("\n got %+v\nwant %+v", cfg, want)
@@ -75,6 +78,8 @@ func TestLoadConfigRejectsBadValuesNamingTheVariable(t *testing.T) {
 		{"MAX_SESSIONS_PER_USER=0", "MAX_SESSIONS_PER_USER"},
 		{"MAX_QUEUED_INPUTS=0", "MAX_QUEUED_INPUTS"},
 		{"MAX_PROMPT_BYTES=-1", "MAX_PROMPT_BYTES"},
+		{"API_MAX_PENDING=0", "API_MAX_PENDING"},
+		{"API_TOOL_RESULTS_PER_MINUTE=-5", "API_TOOL_RESULTS_PER_MINUTE"},
 		{"MAX_TRANSCRIPT_BYTES=-1", "MAX_TRANSCRIPT_BYTES"},
 		{"MAX_TRANSCRIPT_BYTES=1000000000", "MAX_TRANSCRIPT_BYTES"},
 		{"MAX_TRANSCRIPT_BYTES=32MiB", "MAX_TRANSCRIPT_BYTES"},

@@ -4,13 +4,14 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"os"
 	"time"
 	"unicode/utf8"
+
+	"github.com/slackgate/slackgate/bot/approvalapi"
+	"github.com/slackgate/slackgate/relay"
+	"github.com/slackgate/slackgate/store"
 )
 
 // `slackgate hook` is a Claude Code command hook: Claude Code runs it once
@@ -38,13 +39,13 @@ const (
 
 // hookInput is the part of Claude Code's hook input slackgate uses.
 type hookInput struct {
-	SessionID   string            `json:"session_id"`
-	Cwd         string            `json:"cwd"`
-	Event       string            `json:"hook_event_name"`
-	ToolName    string            `json:"tool_name"`
-	ToolInput   json.RawMessage   `json:"tool_input"`
-	ToolUseID   string            `json:"tool_use_id"`
-	Suggestions []json.RawMessage `json:"permission_suggestions"`
+	SessionID   string             `json:"session_id"`
+	Cwd         string             `json:"cwd"`
+	Event       string             `json:"hook_event_name"`
+	ToolName    string             `json:"tool_name"`
+	ToolInput   json.RawMessage    `json:"tool_input"`
+	ToolUseID   string             `json:"tool_use_id"`
+	Suggestions []store.Suggestion `json:"permission_suggestions"`
 	// PostToolUse: what the tool returned; PostToolUseFailure: its error.
 	ToolResponse json.RawMessage `json:"tool_response"`
 	Error        string          `json:"error"`
@@ -71,6 +72,9 @@ func (p program) hookAnswer(ctx context.Context) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintln(p.stderr, "slackgate hook: warning:", w)
+	}
 	raw, err := io.ReadAll(io.LimitReader(p.stdin, maxHookInput))
 	if err != nil {
 		return nil, fmt.Errorf("read hook input: %w", err)
@@ -81,12 +85,12 @@ func (p program) hookAnswer(ctx context.Context) (json.RawMessage, error) {
 	}
 	switch in.Event {
 	case "PostToolUse", "PostToolUseFailure":
-		return passThrough, newAPIClient(cfg).reportToolRan(ctx, cfg, in)
+		return passThrough, reportToolRan(ctx, newAPIClient(cfg), cfg, in)
 	case "PermissionRequest", "PreToolUse":
 	default:
 		return passThrough, nil
 	}
-	d, err := newAPIClient(cfg).ask(ctx, cfg, apiRequest{
+	d, err := askSlack(ctx, newAPIClient(cfg), cfg, apiRequest{
 		ToolName: in.ToolName, Input: in.ToolInput, ToolUseID: in.ToolUseID, Suggestions: in.Suggestions,
 		SessionID: in.SessionID, Cwd: in.Cwd, Terminal: true,
 	})
@@ -98,32 +102,36 @@ func (p program) hookAnswer(ctx context.Context) (json.RawMessage, error) {
 	return hookOutput(in.Event, *d)
 }
 
+// hookSpecific is Claude Code's hookSpecificOutput for the two events the
+// hook answers. A PermissionRequest's decision is a permission result, the
+// same the stdio protocol carries; PreToolUse says allow or deny in fields
+// of its own, with the input to run.
+type hookSpecific struct {
+	HookEventName            string                  `json:"hookEventName"`
+	Decision                 *relay.PermissionResult `json:"decision,omitempty"`
+	PermissionDecision       string                  `json:"permissionDecision,omitempty"`
+	PermissionDecisionReason string                  `json:"permissionDecisionReason,omitempty"`
+	UpdatedInput             json.RawMessage         `json:"updatedInput,omitempty"`
+}
+
 // hookOutput turns a decision into the hook output for event; a decision
 // that is nobody's answer (expired, cancelled, ended) passes through.
-func hookOutput(event string, d apiDecision) (json.RawMessage, error) {
-	var specific map[string]any
-	who := cmp.Or(d.ByName, d.By, "a person")
+func hookOutput(event string, d approvalapi.Decision) (json.RawMessage, error) {
+	res, ok, err := permissionResult(d)
+	if err != nil || !ok {
+		return passThrough, err
+	}
+	out := hookSpecific{HookEventName: event}
 	switch {
-	case d.Outcome == "allow" && event == "PermissionRequest":
-		dec := map[string]any{"behavior": "allow", "updatedInput": d.UpdatedInput}
-		if len(d.Permissions) > 0 {
-			dec["updatedPermissions"] = d.Permissions
-		}
-		specific = map[string]any{"decision": dec}
-	case d.Outcome == "allow":
-		specific = map[string]any{"permissionDecision": "allow", "permissionDecisionReason": "Approved in Slack by " + who, "updatedInput": d.UpdatedInput}
-	case (d.Outcome == "deny" || d.Outcome == "refused") && event == "PermissionRequest":
-		specific = map[string]any{"decision": map[string]any{"behavior": "deny", "message": d.Message, "interrupt": d.Interrupt}}
-	case d.Outcome == "deny" || d.Outcome == "refused":
-		specific = map[string]any{"permissionDecision": "deny", "permissionDecisionReason": d.Message}
+	case event == "PermissionRequest":
+		out.Decision = &res
+	case res.Behavior == "allow":
+		out.PermissionDecision, out.UpdatedInput = "allow", res.UpdatedInput
+		out.PermissionDecisionReason = "Approved in Slack by " + cmp.Or(d.ByName, d.By, "a person")
 	default:
-		return passThrough, nil
+		out.PermissionDecision, out.PermissionDecisionReason = "deny", res.Message
 	}
-	if d.Outcome == "allow" && len(d.UpdatedInput) == 0 {
-		return nil, errors.New("the API allowed without an input")
-	}
-	specific["hookEventName"] = event
-	return json.Marshal(map[string]any{"hookSpecificOutput": specific})
+	return json.Marshal(map[string]hookSpecific{"hookSpecificOutput": out})
 }
 
 // hookSettings is the settings.json block: PermissionRequest for every
@@ -156,7 +164,7 @@ const maxReportedError = 2000
 
 // reportToolRan tells the bot what ran (PostToolUse) or failed
 // (PostToolUseFailure), for the audit log and the session's thread.
-func (c apiClient) reportToolRan(ctx context.Context, cfg HookConfig, in hookInput) error {
+func reportToolRan(ctx context.Context, c *approvalapi.Client, cfg HookConfig, in hookInput) error {
 	ctx, cancel := context.WithTimeout(ctx, reportTimeout)
 	defer cancel()
 	failed, text := toolFailed(in)
@@ -164,14 +172,10 @@ func (c apiClient) reportToolRan(ctx context.Context, cfg HookConfig, in hookInp
 	if len(input) == 0 || string(input) == "null" {
 		input = json.RawMessage(`{}`)
 	}
-	host, _ := os.Hostname()
-	body := map[string]any{
-		"tool_name": in.ToolName, "input": input, "tool_use_id": in.ToolUseID, "failed": failed,
-		"error":   capBytes(text, maxReportedError),
-		"session": map[string]string{"id": in.SessionID, "host": host, "cwd": in.Cwd, "name": cfg.User},
-	}
-	var out map[string]string
-	return c.do(ctx, http.MethodPost, "/v1/tool-results", body, &out)
+	return c.ReportToolRan(ctx, approvalapi.ToolRan{
+		ToolName: in.ToolName, Input: input, ToolUseID: in.ToolUseID, Failed: failed,
+		Error: capBytes(text, maxReportedError), Session: from(cfg, in.SessionID, in.Cwd),
+	})
 }
 
 // toolFailed reads the outcome of a tool call from the hook input: a

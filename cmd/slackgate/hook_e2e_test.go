@@ -92,7 +92,14 @@ func runTerminalHookTimeout(t *testing.T, a *app, base, wait string, hookTimeout
 	if stdio {
 		args = append(args, "--permission-prompt-tool", "stdio")
 	}
-	return startCLI(t, a, args, prompt, hookSwitch+"=1", "SLACKGATE_URL="+base, "SLACKGATE_TOKEN="+hookToken, "SLACKGATE_WAIT="+wait)
+	return startCLI(t, a, args, prompt, append([]string{hookSwitch + "=1"}, hookEnv(t, base, wait)...)...)
+}
+
+// hookEnv is what Claude Code runs the hook and `slackgate mcp` with, as a
+// person sets it up: where the API is and the file holding the token,
+// never the token itself, which every command Claude runs would inherit.
+func hookEnv(t *testing.T, base, wait string) []string {
+	return []string{"SLACKGATE_URL=" + base, "SLACKGATE_TOKEN_FILE=" + writeTokenFile(t, hookToken, 0o600), "SLACKGATE_WAIT=" + wait}
 }
 
 // startCLI runs claude with args (and the hermetic ones) in a's working
@@ -252,7 +259,7 @@ func TestHookReportsWhatRanInTheSessionThreadAndTheAuditLog(t *testing.T) {
 	}
 	a.click(dana, failing.Ref(), "Approve")
 	run.wait(t, a)
-	for _, want := range []string{"*Bash* ran: `echo reported &gt; reported.txt`", "*Bash* failed: `exit 3`"} {
+	for _, want := range []string{"*Bash* ran: `echo reported &gt; reported.txt` · _as reported by API token laptop_", "*Bash* failed: `exit 3`"} {
 		if _, err := a.slack.WaitThread(a.ctx, general, root.TS, func(m fakeslack.Message) bool { return m.HasText(want) }); err != nil {
 			t.Errorf("no thread line %q: %v\n%s", want, err, a.dump(root.TS))
 		}
@@ -272,10 +279,32 @@ func TestHookReportsWhatRanInTheSessionThreadAndTheAuditLog(t *testing.T) {
 			ran[e.ToolUseID] = e
 		}
 	}
-	if e := ran["toolu_hr"]; e.Tool != "Bash" || e.Result != store.ToolSucceeded || e.Message != "echo reported > reported.txt" || !strings.HasPrefix(e.SessionID, "api.laptop.") {
+	if e := ran["toolu_hr"]; e.Tool != "Bash" || e.Result != store.ToolSucceeded || e.Message != "echo reported > reported.txt" ||
+		!strings.HasPrefix(e.SessionID, "api.laptop.") || e.ReportedBy != "api:laptop" {
 		t.Errorf("audit entry of the command that ran = %+v", e)
 	}
 	if e := ran["toolu_hf"]; e.Result != store.ToolFailed || e.Message != "exit 3" {
 		t.Errorf("audit entry of the command that failed = %+v", e)
+	}
+}
+
+// TestHookKeepsItsTokenFromTheSessionsCommands: the hook finds its token, yet
+// an approved `env` (what any command Claude runs sees) holds no trace of
+// it.
+func TestHookKeepsItsTokenFromTheSessionsCommands(t *testing.T) {
+	t.Parallel()
+	a, base := startHookApp(t,
+		relaytest.ToolUse("toolu_he", "Bash", bash("env > env.txt", "Show the environment")),
+		relaytest.Text("done"))
+	run := runTerminal(t, a, base, "60s", false, "show the environment")
+	_, card := apiCard(t, a, "Approve")
+	a.click(dana, card.Ref(), "Approve")
+	run.wait(t, a)
+	env := a.file("env.txt")
+	if !strings.Contains(env, "SLACKGATE_URL="+base) {
+		t.Fatalf("env.txt does not show Claude Code's environment:\n%s", env)
+	}
+	if strings.Contains(env, hookToken) || strings.Contains(env, "SLACKGATE_TOKEN=") {
+		t.Errorf("an approved command sees the hook's token:\n%s", env)
 	}
 }

@@ -13,6 +13,12 @@ import (
 	"time"
 )
 
+// installNote tells whoever installs the hook where its settings come
+// from: never the token in Claude Code's environment.
+const installNote = "The hook reads SLACKGATE_URL from Claude Code's environment and its token from " + tokenFileDefault +
+	" (or the file SLACKGATE_TOKEN_FILE names), which only you may read: (umask 077; mkdir -p ~/.config/slackgate; cat > " + tokenFileDefault +
+	"), paste one of the bot's API_TOKENS, Ctrl-D. Do not export SLACKGATE_TOKEN: every command Claude runs would see it."
+
 // hookInstall prints the settings block that registers the hook, or with
 // -write FILE merges it into a Claude Code settings file (keeping
 // everything else there), printing the file as written.
@@ -44,6 +50,7 @@ func (p program) hookInstall(args []string) error {
 		}
 		fmt.Fprintf(p.stderr, "wrote %s:\n", *write)
 	}
+	fmt.Fprintln(p.stderr, installNote)
 	_, err = fmt.Fprintf(p.stdout, "%s\n", b)
 	return err
 }

@@ -5,30 +5,37 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slackgate/slackgate/bot/approvalapi"
+	"github.com/slackgate/slackgate/relay/relaytest"
+	"github.com/slackgate/slackgate/store"
 )
 
 func TestHookOutputFollowsTheHookProtocol(t *testing.T) {
 	input := json.RawMessage(`{"command":"ls"}`)
-	perm := json.RawMessage(`{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"ls"}],"behavior":"allow","destination":"session"}`)
+	perm := `{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"ls"}],"behavior":"allow","destination":"session"}`
+	suggestion := store.Suggestion{Type: "addRules", Rules: []store.SuggestionRule{{ToolName: "Bash", RuleContent: "ls"}}, Behavior: "allow", Destination: "session"}
 	tests := []struct {
 		name, event string
-		d           apiDecision
+		d           approvalapi.Decision
 		want        string
 	}{
-		{"permission allowed", "PermissionRequest", apiDecision{Outcome: "allow", UpdatedInput: input, Permissions: []json.RawMessage{perm}},
-			`{"hookSpecificOutput":{"decision":{"behavior":"allow","updatedInput":{"command":"ls"},"updatedPermissions":[` + string(perm) + `]},"hookEventName":"PermissionRequest"}}`},
-		{"permission denied with interrupt", "PermissionRequest", apiDecision{Outcome: "deny", Message: "no", Interrupt: true},
+		{"permission allowed", "PermissionRequest", approvalapi.Decision{Outcome: "allow", UpdatedInput: input, Permissions: []store.Suggestion{suggestion}},
+			`{"hookSpecificOutput":{"decision":{"behavior":"allow","updatedInput":{"command":"ls"},"updatedPermissions":[` + perm + `]},"hookEventName":"PermissionRequest"}}`},
+		{"permission denied with interrupt", "PermissionRequest", approvalapi.Decision{Outcome: "deny", Message: "no", Interrupt: true},
 			`{"hookSpecificOutput":{"decision":{"behavior":"deny","interrupt":true,"message":"no"},"hookEventName":"PermissionRequest"}}`},
-		{"question answered", "PreToolUse", apiDecision{Outcome: "allow", UpdatedInput: input, ByName: "dana"},
+		{"question answered", "PreToolUse", approvalapi.Decision{Outcome: "allow", UpdatedInput: input, ByName: "dana"},
 			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"allow","permissionDecisionReason":"Approved in Slack by dana","updatedInput":{"command":"ls"}}}`},
-		{"question declined", "PreToolUse", apiDecision{Outcome: "deny", Message: "declined"},
+		{"question declined", "PreToolUse", approvalapi.Decision{Outcome: "deny", Message: "declined"},
 			`{"hookSpecificOutput":{"hookEventName":"PreToolUse","permissionDecision":"deny","permissionDecisionReason":"declined"}}`},
-		{"expired passes through", "PermissionRequest", apiDecision{Outcome: "expired", Message: "late"}, `{}`},
-		{"cancelled passes through", "PreToolUse", apiDecision{Outcome: "cancelled"}, `{}`},
+		{"expired passes through", "PermissionRequest", approvalapi.Decision{Outcome: "expired", Message: "late"}, `{}`},
+		{"cancelled passes through", "PreToolUse", approvalapi.Decision{Outcome: "cancelled"}, `{}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -41,7 +48,7 @@ func TestHookOutputFollowsTheHookProtocol(t *testing.T) {
 			}
 		})
 	}
-	if _, err := hookOutput("PermissionRequest", apiDecision{Outcome: "allow"}); err == nil {
+	if _, err := hookOutput("PermissionRequest", approvalapi.Decision{Outcome: "allow"}); err == nil {
 		t.Error("an allow without an input was turned into an output; Claude Code would fail its schema")
 	}
 }
@@ -64,15 +71,20 @@ func jsonSame(t *testing.T, a json.RawMessage, b string) bool {
 // own prompt still works and the session goes on.
 func TestHookFailuresPassThroughAndSayWhy(t *testing.T) {
 	event := `{"session_id":"s1","hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"ls"}}`
+	token := "SLACKGATE_TOKEN_FILE=" + writeTokenFile(t, "x", 0o600)
+	home := t.TempDir()
 	tests := []struct {
 		name, stdin, why string
 		environ          []string
 	}{
-		{"no url", event, "SLACKGATE_URL is required", []string{"SLACKGATE_TOKEN=x"}},
-		{"no token", event, "SLACKGATE_TOKEN is required", []string{"SLACKGATE_URL=http://127.0.0.1:1"}},
-		{"bad wait", event, "SLACKGATE_WAIT", []string{"SLACKGATE_URL=http://127.0.0.1:1", "SLACKGATE_TOKEN=x", "SLACKGATE_WAIT=-1s"}},
-		{"input not json", "{", "not JSON", []string{"SLACKGATE_URL=http://127.0.0.1:1", "SLACKGATE_TOKEN=x"}},
-		{"api unreachable", event, "approval api POST /v1/requests", []string{"SLACKGATE_URL=http://127.0.0.1:1", "SLACKGATE_TOKEN=x"}},
+		{"no url", event, "SLACKGATE_URL is required", []string{token}},
+		{"no token file", event, "the approval API token is read from " + home + "/.config/slackgate/token",
+			[]string{"SLACKGATE_URL=http://127.0.0.1:1", "HOME=" + home}},
+		{"token file others can read", event, "chmod 600",
+			[]string{"SLACKGATE_URL=http://127.0.0.1:1", "SLACKGATE_TOKEN_FILE=" + writeTokenFile(t, "x", 0o644)}},
+		{"bad wait", event, "SLACKGATE_WAIT", []string{"SLACKGATE_URL=http://127.0.0.1:1", token, "SLACKGATE_WAIT=-1s"}},
+		{"input not json", "{", "not JSON", []string{"SLACKGATE_URL=http://127.0.0.1:1", token}},
+		{"api unreachable", event, "approval api POST /v1/requests", []string{"SLACKGATE_URL=http://127.0.0.1:1", token}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,10 +105,109 @@ func TestHookFailuresPassThroughAndSayWhy(t *testing.T) {
 	}
 }
 
-func TestHookInstallPrintsHooksThatOutwaitTheHook(t *testing.T) {
-	out, err := runProgram(t, nil, "hook", "install", "-command", "/usr/local/bin/slackgate hook", "-wait", "5m")
+// writeTokenFile writes token to a new file with mode perm.
+func writeTokenFile(t *testing.T, token string, perm os.FileMode) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(path, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, perm); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// The token is the hook's, not Claude's: it comes from a file only its
+// user can read, never silently from the environment every command Claude
+// runs inherits.
+func TestHookTokenComesFromAPrivateFile(t *testing.T) {
+	const url = "SLACKGATE_URL=http://127.0.0.1:1"
+	private := writeTokenFile(t, "tok-0123456789abcdef0123456789", 0o600)
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(private, link); err != nil {
+		t.Fatal(err)
+	}
+	config := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(config, "slackgate"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(config, "slackgate", "token"), []byte("tok-from-xdg\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name      string
+		environ   []string
+		token     string
+		refused   string
+		warnsOfIt bool
+	}{
+		{name: "named file", environ: []string{url, "SLACKGATE_TOKEN_FILE=" + private}, token: "tok-0123456789abcdef0123456789"},
+		{name: "a link to a private file", environ: []string{url, "SLACKGATE_TOKEN_FILE=" + link}, token: "tok-0123456789abcdef0123456789"},
+		{name: "default under XDG_CONFIG_HOME", environ: []string{url, "XDG_CONFIG_HOME=" + config, "HOME=/nonexistent"}, token: "tok-from-xdg"},
+		{name: "group can read", environ: []string{url, "SLACKGATE_TOKEN_FILE=" + writeTokenFile(t, "x", 0o640)}, refused: "mode 0640"},
+		{name: "others can write", environ: []string{url, "SLACKGATE_TOKEN_FILE=" + writeTokenFile(t, "x", 0o602)}, refused: "mode 0602"},
+		{name: "a link to a readable file", environ: []string{url, "SLACKGATE_TOKEN_FILE=" + linkTo(t, writeTokenFile(t, "x", 0o644))}, refused: "mode 0644"},
+		{name: "a directory", environ: []string{url, "SLACKGATE_TOKEN_FILE=" + t.TempDir()}, refused: "not a regular file"},
+		{name: "empty", environ: []string{url, "SLACKGATE_TOKEN_FILE=" + writeTokenFile(t, "", 0o600)}, refused: "one token on one line"},
+		{name: "both", environ: []string{url, "SLACKGATE_TOKEN=x", "SLACKGATE_TOKEN_FILE=" + private}, refused: "unset SLACKGATE_TOKEN"},
+		{name: "the environment", environ: []string{url, "SLACKGATE_TOKEN=tok-env"}, token: "tok-env", warnsOfIt: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := loadHookConfig(tc.environ)
+			switch {
+			case tc.refused != "":
+				if err == nil || !strings.Contains(err.Error(), tc.refused) {
+					t.Errorf("err = %v, want it refused saying %q", err, tc.refused)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case cfg.Token != tc.token:
+				t.Errorf("token = %q, want %q", cfg.Token, tc.token)
+			case tc.warnsOfIt != (len(cfg.Warnings) > 0):
+				t.Errorf("warnings = %q, want them only for a token in the environment", cfg.Warnings)
+			}
+		})
+	}
+}
+
+// A token file another user owns is refused, whatever its mode: that user
+// chooses which token the hook presents.
+func TestHookRefusesATokenFileOfAnotherUser(t *testing.T) {
+	other, err := user.Lookup(relaytest.OSUser(t))
 	if err != nil {
 		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(other.Uid)
+	path := writeTokenFile(t, "x", 0o600)
+	if err := os.Chown(path, uid, -1); err != nil {
+		t.Fatal(err)
+	}
+	_, err = loadHookConfig([]string{"SLACKGATE_URL=http://127.0.0.1:1", "SLACKGATE_TOKEN_FILE=" + path})
+	if err == nil || !strings.Contains(err.Error(), "belongs to uid "+other.Uid) {
+		t.Errorf("err = %v, want the file refused as another user's", err)
+	}
+}
+
+func linkTo(t *testing.T, target string) string {
+	t.Helper()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	return link
+}
+
+func TestHookInstallPrintsHooksThatOutwaitTheHook(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	p := program{stdout: &stdout, stderr: &stderr}
+	if err := p.run(context.Background(), []string{"hook", "install", "-command", "/usr/local/bin/slackgate hook", "-wait", "5m"}); err != nil {
+		t.Fatal(err)
+	}
+	out := stdout.String()
+	// It says where the token goes, and that the environment is not it.
+	if note := stderr.String(); !strings.Contains(note, tokenFileDefault) || !strings.Contains(note, "Do not export SLACKGATE_TOKEN") {
+		t.Errorf("install says %q, want the token file and a warning against the environment", note)
 	}
 	var s struct {
 		Hooks map[string][]struct {

@@ -377,13 +377,19 @@ func (p program) botConfig(cfg Config, sign ed25519.PrivateKey) (bot.Config, err
 		return bot.Config{}, fmt.Errorf("API_TOKENS: %w", err)
 	}
 	return bot.Config{
-		BotToken:           cfg.SlackBotToken,
-		AppToken:           cfg.SlackAppToken,
-		SigningSecret:      cfg.SlackSigningSecret,
-		APIURL:             cfg.SlackAPIURL,
-		HTTPAddr:           cfg.HTTPAddr,
-		Listener:           p.listener,
-		APITokens:          tokens,
+		BotToken:      cfg.SlackBotToken,
+		AppToken:      cfg.SlackAppToken,
+		SigningSecret: cfg.SlackSigningSecret,
+		APIURL:        cfg.SlackAPIURL,
+		HTTPAddr:      cfg.HTTPAddr,
+		Listener:      p.listener,
+		APITokens:     tokens,
+		APILimits: bot.APILimits{
+			MaxSessions:          cfg.APIMaxSessions,
+			MaxPending:           cfg.APIMaxPending,
+			RequestsPerMinute:    cfg.APIRequestsPerMinute,
+			ToolResultsPerMinute: cfg.APIToolResultsPerMinute,
+		},
 		Approvers:          approvers,
 		Starters:           starters,
 		AllowedTeams:       teams,

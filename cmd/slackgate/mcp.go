@@ -11,6 +11,10 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/slackgate/slackgate/bot/approvalapi"
+	"github.com/slackgate/slackgate/relay"
+	"github.com/slackgate/slackgate/store"
 )
 
 // `slackgate mcp` is an MCP stdio server with one tool, approve, for
@@ -38,6 +42,9 @@ func (p program) mcp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	for _, w := range cfg.Warnings {
+		fmt.Fprintln(p.stderr, "slackgate mcp: warning:", w)
+	}
 	// Claude Code does not name its session in tools/call: one server
 	// process serves one session, so an id per process keeps its requests
 	// in one thread.
@@ -54,7 +61,7 @@ func (p program) mcp(ctx context.Context) error {
 		if err := json.Unmarshal(req.Params.Arguments, &args); err != nil || args.ToolName == "" || len(args.Input) == 0 {
 			return promptResult(deny("slackgate could not read the permission request: " + cmp.Or(fmt.Sprint(err), "no tool name or input"))), nil
 		}
-		d, err := client.ask(ctx, cfg, apiRequest{
+		d, err := askSlack(ctx, client, cfg, apiRequest{
 			ToolName: args.ToolName, Input: args.Input, ToolUseID: args.ToolUseID, SessionID: session, Cwd: cwd,
 		})
 		if err != nil {
@@ -72,40 +79,32 @@ func (p program) mcp(ctx context.Context) error {
 // approveOutput is the permission result for a decision: allow always
 // with the whole input (the edited one when a person edited it), deny
 // always with a message. A nil decision is nobody's answer; err says why.
-func approveOutput(input json.RawMessage, d *apiDecision, err error) map[string]any {
+func approveOutput(input json.RawMessage, d *approvalapi.Decision, err error) relay.PermissionResult {
 	switch {
 	case d == nil && err != nil:
 		return deny("slackgate could not ask anyone (its approval API is unreachable or refused the request): " + err.Error())
 	case d == nil:
 		return deny("Nobody answered this permission request in Slack in time; the tool was not run.")
-	case d.Outcome == "allow":
-		updated := d.UpdatedInput
-		if len(updated) == 0 || string(updated) == "null" {
-			updated = input // the API always sends one; never allow without it
-		}
-		out := map[string]any{"behavior": "allow", "updatedInput": updated}
-		if len(d.Permissions) > 0 {
-			out["updatedPermissions"] = d.Permissions
-		}
-		return out
-	case d.Outcome == "deny" || d.Outcome == "refused":
-		out := deny(cmp.Or(d.Message, "Denied in Slack by "+cmp.Or(d.ByName, d.By, "a person")+"."))
-		if d.Interrupt {
-			out["interrupt"] = true
-		}
-		return out
-	default: // expired, cancelled, ended: nobody decided
-		return deny(cmp.Or(d.Message, "Nobody answered this permission request in Slack ("+d.Outcome+"); the tool was not run."))
 	}
+	dec := *d
+	if dec.Outcome == store.OutcomeAllow && (len(dec.UpdatedInput) == 0 || string(dec.UpdatedInput) == "null") {
+		dec.UpdatedInput = input // the API always sends one; never allow without it
+	}
+	res, ok, err := permissionResult(dec)
+	switch {
+	case err != nil:
+		return deny("slackgate: " + err.Error())
+	case !ok: // expired, cancelled, ended: nobody decided
+		return deny(cmp.Or(d.Message, "Nobody answered this permission request in Slack ("+string(d.Outcome)+"); the tool was not run."))
+	}
+	return res
 }
 
-func deny(message string) map[string]any {
-	return map[string]any{"behavior": "deny", "message": message}
-}
+func deny(message string) relay.PermissionResult { return relay.Deny(message, false) }
 
 // promptResult is the single text block Claude Code reads a
 // permission-prompt tool's answer from.
-func promptResult(out map[string]any) *mcp.CallToolResult {
+func promptResult(out relay.PermissionResult) *mcp.CallToolResult {
 	b, err := json.Marshal(out)
 	if err != nil { // only a malformed updatedInput could do this
 		b, _ = json.Marshal(deny("slackgate: the decision is not JSON: " + err.Error()))

@@ -47,7 +47,7 @@ func runCI(t *testing.T, a *app, base, wait, prompt string) *terminalRun {
 	args := []string{"-p", "--output-format", "stream-json", "--verbose", "--input-format", "stream-json",
 		"--permission-mode", "default", "--mcp-config", string(config),
 		"--permission-prompt-tool", "mcp__slackgate__approve"}
-	return startCLI(t, a, args, prompt, mcpSwitch+"=1", "SLACKGATE_URL="+base, "SLACKGATE_TOKEN="+hookToken, "SLACKGATE_WAIT="+wait)
+	return startCLI(t, a, args, prompt, append([]string{mcpSwitch + "=1"}, hookEnv(t, base, wait)...)...)
 }
 
 func TestMCPBashApprovedInSlackRuns(t *testing.T) {

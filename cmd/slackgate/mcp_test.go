@@ -11,35 +11,39 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/slackgate/slackgate/bot/approvalapi"
+	"github.com/slackgate/slackgate/store"
 )
 
 func TestApproveOutputFollowsThePermissionResultSchema(t *testing.T) {
 	input := json.RawMessage(`{"command":"ls","description":"List"}`)
 	edited := json.RawMessage(`{"command":"ls -la","description":"List"}`)
-	perm := json.RawMessage(`{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"ls"}],"behavior":"allow","destination":"session"}`)
+	perm := `{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"ls"}],"behavior":"allow","destination":"session"}`
+	suggestion := store.Suggestion{Type: "addRules", Rules: []store.SuggestionRule{{ToolName: "Bash", RuleContent: "ls"}}, Behavior: "allow", Destination: "session"}
 	tests := []struct {
 		name string
-		d    *apiDecision
+		d    *approvalapi.Decision
 		err  error
 		want string
 	}{
-		{"approved", &apiDecision{Outcome: "allow", UpdatedInput: input},
+		{"approved", &approvalapi.Decision{Outcome: "allow", UpdatedInput: input},
 			nil, `{"behavior":"allow","updatedInput":{"command":"ls","description":"List"}}`},
-		{"edited", &apiDecision{Outcome: "allow", UpdatedInput: edited},
+		{"edited", &approvalapi.Decision{Outcome: "allow", UpdatedInput: edited},
 			nil, `{"behavior":"allow","updatedInput":{"command":"ls -la","description":"List"}}`},
-		{"allowed for the session", &apiDecision{Outcome: "allow", UpdatedInput: input, Permissions: []json.RawMessage{perm}},
-			nil, `{"behavior":"allow","updatedInput":{"command":"ls","description":"List"},"updatedPermissions":[` + string(perm) + `]}`},
-		{"allowed without an input keeps the original", &apiDecision{Outcome: "allow", UpdatedInput: json.RawMessage("null")},
+		{"allowed for the session", &approvalapi.Decision{Outcome: "allow", UpdatedInput: input, Permissions: []store.Suggestion{suggestion}},
+			nil, `{"behavior":"allow","updatedInput":{"command":"ls","description":"List"},"updatedPermissions":[` + perm + `]}`},
+		{"allowed without an input keeps the original", &approvalapi.Decision{Outcome: "allow", UpdatedInput: json.RawMessage("null")},
 			nil, `{"behavior":"allow","updatedInput":{"command":"ls","description":"List"}}`},
-		{"denied with a reason", &apiDecision{Outcome: "deny", Message: "use make clean"},
+		{"denied with a reason", &approvalapi.Decision{Outcome: "deny", Message: "use make clean"},
 			nil, `{"behavior":"deny","message":"use make clean"}`},
-		{"denied without a reason", &apiDecision{Outcome: "deny", ByName: "dana"},
+		{"denied without a reason", &approvalapi.Decision{Outcome: "deny", ByName: "dana"},
 			nil, `{"behavior":"deny","message":"Denied in Slack by dana."}`},
-		{"denied and stopped", &apiDecision{Outcome: "deny", Message: "stop", Interrupt: true},
+		{"denied and stopped", &approvalapi.Decision{Outcome: "deny", Message: "stop", Interrupt: true},
 			nil, `{"behavior":"deny","message":"stop","interrupt":true}`},
-		{"refused", &apiDecision{Outcome: "refused", Message: "dana may not approve in #general"},
+		{"refused", &approvalapi.Decision{Outcome: "refused", Message: "dana may not approve in #general"},
 			nil, `{"behavior":"deny","message":"dana may not approve in #general"}`},
-		{"expired", &apiDecision{Outcome: "expired"},
+		{"expired", &approvalapi.Decision{Outcome: "expired"},
 			nil, `{"behavior":"deny","message":"Nobody answered this permission request in Slack (expired); the tool was not run."}`},
 		{"nobody answered", nil,
 			nil, `{"behavior":"deny","message":"Nobody answered this permission request in Slack in time; the tool was not run."}`},
@@ -83,7 +87,7 @@ func TestMCPServerDeniesWhenTheAPIIsUnreachable(t *testing.T) {
 	toServer, clientOut := io.Pipe()
 	clientIn, fromServer := io.Pipe()
 	var stderr syncBuffer
-	p := program{environ: []string{"SLACKGATE_URL=" + dead, "SLACKGATE_TOKEN=t", "SLACKGATE_WAIT=10s"},
+	p := program{environ: []string{"SLACKGATE_URL=" + dead, "SLACKGATE_TOKEN_FILE=" + writeTokenFile(t, "t", 0o600), "SLACKGATE_WAIT=10s"},
 		stdin: toServer, stdout: fromServer, stderr: &stderr}
 	served := make(chan error, 1)
 	go func() {

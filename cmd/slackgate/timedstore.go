@@ -139,6 +139,16 @@ func (t timedStore) ActiveSessionsBy(ctx context.Context, user string) (int, err
 	return t.Store.ActiveSessionsBy(ctx, user)
 }
 
+func (t timedStore) SessionsUpdatedSince(ctx context.Context, starter string, since time.Time) (int, error) {
+	defer t.time("sessions_updated_since")()
+	return t.Store.SessionsUpdatedSince(ctx, starter, since)
+}
+
+func (t timedStore) CountPendingUnder(ctx context.Context, prefix string) (int, error) {
+	defer t.time("count_pending_under")()
+	return t.Store.CountPendingUnder(ctx, prefix)
+}
+
 func (t timedStore) QueuedInputs(ctx context.Context, sessionID string) (int, error) {
 	defer t.time("queued_inputs")()
 	return t.Store.QueuedInputs(ctx, sessionID)

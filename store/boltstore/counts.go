@@ -3,6 +3,8 @@ package boltstore
 import (
 	"context"
 	"fmt"
+	"strings"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -64,6 +66,48 @@ func (s *Store) ReadySessions(ctx context.Context) (int, error) {
 	})
 	if err != nil {
 		return 0, fmt.Errorf("boltstore: ready sessions: %w", err)
+	}
+	return n, nil
+}
+
+// CountPendingUnder counts the pending index's entries whose session id
+// starts with prefix; like CountPending, it reads no request.
+func (s *Store) CountPendingUnder(ctx context.Context, prefix string) (int, error) {
+	n := 0
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bktPending).ForEach(func(_, v []byte) error {
+			if strings.HasPrefix(string(v), prefix) {
+				n++
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("boltstore: count pending under %q: %w", prefix, err)
+	}
+	return n, nil
+}
+
+// SessionsUpdatedSince scans every session, as ActiveSessionsBy does.
+func (s *Store) SessionsUpdatedSince(ctx context.Context, starter string, since time.Time) (int, error) {
+	n := 0
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bktSessions).ForEach(func(_, v []byte) error {
+			var sess struct {
+				StartedBy string    `json:"started_by"`
+				UpdatedAt time.Time `json:"updated_at"`
+			}
+			if err := jsonUnmarshal(v, &sess); err != nil {
+				return err
+			}
+			if sess.StartedBy == starter && !sess.UpdatedAt.Before(since) {
+				n++
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return 0, fmt.Errorf("boltstore: sessions of %s updated since %s: %w", starter, since.Format(time.RFC3339), err)
 	}
 	return n, nil
 }

@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -17,16 +18,27 @@ func (s *Store) CountPending(ctx context.Context, sessionID string) (int, error)
 	if sessionID != "" {
 		indexes = []string{s.keys.sessionPending(sessionID)}
 	}
-	n, err := s.countIndexed(ctx, indexes, sessionID)
+	n, err := s.countIndexed(ctx, indexes, sessionID, "")
 	if err != nil {
 		return 0, fmt.Errorf("redisstore: count pending: %w", err)
 	}
 	return n, nil
 }
 
+// CountPendingUnder implements store.Counts: CountPending(ctx, "")'s
+// reads, counting only the requests whose session id starts with prefix.
+func (s *Store) CountPendingUnder(ctx context.Context, prefix string) (int, error) {
+	n, err := s.countIndexed(ctx, s.keys.allPendingShards(), "", prefix)
+	if err != nil {
+		return 0, fmt.Errorf("redisstore: count pending under %q: %w", prefix, err)
+	}
+	return n, nil
+}
+
 // countIndexed counts the pending requests the given pending indexes name,
-// keeping only those of sessionID unless it is "".
-func (s *Store) countIndexed(ctx context.Context, indexes []string, sessionID string) (int, error) {
+// keeping only those of sessionID unless it is "", and of those only the
+// ones whose session id starts with prefix.
+func (s *Store) countIndexed(ctx context.Context, indexes []string, sessionID, prefix string) (int, error) {
 	entries, err := s.readIndexes(ctx, indexes)
 	if err != nil || len(entries) == 0 {
 		return 0, err
@@ -54,7 +66,7 @@ func (s *Store) countIndexed(ctx context.Context, indexes []string, sessionID st
 			}
 		case vals[1] != nil || (sessionID != "" && session != sessionID):
 			stale[e.index] = append(stale[e.index], e.id)
-		default:
+		case strings.HasPrefix(session, prefix):
 			n++
 		}
 	}

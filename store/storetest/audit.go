@@ -126,7 +126,7 @@ func (h *harness) testAppendAudit(t *testing.T) {
 	r := newRequest(sid, 1)
 	requireNoError(t, s.CreateRequest(ctx, r), "CreateRequest")
 	ran := store.AuditEntry{Action: store.AuditToolRan, SessionID: sid, Tool: "Bash", Message: "make test",
-		ToolUseID: "toolu_1", Result: store.ToolFailed, At: base.Add(time.Minute)}
+		ToolUseID: "toolu_1", Result: store.ToolFailed, ReportedBy: "api:laptop", At: base.Add(time.Minute)}
 	requireNoError(t, s.AppendAudit(ctx, ran), "AppendAudit")
 	all, err := s.AuditLog(ctx, "", 100)
 	requireNoError(t, err, "AuditLog")
@@ -144,8 +144,10 @@ func (h *harness) testAppendAudit(t *testing.T) {
 	}
 	for _, bad := range []store.AuditEntry{
 		{Action: store.AuditSettled, RequestID: r.ID, SessionID: sid, Outcome: store.OutcomeAllow, At: base},
-		{Action: store.AuditToolRan, SessionID: sid, Tool: "Bash", Result: "maybe", At: base},
-		{Action: store.AuditToolRan, Tool: "Bash", Result: store.ToolSucceeded, At: base},
+		{Action: store.AuditToolRan, SessionID: sid, Tool: "Bash", Result: "maybe", ReportedBy: "api:laptop", At: base},
+		{Action: store.AuditToolRan, Tool: "Bash", Result: store.ToolSucceeded, ReportedBy: "api:laptop", At: base},
+		// A report is a client's claim: it must say whose.
+		{Action: store.AuditToolRan, SessionID: sid, Tool: "Bash", Result: store.ToolSucceeded, At: base},
 	} {
 		requireIs(t, s.AppendAudit(ctx, bad), store.ErrInvalid, "AppendAudit of "+string(bad.Action)+" "+bad.Result)
 	}

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"testing"
+	"time"
 
 	"github.com/slackgate/slackgate/store"
 )
@@ -115,5 +116,73 @@ func (h *harness) testCounts(t *testing.T) {
 		count(1)
 		requireNoError(t, s1.Release(ctx, id, worker), "Release")
 		count(2) // released with its inputs still queued: ready again
+	})
+	t.Run("CountPendingUnderCountsThePendingRequestsOfSessionsWithThePrefix", func(t *testing.T) {
+		s1, s2 := h.pair(t)
+		ctx := h.ctx(t)
+		prefix := uniq("api.tok") + "."
+		mine, other := prefix+"a", uniq("api.other")+".a"
+		var first store.Request
+		for i, sid := range []string{mine, prefix + "b", prefix + "b", other} {
+			r := newRequest(sid, i)
+			requireNoError(t, s1.CreateRequest(ctx, r), "CreateRequest")
+			if i == 0 {
+				first = r
+			}
+		}
+		count := func(want int) {
+			t.Helper()
+			n, err := s2.CountPendingUnder(ctx, prefix)
+			requireNoError(t, err, "CountPendingUnder")
+			if n != want {
+				t.Errorf("CountPendingUnder(%s) = %d, want %d", prefix, n, want)
+			}
+		}
+		count(3)
+		_, err := s1.Decide(ctx, first.ID, store.Decision{Outcome: store.OutcomeExpired, At: base})
+		requireNoError(t, err, "Decide")
+		count(2) // a settled request no longer counts
+		n, err := s2.CountPendingUnder(ctx, uniq("nobody"))
+		requireNoError(t, err, "CountPendingUnder of an unused prefix")
+		if n != 0 {
+			t.Errorf("CountPendingUnder of an unused prefix = %d, want 0", n)
+		}
+	})
+	t.Run("SessionsUpdatedSinceCountsTheStartersRecentSessions", func(t *testing.T) {
+		s1, s2 := h.pair(t)
+		ctx := h.ctx(t)
+		starter, other := uniq("api:tok"), uniq("api:other")
+		var old store.Session
+		for i, tc := range []struct {
+			by      string
+			updated time.Time
+		}{
+			{starter, base.Add(-time.Hour)}, {starter, base}, {starter, base.Add(time.Minute)}, {other, base},
+		} {
+			sess := newSession()
+			sess.StartedBy, sess.State, sess.UpdatedAt = tc.by, store.SessionIdle, tc.updated
+			requireNoError(t, s1.CreateSession(ctx, sess), "CreateSession")
+			if i == 0 {
+				old = sess
+			}
+		}
+		count := func(since time.Time, want int) {
+			t.Helper()
+			n, err := s2.SessionsUpdatedSince(ctx, starter, since)
+			requireNoError(t, err, "SessionsUpdatedSince")
+			if n != want {
+				t.Errorf("SessionsUpdatedSince(%s, %v) = %d, want %d", starter, since, n, want)
+			}
+		}
+		count(base, 2)
+		count(base.Add(-2*time.Hour), 3)
+		_, err := s1.UpdateSession(ctx, old.ID, func(x *store.Session) error { x.UpdatedAt = base.Add(time.Hour); return nil })
+		requireNoError(t, err, "UpdateSession")
+		count(base, 3) // a session used again counts again
+		n, err := s2.SessionsUpdatedSince(ctx, uniq("api:nobody"), base)
+		requireNoError(t, err, "SessionsUpdatedSince of a starter without sessions")
+		if n != 0 {
+			t.Errorf("SessionsUpdatedSince of a starter without sessions = %d, want 0", n)
+		}
 	})
 }
