@@ -97,11 +97,11 @@ func newFacts(req Request) *facts {
 
 // forms are an absolute directory as given (cleaned) and resolved.
 func forms(dir string, resolved map[string]string) (out []string, real bool) {
-	if !path.IsAbs(dir) || len(dir) > MaxPathBytes {
+	if !boundedPath(dir) {
 		return nil, false
 	}
 	out = []string{path.Clean(dir)}
-	if r, ok := resolved[dir]; ok && path.IsAbs(r) {
+	if r, ok := resolved[dir]; ok && boundedPath(r) {
 		out, real = append(out, path.Clean(r)), true
 	}
 	return out, real
@@ -141,13 +141,16 @@ func (f *facts) filePaths() ([]factPath, bool) {
 		return nil, false
 	}
 	for _, raw := range raws {
-		var fp factPath
-		fp.dir = dir
-		if c, ok := canonicalPath(raw, f.req.Cwd, f.req.Home); ok {
-			fp.cands = append(fp.cands, c)
-		}
-		if r, ok := f.req.Resolved[raw]; ok && path.IsAbs(r) {
-			fp.cands, fp.resolved = append(fp.cands, path.Clean(r)), true
+		fp := factPath{dir: dir}
+		c, ok := canonicalPath(raw, f.req.Cwd, f.req.Home)
+		r, given := f.req.Resolved[raw]
+		if len(raw) <= MaxPathBytes && (ok || c == "") && (!given || boundedPath(r)) { // else over the bounds: unknown
+			if ok {
+				fp.cands = append(fp.cands, c)
+			}
+			if given {
+				fp.cands, fp.resolved = append(fp.cands, path.Clean(r)), true
+			}
 		}
 		f.paths = append(f.paths, fp)
 	}
@@ -241,11 +244,11 @@ func matchBash(ms []Matcher, f *facts, anyPart bool) (matcher, subject string, o
 		return ms[0].raw, "a Bash request without a command", anyPart
 	}
 	if anyPart {
-		for _, pt := range sh.parts {
+		for _, pt := range sh.texts {
 			if pt.dynamic {
-				return ms[0].raw, pt.allowText() + " (its program is known only when it runs)", true
+				return ms[0].raw, pt.allow + " (its program is known only when it runs)", true
 			}
-			for _, t := range pt.denyTexts() {
+			for _, t := range pt.deny {
 				for _, m := range ms {
 					if m.bash.match(t) {
 						return m.raw, t, true
@@ -259,11 +262,11 @@ func matchBash(ms []Matcher, f *facts, anyPart bool) (matcher, subject string, o
 		return "", "", false
 	}
 	var used []string
-	for _, pt := range sh.parts {
-		if !pt.allowable() {
+	for _, pt := range sh.texts {
+		if !pt.allowable {
 			return "", "", false
 		}
-		i := slices.IndexFunc(ms, func(m Matcher) bool { return m.bash.match(pt.allowText()) })
+		i := slices.IndexFunc(ms, func(m Matcher) bool { return m.bash.match(pt.allow) })
 		if i < 0 {
 			return "", "", false
 		}

@@ -254,7 +254,7 @@ func (ps *parser) duration(n *yaml.Node, what string) time.Duration {
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 || d > maxWait {
-		ps.errf(n, "%s: %q is not a duration between 1s and %s (like 10m or 1h30m)", what, s, maxWait)
+		ps.errf(n, "%s: %q is not a duration between 1s and 720h (like 10m or 1h30m)", what, s)
 		return 0
 	}
 	return d

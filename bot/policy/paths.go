@@ -13,9 +13,11 @@ const (
 	maxPatternBytes = 1024
 	maxPatternSegs  = 64
 	maxDoubleStars  = 8
-	// MaxPathBytes is the longest path a request may name; a longer one
-	// is unknown (never allowed).
+	// MaxPathBytes is the longest path a request may name, and
+	// maxPathSegs the most names in it; a longer one is unknown: never
+	// allowed, and matched by every deny or ask rule about its tool.
 	MaxPathBytes = 4096
+	maxPathSegs  = 256
 )
 
 type anchor uint8
@@ -223,7 +225,7 @@ func walk(pat, segs []string, trailingEmpty bool) (anc, self, desc bool) {
 				continue
 			}
 			if pat[j] == "**" {
-				next[j], live = true, true
+				next[j], next[j+1], live = true, true, true
 			} else if segMatch(pat[j], s) {
 				next[j+1], live = true, true
 			}
@@ -337,5 +339,12 @@ func canonicalPath(p, cwd, home string) (string, bool) {
 		}
 		p = cwd + "/" + p
 	}
-	return path.Clean(p), true
+	p = path.Clean(p)
+	return p, strings.Count(p, "/") <= maxPathSegs
+}
+
+// boundedPath reports whether a real path the caller gave is within the
+// bounds.
+func boundedPath(p string) bool {
+	return path.IsAbs(p) && len(p) <= MaxPathBytes && strings.Count(p, "/") <= maxPathSegs
 }

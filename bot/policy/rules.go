@@ -92,6 +92,7 @@ func (ps *parser) ruleName(r *Rule, n *yaml.Node, fs map[string]field) {
 		ps.errf(n, "a rule without a name: give it one (name: reads)")
 		return
 	}
+	r.Name = "#" + strconv.Itoa(n.Line)
 	name, ok := ps.str(f.val, "rule name")
 	if !ok {
 		return
@@ -267,9 +268,19 @@ func (ps *parser) checkCount(n *yaml.Node, a *AskSpec, what string) {
 	capacity := len(approvers)
 	switch {
 	case a.NotSelf && a.Count > capacity-1:
-		ps.errf(n, "%s: count %d with not_self: the session's starter may be one of the %d people in %s, which leaves %d",
-			what, a.Count, capacity, from, capacity-1)
+		ps.errf(n, "%s: count %d with not_self: %s names %s and the session's starter may be one of them, which leaves %s",
+			what, a.Count, from, people(capacity), people(capacity-1))
 	case a.Count > capacity:
-		ps.errf(n, "%s: count %d, but %s names only %d people", what, a.Count, from, capacity)
+		ps.errf(n, "%s: count %d, but %s names only %s", what, a.Count, from, people(capacity))
 	}
+}
+
+func people(n int) string {
+	switch n {
+	case 0:
+		return "nobody"
+	case 1:
+		return "1 person"
+	}
+	return strconv.Itoa(n) + " people"
 }

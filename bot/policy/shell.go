@@ -63,14 +63,20 @@ type part struct {
 	// more: the shell adds arguments when it runs (xargs), so only a
 	// prefix rule can allow it.
 	more bool
+	// ws caches words once the tokens are final.
+	ws []word
 	// extra are further texts deny and ask rules are tried on: the command
 	// before a wrapper was stripped, or each place a wrapper's command may
 	// start.
 	extra []string
 }
 
+// words are the part's words, assignments and redirections left out.
 func (p part) words() []word {
-	var ws []word
+	if p.ws != nil {
+		return p.ws
+	}
+	ws := make([]word, 0, len(p.toks))
 	for _, t := range p.toks {
 		if t.kind == tokWord {
 			ws = append(ws, t.w)
@@ -141,6 +147,24 @@ type shell struct {
 	// ok: the whole command was understood. When false, parts are only
 	// the plausible pieces of it, for deny and ask rules.
 	ok bool
+	// texts are each part's texts, worked out once.
+	texts []texts
+}
+
+// texts are what rules match of one part.
+type texts struct {
+	allow     string
+	allowable bool
+	dynamic   bool
+	deny      []string
+}
+
+func (sh shell) withTexts() shell {
+	sh.texts = make([]texts, len(sh.parts))
+	for i, p := range sh.parts {
+		sh.texts[i] = texts{allow: p.allowText(), allowable: p.allowable(), dynamic: p.dynamic, deny: p.denyTexts()}
+	}
+	return sh
 }
 
 // parseShell reads a Bash command line into every simple command it runs:
@@ -148,11 +172,14 @@ type shell struct {
 // loops and conditionals, inside $(…), `…`, <(…) and >(…) (also within
 // quotes, ${…}, $((…)) and here-documents), and those run by wrappers
 // (sh -c, eval, env, sudo, xargs, find -exec …). What it cannot read
-// (case, function definitions, unclosed quotes, over the bounds) gives
+// (case, function definitions, unclosed quotes, NUL bytes, over the bounds) gives
 // ok=false and plausible pieces instead.
 func parseShell(cmd string) shell {
 	if len(cmd) > MaxCommandBytes {
-		return shell{parts: plausible(cmd[:MaxCommandBytes])}
+		return shell{parts: plausible(cmd[:MaxCommandBytes])}.withTexts()
+	}
+	if strings.ContainsRune(cmd, 0) {
+		return shell{parts: plausible(cmd)}.withTexts()
 	}
 	var parts []part
 	p := &shParser{src: cmd, out: &parts}
@@ -161,9 +188,9 @@ func parseShell(cmd string) shell {
 		p.readHeredocs()
 	}
 	if p.err != "" {
-		return shell{parts: plausible(cmd)}
+		return shell{parts: plausible(cmd)}.withTexts()
 	}
-	return shell{parts: parts, ok: true}
+	return shell{parts: parts, ok: true}.withTexts()
 }
 
 // plausible splits a command the reader could not read at every operator
@@ -188,7 +215,7 @@ func plausible(cmd string) []part {
 		for _, w := range ws {
 			pt.toks = append(pt.toks, token{kind: tokWord, raw: w.raw, w: w})
 		}
-		pt.extra = suffixes(ws)
+		pt.extra, pt.ws = suffixes(ws), ws
 		out = append(out, pt)
 		if len(out) == maxShellParts {
 			break

@@ -204,7 +204,12 @@ func (p *shParser) simple() {
 			p.redirect(&pt)
 			continue
 		}
+		start := p.pos
 		w := p.word()
+		if p.pos == start {
+			p.fail("no progress") // a byte no rule of the reader takes
+			return
+		}
 		kind := tokWord
 		if words == 0 && assignment(w) {
 			kind = tokAssign

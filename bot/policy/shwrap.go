@@ -8,7 +8,9 @@ import (
 
 // add records a simple command, and the commands its wrappers run.
 func (p *shParser) add(pt part) {
+	pt.ws = nil
 	ws := pt.words()
+	pt.ws = ws
 	if len(ws) == 0 && !pt.writes && !slices.ContainsFunc(pt.toks, func(t token) bool { return t.kind == tokAssign }) {
 		return // nothing, or only input redirections and fd duplications
 	}
@@ -257,7 +259,8 @@ func dropWords(pt part, n int) part {
 		}
 		toks = append(toks, t)
 	}
-	pt.toks = toks
+	pt.toks, pt.ws = toks, nil
+	pt.ws = pt.words()
 	return pt
 }
 
