@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Describe says in words what the entry matches, as `policy check`
@@ -126,10 +127,22 @@ func (a AskSpec) String() string {
 		s += "; it is also announced to " + strings.Join(a.Notify, ", ")
 	}
 	if a.RemindAfter > 0 {
-		s += fmt.Sprintf("; a reminder after %s", a.RemindAfter)
+		s += "; a reminder after " + short(a.RemindAfter)
 	}
 	if a.EscalateAfter > 0 {
-		s += fmt.Sprintf("; after %s, %s may approve too", a.EscalateAfter, strings.Join(a.EscalateTo, ", "))
+		s += fmt.Sprintf("; after %s, %s may approve too", short(a.EscalateAfter), strings.Join(a.EscalateTo, ", "))
+	}
+	return s
+}
+
+// short writes a duration without trailing zero units (10m, 1h30m).
+func short(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
 	}
 	return s
 }

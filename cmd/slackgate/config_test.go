@@ -39,7 +39,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"SLACK_POSTS_PER_SECOND=2", "SLACK_POST_BURST=3", "SLACK_UPDATES_PER_MINUTE=100", "SLACK_UPDATE_BURST=5", "SLACK_LIVE_EDIT_INTERVAL=1s",
 		"RETENTION=48h", "AUDIT_RETENTION=0",
 		"STARTERS=U3", "ALLOWED_CHANNELS=C1", "ALLOW_DMS=true", "DM_WORKDIR=/srv/dm",
-		"MAX_SESSIONS_PER_USER=5", "MAX_QUEUED_INPUTS=7", "MAX_PROMPT_BYTES=1000",
+		"MAX_SESSIONS_PER_USER=5", "MAX_QUEUED_INPUTS=7", "MAX_PROMPT_BYTES=1000", "POLICY_FILE=/etc/slackgate/policy.yaml",
 	})
 	if err != nil {
 		t.Fatalf("loadConfig: %v", err)
@@ -54,6 +54,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		Retention: 48 * time.Hour, AuditRetention: 0,
 		Starters: "U3", AllowedChannels: "C1",
 		AllowDMs: true, DMWorkDir: "/srv/dm", MaxSessionsPerUser: 5, MaxQueuedInputs: 7, MaxPromptBytes: 1000,
+		PolicyFile: "/etc/slackgate/policy.yaml",
 	}
 	if cfg != want {
 		t.Errorf("\n got %+v\nwant %+v", cfg, want)
