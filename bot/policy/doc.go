@@ -86,7 +86,7 @@
 // and LS search a directory: an allow rule must take everything in it, a
 // deny or ask rule matches when it may take anything in it.
 //
-// # Where the policy is stricter than the CLI
+// # Compound commands, and where the policy is stricter than the CLI
 //
 // An allow rule must match every part of a request and a deny or ask rule
 // any part, so a request that is only partly allowed asks a person. The
@@ -96,8 +96,9 @@
 // $((…)) and unquoted here-documents; the command line of sh -c, bash -c,
 // eval, su -c, ssh and watch; the command env, sudo, xargs, find -exec and
 // other wrappers run (the wrapper's own part stays, so an allow rule must
-// allow both). Like the CLI, timeout, time, nice, nohup and stdbuf are
-// stripped instead.
+// allow both, where the CLI strips xargs). Like the CLI, timeout, time,
+// nice, nohup and stdbuf are stripped instead. TestMatcherAgreesWithTheCLI
+// runs commands past the real CLI's own rules to hold these to it.
 //
 // An allow rule matches a part as written, words joined by single
 // spaces. It never matches a part that redirects output to a file (2>&1
