@@ -52,7 +52,9 @@
 // will run. A bare tool name (or Tool(*)) matches every use of the tool;
 // Read and Edit name their families: Read covers Read, Grep, Glob, LS and
 // NotebookRead, Edit covers Edit, Write, MultiEdit and NotebookEdit. Only
-// Bash, Read, Edit and WebFetch take a pattern.
+// Bash, Read, Edit and WebFetch take a pattern. An input that cannot be
+// read (not JSON, a field missing, over the bounds) never matches an entry
+// with a pattern in an allow rule, and always in a deny or ask rule.
 //
 //   - Bash(git status) is that command exactly; Bash(npm test:*) and
 //     Bash(npm test *) are npm test alone or followed by a blank and
@@ -69,7 +71,8 @@
 //     NAME directory below it, as the CLI's deny rules do. .., braces and
 //     a leading ! are refused.
 //   - WebFetch(domain:example.com) is that host exactly, any port;
-//     WebFetch(domain:*.example.com) every host below it. The URL is read
+//     WebFetch(domain:*.example.com) every host below it (not
+//     example.com itself). The URL is read
 //     as a browser does: userinfo is not the host
 //     (https://example.com@evil.test/ reaches evil.test), numeric IPv4
 //     spellings are dotted quads, and a URL with backslashes, spaces or
@@ -82,9 +85,12 @@
 // as text, so /srv/app/../../etc/passwd is /etc/passwd and never matches
 // Edit(/srv/app/**). Symlinks need the file system of the machine Claude
 // runs on, so the caller resolves them (Request.Resolved, filled by
-// Request.Resolve) and a path is matched under both its names. Grep, Glob
-// and LS search a directory: an allow rule must take everything in it, a
-// deny or ask rule matches when it may take anything in it.
+// Request.Resolve) and a path is matched under both its names; one it did
+// not resolve never matches an allow rule. A rule anchored at a home or
+// working directory the request does not give matches in deny and ask
+// rules only. Grep, Glob and LS search a directory: an allow rule must
+// take everything in it, a deny or ask rule matches when it may take
+// anything in it.
 //
 // # Compound commands, and where the policy is stricter than the CLI
 //
@@ -103,9 +109,10 @@
 // An allow rule matches a part as written, words joined by single
 // spaces. It never matches a part that redirects output to a file (2>&1
 // and >/dev/null are fine), whose program is computed when it runs ($X,
-// $(…), globs, {a,b}), whose wrapper's options are not understood, or
-// that xargs extends (only a prefix rule takes it). Leading VAR=value
-// assignments stay in the text, so only a rule naming them allows them.
+// $(…), globs, {a,b}) or whose wrapper's options are not understood; the
+// command xargs runs gets arguments it cannot see, so only a prefix rule
+// allows it. Leading VAR=value assignments stay in the text, so only a
+// rule naming them allows them.
 // A deny or ask rule also tries each part without quotes, assignments and
 // redirections, with its program's directory dropped (/bin/rm is rm), as
 // it was before a wrapper was stripped, and at each place a wrapper's
