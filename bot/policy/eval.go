@@ -40,10 +40,14 @@ type Request struct {
 
 // Evaluate decides a request: the first rule (in file order) whose scope
 // takes the request and one of whose match entries matches it decides;
-// when none does, a card asks APPROVERS once. It is pure: no I/O and no
+// when none does, a card asks APPROVERS once, as it does for every
+// request of a nil *Policy (no POLICY_FILE). It is pure: no I/O and no
 // clock but now (which grants with an expiry will use).
 func (p *Policy) Evaluate(req Request, now time.Time) Verdict {
 	_ = now
+	if p == nil {
+		return Verdict{Action: Ask, Ask: AskSpec{Count: 1}}
+	}
 	f := newFacts(req)
 	for _, r := range p.rules {
 		if !r.takes(f) {

@@ -239,6 +239,10 @@ func TestVerdictCarriesTheRuleAndWhatMatched(t *testing.T) {
 	if v := p.Evaluate(evalCase{tool: "Bash", input: "git status"}.request(), time.Now()); v.Ask.Count != 0 {
 		t.Errorf("an allow carries no ask: %+v", v.Ask)
 	}
+	var none *Policy
+	if v := none.Evaluate(evalCase{tool: "Bash", input: "git status"}.request(), time.Now()); v.Action != Ask || v.Rule != nil || v.Ask.Count != 1 {
+		t.Errorf("no policy: got %+v, want one approval from APPROVERS", v)
+	}
 }
 
 // TestResolveFollowsSymlinksOnDisk resolves with the real file system: a
