@@ -100,6 +100,10 @@ type Config struct {
 	// stops a scripted client from filling the queue and Claude's context.
 	MaxPromptBytes int `env:"MAX_PROMPT_BYTES" envDefault:"16384"`
 
+	// PolicyFile is the team policy (package bot/policy); `run` and `bot`
+	// refuse to start when it is broken.
+	PolicyFile string `env:"POLICY_FILE"`
+
 	// Operations: /healthz, /readyz and /metrics on every process
 	// ("off": none).
 	HealthAddr string `env:"HEALTH_ADDR" envDefault:":9090"`

@@ -6,6 +6,7 @@
 //	slackgate worker   only the Claude Code side (needs REDIS_URL)
 //	slackgate audit    the audit log as JSON lines
 //	slackgate keygen   print a decision signing key pair for bots and workers
+//	slackgate policy   check the team policy file, or explain what it does with a request
 //
 // It is the only package that reads configuration (environment variables,
 // into Config), builds loggers and picks a store backend; it hands the other

@@ -48,6 +48,11 @@ commands:
   mcp      an MCP stdio server whose tool "approve" asks Slack through the same
            API, for claude -p --mcp-config FILE
            --permission-prompt-tool mcp__slackgate__approve
+  policy   the team policy file (POLICY_FILE), without Slack or a store:
+           slackgate policy check [FILE]   print its rules as understood, or
+                                           every problem as file:line
+           slackgate policy explain -tool T -input JSON [-channel C] [-cwd DIR]
+                                    [-token NAME]   which rule decides, and how
   help     this text
 
 Configuration comes from the environment; README.md lists every variable.
@@ -99,7 +104,7 @@ func (p program) run(ctx context.Context, args []string) error {
 	case "mcp":
 		return p.mcp(ctx)
 	}
-	if cmd != "run" && cmd != "bot" && cmd != "worker" && cmd != "audit" && cmd != "answers" && cmd != "doctor" {
+	if cmd != "run" && cmd != "bot" && cmd != "worker" && cmd != "audit" && cmd != "answers" && cmd != "doctor" && cmd != "policy" {
 		fmt.Fprint(p.stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
 	}
@@ -115,6 +120,9 @@ func (p program) run(ctx context.Context, args []string) error {
 	}
 	if cmd == "answers" {
 		return p.answers(ctx, args[1:], cfg)
+	}
+	if cmd == "policy" {
+		return p.policyCmd(args[1:], cfg)
 	}
 	if cmd != "run" && cfg.RedisURL == "" {
 		return fmt.Errorf("slackgate %s runs beside other processes and needs REDIS_URL; use `slackgate run` for one machine", cmd)
@@ -215,6 +223,9 @@ func (p program) sides(cmd string, cfg Config) (bot.Config, decisionKeys, error)
 		return bot.Config{}, keys, nil
 	}
 	if err := cfg.validateSlack(); err != nil {
+		return bot.Config{}, keys, err
+	}
+	if err := checkPolicy(cfg); err != nil {
 		return bot.Config{}, keys, err
 	}
 	botCfg, err := p.botConfig(cfg, keys.sign)
