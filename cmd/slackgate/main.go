@@ -149,7 +149,7 @@ func (p program) serve(ctx context.Context, cmd string, cfg Config, botCfg bot.C
 		return err
 	}
 	if ln != nil {
-		h := opsHandler(append([]healthCheck{{"store", storeReady(st)}}, checks...), m.handler())
+		h := opsHandler(append([]healthCheck{{"store", storeReady(st)}}, checks...), m.handler(), log.With().Str("component", "health").Logger())
 		runs = append(runs, func(ctx context.Context) error { return serveOps(ctx, ln, h) })
 	}
 	g, gctx := errgroup.WithContext(ctx)
