@@ -54,6 +54,10 @@ Configuration comes from the environment; README.md lists every variable.
 `
 
 func main() {
+	if err := lockdown(); err != nil {
+		fmt.Fprintln(os.Stderr, "slackgate:", err)
+		os.Exit(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
