@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 // Proofs, with real processes, that slackgate's own process is closed to
