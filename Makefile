@@ -21,8 +21,11 @@ STATICCHECK := $(TOOLS)/staticcheck-$(STATICCHECK_VERSION)/staticcheck
 
 all: build
 
+# CGO_ENABLED=0, as deploy/Dockerfile builds it: a cgo binary cannot clear
+# ambient capabilities (systemd's AmbientCapabilities=) on all its threads,
+# so it refuses to start holding them.
 build:
-	$(GO) build -o bin/slackgate ./cmd/slackgate
+	CGO_ENABLED=0 $(GO) build -o bin/slackgate ./cmd/slackgate
 
 ## run: slackgate on this machine (Slack + Claude Code worker in one process).
 ## It sources .env first when there is one (see deploy/slackgate.env.example).

@@ -20,6 +20,15 @@ var ErrCannotRunAs = errors.New("cannot run the Claude Code CLI as another user"
 // slackgate's own user: then an approved command can read neither
 // slackgate's memory and environment (/proc/<pid>/environ) nor its data
 // directory.
+//
+// Switching users takes root or, on Linux, three capabilities in
+// slackgate's effective set: CAP_SETUID and CAP_SETGID to start the CLI as
+// the user, CAP_KILL to stop it once it is another user's process. They
+// never reach the CLI: a child switched between two non-root users keeps
+// its parent's permitted set only until it execs, and slackgate clears its
+// ambient and inheritable sets at start (cmd/slackgate), the two an exec
+// carries over. What slackgate itself does with the CLI user's files (its
+// transcripts) it does with that user's rights (do), never its own.
 type RunAs struct {
 	Name   string
 	UID    uint32
@@ -78,12 +87,12 @@ func (u *RunAs) env(env []string) []string {
 }
 
 // Check proves that the CLI can be started as u: slackgate may switch
-// users, u's home exists, and `bin --version` runs as u in every directory
+// users (maySwitch), u's home exists, and `bin --version` runs as u in every directory
 // of dirs (the working directories sessions use). Its errors say how to
 // fix what is wrong.
 func (u *RunAs) Check(ctx context.Context, bin string, env []string, dirs []string) error {
-	if os.Geteuid() != 0 {
-		return fmt.Errorf("%w: slackgate runs as uid %d and only root may start processes as %q; start slackgate as root (it drops to %s for every Claude process), or unset CLAUDE_USER", ErrCannotRunAs, os.Geteuid(), u.Name, u.Name)
+	if err := u.maySwitch(); err != nil {
+		return err
 	}
 	if fi, err := os.Stat(u.Home); err != nil || !fi.IsDir() {
 		return fmt.Errorf("%w: the home directory %q of user %q does not exist; create it (`mkdir -p %s && chown %s: %s`) so the CLI has somewhere to keep its state", ErrCannotRunAs, u.Home, u.Name, u.Home, u.Name, u.Home)

@@ -43,7 +43,8 @@ import (
 // The config directory belongs to the user the CLI runs as, who may be
 // another, less trusted, OS user (CLAUDE_USER) able to plant symlinks
 // there. Every read and write goes through an os.Root opened at that
-// directory (or the user's home), which refuses to leave it, and only a
+// directory (or the user's home), which refuses to leave it, is made with
+// that user's rights on files (RunAs.do), not the worker's, and only a
 // file the CLI's user owns is read.
 
 // DefaultMaxTranscriptBytes bounds the transcript file a worker saves to
@@ -230,44 +231,65 @@ func (t *transcripts) save(ctx context.Context, sessionID string, since fileStam
 	if t.max < 0 {
 		return since
 	}
-	root, err := t.open(false)
+	var c changed
+	err := t.asOwner(func() (err error) {
+		c, err = t.readChanged(sessionID, since, log)
+		return err
+	})
 	if err != nil {
 		log.Error().Err(err).Msg("transcript not saved")
 		return since
 	}
-	defer root.Close()
-	project, f, fi, err := t.local(root, sessionID)
-	if err != nil || f == nil {
-		if err != nil {
-			log.Error().Err(err).Msg("transcript not saved")
-		}
-		return since
+	if !c.read {
+		return c.stamp
 	}
-	defer f.Close()
-	stamp := stampOf(fi)
-	if stamp == since {
-		return since
-	}
-	if fi.Size() > t.max {
-		log.Warn().Int64("bytes", fi.Size()).Int64("max_bytes", t.max).
-			Msg("transcript over the size saved to the store: the session resumes only on this worker from now on")
-		return stamp
-	}
-	content, err := io.ReadAll(io.LimitReader(f, t.max+1))
-	if err != nil {
-		log.Error().Err(err).Msg("transcript not saved: reading it")
-		return since
-	}
-	packed, err := packTranscript(project, content)
+	packed, err := packTranscript(c.project, c.content)
 	if err == nil {
 		err = t.st.SaveTranscript(ctx, sessionID, packed)
 	}
 	if err != nil {
-		log.Error().Err(err).Int("bytes", len(content)).Msg("transcript not saved")
+		log.Error().Err(err).Int("bytes", len(c.content)).Msg("transcript not saved")
 		return since
 	}
-	log.Debug().Int("bytes", len(content)).Int("stored_bytes", len(packed)).Msg("transcript saved")
-	return stamp
+	log.Debug().Int("bytes", len(c.content)).Int("stored_bytes", len(packed)).Msg("transcript saved")
+	return c.stamp
+}
+
+// changed is what readChanged found.
+type changed struct {
+	read    bool   // content holds the file, to be saved
+	project string // its project directory
+	content []byte
+	stamp   fileStamp // the file's now (since when there is none)
+}
+
+// readChanged reads the session's file if it changed since `since` and is
+// not over the size saved.
+func (t *transcripts) readChanged(sessionID string, since fileStamp, log zerolog.Logger) (changed, error) {
+	root, err := t.open(false)
+	if err != nil {
+		return changed{stamp: since}, err
+	}
+	defer root.Close()
+	project, f, fi, err := t.local(root, sessionID)
+	if err != nil || f == nil {
+		return changed{stamp: since}, err
+	}
+	defer f.Close()
+	stamp := stampOf(fi)
+	if stamp == since {
+		return changed{stamp: since}, nil
+	}
+	if fi.Size() > t.max {
+		log.Warn().Int64("bytes", fi.Size()).Int64("max_bytes", t.max).
+			Msg("transcript over the size saved to the store: the session resumes only on this worker from now on")
+		return changed{stamp: stamp}, nil
+	}
+	content, err := io.ReadAll(io.LimitReader(f, t.max+1))
+	if err != nil {
+		return changed{stamp: since}, fmt.Errorf("reading it: %w", err)
+	}
+	return changed{read: true, project: project, content: content, stamp: stamp}, nil
 }
 
 // restore makes sure the CLI finds the session's transcript: the store's
@@ -276,24 +298,31 @@ func (t *transcripts) save(ctx context.Context, sessionID string, since fileStam
 // of the file as the store has it (zero when the worker's own is longer,
 // so the next save stores it) and whether a transcript is there at all.
 func (t *transcripts) restore(ctx context.Context, sessionID string, log zerolog.Logger) (fileStamp, bool, error) {
-	root, err := t.open(true)
+	var root *os.Root
+	var fi fs.FileInfo // the worker's own file; nil when it has none
+	err := t.asOwner(func() (err error) {
+		if root, err = t.open(true); err != nil {
+			return err
+		}
+		_, f, info, err := t.local(root, sessionID)
+		if f != nil {
+			f.Close()
+			fi = info
+		}
+		return err
+	})
+	if root != nil {
+		defer root.Close()
+	}
 	if err != nil {
 		return fileStamp{}, false, err
-	}
-	defer root.Close()
-	_, f, fi, err := t.local(root, sessionID)
-	if err != nil {
-		return fileStamp{}, false, err
-	}
-	if f != nil {
-		f.Close()
 	}
 	packed, err := t.st.LoadTranscript(ctx, sessionID)
 	if errors.Is(err, store.ErrNotFound) {
-		return fileStamp{}, f != nil, nil
+		return fileStamp{}, fi != nil, nil
 	}
 	if err != nil {
-		return fileStamp{}, f != nil, err
+		return fileStamp{}, fi != nil, err
 	}
 	limit := t.max
 	if limit <= 0 {
@@ -301,18 +330,22 @@ func (t *transcripts) restore(ctx context.Context, sessionID string, log zerolog
 	}
 	project, content, err := unpackTranscript(packed, limit)
 	if err != nil {
-		return fileStamp{}, f != nil, err
+		return fileStamp{}, fi != nil, err
 	}
-	if f != nil && fi.Size() >= int64(len(content)) {
+	if fi != nil && fi.Size() >= int64(len(content)) {
 		log.Debug().Int64("bytes", fi.Size()).Msg("transcript on this worker is as long as the store's: kept")
 		if fi.Size() == int64(len(content)) {
 			return stampOf(fi), true, nil // the store has it: nothing to save until it changes
 		}
 		return fileStamp{}, true, nil
 	}
-	stamp, err := t.write(root, project, sessionID, content)
+	var stamp fileStamp
+	err = t.asOwner(func() (err error) {
+		stamp, err = t.write(root, project, sessionID, content)
+		return err
+	})
 	if err != nil {
-		return fileStamp{}, f != nil, err
+		return fileStamp{}, fi != nil, err
 	}
 	log.Info().Int("bytes", len(content)).Str("project", project).Msg("transcript restored from the store")
 	return stamp, true, nil
@@ -411,19 +444,32 @@ func (t *transcripts) flushed(ctx context.Context, sessionID, uuid string) {
 
 // holds reports whether the end of the session's file mentions uuid.
 func (t *transcripts) holds(sessionID, uuid string) bool {
-	root, err := t.open(false)
-	if err != nil {
-		return false
-	}
-	defer root.Close()
-	_, f, fi, err := t.local(root, sessionID)
-	if err != nil || f == nil {
-		return false
-	}
-	defer f.Close()
-	off := max(fi.Size()-transcriptTail, 0)
-	tail, err := io.ReadAll(io.NewSectionReader(f, off, fi.Size()-off))
+	var tail []byte
+	err := t.asOwner(func() error {
+		root, err := t.open(false)
+		if err != nil {
+			return err
+		}
+		defer root.Close()
+		_, f, fi, err := t.local(root, sessionID)
+		if err != nil || f == nil {
+			return err
+		}
+		defer f.Close()
+		off := max(fi.Size()-transcriptTail, 0)
+		tail, err = io.ReadAll(io.NewSectionReader(f, off, fi.Size()-off))
+		return err
+	})
 	return err == nil && bytes.Contains(tail, []byte(uuid))
+}
+
+// asOwner runs fn with the CLI user's rights on files (RunAs.do), or as the
+// worker when the CLI runs as the worker's own user.
+func (t *transcripts) asOwner(fn func() error) error {
+	if t.place.owner == nil {
+		return fn()
+	}
+	return t.place.owner.do(fn)
 }
 
 // packTranscript gzips a transcript file, naming its project directory in

@@ -88,6 +88,14 @@ func newTranscripts(t *testing.T, owner *RunAs) (*transcripts, string) {
 	}
 	root := t.TempDir()
 	if owner != nil {
+		// The user's home: the worker reaches it with the user's rights,
+		// so it lies where the user can reach it (t.TempDir's parent is
+		// root's, 0700).
+		var err error
+		if root, err = os.MkdirTemp("", "slackgate-home-"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = os.RemoveAll(root) })
 		if err := os.Chown(root, int(owner.UID), int(owner.GID)); err != nil {
 			t.Fatal(err)
 		}

@@ -105,8 +105,9 @@ type Config struct {
 	PolicyFile string `env:"POLICY_FILE"`
 
 	// Operations: /healthz, /readyz and /metrics on every process
-	// ("off": none).
-	HealthAddr string `env:"HEALTH_ADDR" envDefault:":9090"`
+	// ("off": none). Loopback by default: a probe or scraper from another
+	// host (Kubernetes) needs HEALTH_ADDR=:9090 set.
+	HealthAddr string `env:"HEALTH_ADDR" envDefault:"127.0.0.1:9090"`
 
 	// Logs.
 	LogLevel  string `env:"LOG_LEVEL" envDefault:"info"`

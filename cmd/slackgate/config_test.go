@@ -14,7 +14,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 	want := Config{
 		ClaudeBin: "claude", PermissionMode: "default", RequestTimeout: 30 * time.Minute,
 		MaxSessions: 8, IdleTimeout: 10 * time.Minute, WorkerTimeout: 30 * time.Second, MaxTranscriptBytes: 32 << 20, DataDir: "./data", RedisKeyPrefix: "slackgate", HTTPAddr: ":3000",
-		LogLevel: "info", LogFormat: "json", HealthAddr: ":9090",
+		LogLevel: "info", LogFormat: "json", HealthAddr: "127.0.0.1:9090",
 		SlackPostsPerSecond: 1, SlackPostBurst: 4, SlackUpdatesPerMinute: 50, SlackUpdateBurst: 20, SlackLiveEditInterval: 3 * time.Second,
 		Retention: 30 * 24 * time.Hour, AuditRetention: 365 * 24 * time.Hour,
 		MaxSessionsPerUser: 3, MaxQueuedInputs: 20, MaxPromptBytes: 16 << 10,

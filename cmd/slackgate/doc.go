@@ -8,6 +8,11 @@
 //	slackgate keygen   print a decision signing key pair for bots and workers
 //	slackgate policy   check the team policy file, or explain what it does with a request
 //
+// Before anything else, main locks the process down (lockdown): not
+// dumpable, so a process of the same user reads neither its environment
+// nor its memory, and no ambient or inheritable capabilities, so what it
+// starts inherits none of those it may hold for CLAUDE_USER.
+//
 // It is the only package that reads configuration (environment variables,
 // into Config), builds loggers and picks a store backend; it hands the other
 // packages plain config structs, a zerolog.Logger and a store.Store, and runs

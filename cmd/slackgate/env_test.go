@@ -86,7 +86,7 @@ func TestClaudeUserStartupFailuresSayHowToFix(t *testing.T) {
 	})
 	if os.Geteuid() != 0 {
 		t.Run("not root", func(t *testing.T) {
-			check(t, []string{"CLAUDE_USER=nobody", "CLAUDE_BIN=/bin/true"}, "only root may start processes", "start slackgate as root")
+			check(t, []string{"CLAUDE_USER=nobody", "CLAUDE_BIN=/bin/true"}, "lacks CAP_SETUID", "setcap cap_setuid,cap_setgid,cap_kill=ep", "or as root")
 		})
 	}
 	name := relaytest.OSUser(t)

@@ -27,43 +27,65 @@ import (
 	"github.com/slackgate/slackgate/store/redisstore/redistest"
 )
 
-// built is the slackgate binary the fault tests run, built on first use.
-var built struct {
+// build is a slackgate binary the tests run, built on first use.
+type build struct {
 	once sync.Once
 	dir  string
 	path string
 	err  error
 }
 
+var (
+	// built is the binary the fault tests run (with -race when the tests
+	// run with it).
+	built build
+	// builtStatic is built as deploy/Dockerfile builds it (CGO_ENABLED=0):
+	// what runs with capabilities.
+	builtStatic build
+	// builtCgo links cgo, as a plain `go build` on a machine with a C
+	// compiler does.
+	builtCgo build
+)
+
+// get builds cmd/slackgate once, with env added to the go command's, and
+// returns its path.
+func (b *build) get(t testing.TB, env []string, args ...string) string {
+	t.Helper()
+	b.once.Do(func() {
+		b.dir, b.err = os.MkdirTemp("", "slackgate-faults-")
+		if b.err != nil {
+			return
+		}
+		b.path = filepath.Join(b.dir, "slackgate")
+		cmd := exec.Command("go", append(append([]string{"build", "-o", b.path}, args...), ".")...)
+		cmd.Env = append(os.Environ(), env...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.err = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if b.err != nil {
+		t.Fatalf("building slackgate: %v", b.err)
+	}
+	return b.path
+}
+
 // slackgateBinary builds cmd/slackgate once per test binary (with -race
 // when the tests run with it) and returns its path.
 func slackgateBinary(t testing.TB) string {
 	t.Helper()
-	built.once.Do(func() {
-		built.dir, built.err = os.MkdirTemp("", "slackgate-faults-")
-		if built.err != nil {
-			return
-		}
-		built.path = filepath.Join(built.dir, "slackgate")
-		args := []string{"build", "-o", built.path}
-		if raceBuild {
-			args = append(args, "-race")
-		}
-		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
-		if err != nil {
-			built.err = fmt.Errorf("go build: %w\n%s", err, out)
-		}
-	})
-	if built.err != nil {
-		t.Fatalf("building slackgate: %v", built.err)
+	var args []string
+	if raceBuild {
+		args = append(args, "-race")
 	}
-	return built.path
+	return built.get(t, nil, args...)
 }
 
-// removeBuiltBinary deletes the binary once the tests are done (TestMain).
+// removeBuiltBinary deletes the binaries once the tests are done (TestMain).
 func removeBuiltBinary() {
-	if built.dir != "" {
-		_ = os.RemoveAll(built.dir)
+	for _, b := range []*build{&built, &builtStatic, &builtCgo} {
+		if b.dir != "" {
+			_ = os.RemoveAll(b.dir)
+		}
 	}
 }
 
@@ -84,11 +106,20 @@ type child struct {
 // it still runs and shows its logs when the test failed.
 func (a *app) spawn(name, command string, env ...string) *child {
 	a.t.Helper()
-	c := &child{t: a.t, name: name, logs: &syncBuffer{}, exited: make(chan struct{})}
-	c.cmd = exec.Command(slackgateBinary(a.t), command)
-	c.cmd.Env = append(append([]string(nil), a.prog.environ...), env...)
+	cmd := exec.Command(slackgateBinary(a.t), command)
+	cmd.Env = append(append([]string(nil), a.prog.environ...), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return a.start(name, cmd)
+}
+
+// start runs cmd (a slackgate program, in a process group of its own) as
+// a child: its output is its logs, and the test's cleanup kills it and
+// what it started if it still runs and shows its logs when the test
+// failed.
+func (a *app) start(name string, cmd *exec.Cmd) *child {
+	a.t.Helper()
+	c := &child{t: a.t, name: name, cmd: cmd, logs: &syncBuffer{}, exited: make(chan struct{})}
 	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
-	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := c.cmd.Start(); err != nil {
 		a.t.Fatalf("start %s: %v", name, err)
 	}
@@ -100,7 +131,7 @@ func (a *app) spawn(name, command string, env ...string) *child {
 		c.signalGroup(syscall.SIGKILL)
 		<-c.exited
 		if a.t.Failed() {
-			a.t.Logf("%s (slackgate %s) logs:\n%s", name, command, c.logs.String())
+			a.t.Logf("%s (%s) logs:\n%s", name, strings.Join(cmd.Args, " "), c.logs.String())
 		}
 	})
 	return c

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/slackgate/slackgate/store"
 )
@@ -28,29 +31,51 @@ const (
 
 // readiness is /readyz's body.
 type readiness struct {
-	Ready bool              `json:"ready"`
-	Down  map[string]string `json:"down,omitempty"` // check name → what is wrong
+	Ready bool     `json:"ready"`
+	Down  []string `json:"down,omitempty"` // the names of the checks that failed
 }
 
 // opsHandler serves GET /healthz (the process answers), GET /readyz (every
 // check passes, else 503 naming what is down) and, when given, GET /metrics.
-func opsHandler(checks []healthCheck, metrics http.Handler) http.Handler {
+// Whoever reaches the port (a command Claude runs, on the same host) learns
+// only names: why a check failed goes to log, once when it starts failing.
+func opsHandler(checks []healthCheck, metrics http.Handler, log zerolog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /readyz", readyz(checks, log))
+	if metrics != nil {
+		mux.Handle("GET /metrics", metrics)
+	}
+	return mux
+}
+
+// readyz runs every check and answers 200, or 503 naming the ones that
+// failed. A check's error is logged when it starts failing, and its
+// recovery when it passes again, not at every probe.
+func readyz(checks []healthCheck, log zerolog.Logger) http.HandlerFunc {
+	var mu sync.Mutex
+	failing := map[string]bool{}
+	return func(w http.ResponseWriter, r *http.Request) {
 		res := readiness{Ready: true}
 		for _, c := range checks {
 			ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 			err := c.ready(ctx)
 			cancel()
 			if err != nil {
-				if res.Down == nil {
-					res.Down = map[string]string{}
-				}
-				res.Ready, res.Down[c.name] = false, err.Error()
+				res.Ready, res.Down = false, append(res.Down, c.name)
+			}
+			mu.Lock()
+			was := failing[c.name]
+			failing[c.name] = err != nil
+			mu.Unlock()
+			switch {
+			case err != nil && !was:
+				log.Warn().Err(err).Str("check", c.name).Msg("readiness check failing")
+			case err == nil && was:
+				log.Info().Str("check", c.name).Msg("readiness check passing again")
 			}
 		}
 		w.Header().Set("Content-Type", "application/json")
@@ -58,11 +83,7 @@ func opsHandler(checks []healthCheck, metrics http.Handler) http.Handler {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
 		_ = json.NewEncoder(w).Encode(res)
-	})
-	if metrics != nil {
-		mux.Handle("GET /metrics", metrics)
 	}
-	return mux
 }
 
 // storeReady is the store check: one cheap read of a request that does not

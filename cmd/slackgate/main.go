@@ -59,6 +59,10 @@ Configuration comes from the environment; README.md lists every variable.
 `
 
 func main() {
+	if err := lockdown(); err != nil {
+		fmt.Fprintln(os.Stderr, "slackgate:", err)
+		os.Exit(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
@@ -157,7 +161,7 @@ func (p program) serve(ctx context.Context, cmd string, cfg Config, botCfg bot.C
 		return err
 	}
 	if ln != nil {
-		h := opsHandler(append([]healthCheck{{"store", storeReady(st)}}, checks...), m.handler())
+		h := opsHandler(append([]healthCheck{{"store", storeReady(st)}}, checks...), m.handler(), log.With().Str("component", "health").Logger())
 		runs = append(runs, func(ctx context.Context) error { return serveOps(ctx, ln, h) })
 	}
 	g, gctx := errgroup.WithContext(ctx)

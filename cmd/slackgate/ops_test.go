@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
 
 	"github.com/slackgate/slackgate/relay/relaytest"
@@ -40,24 +41,28 @@ func get(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-func TestReadyzNamesWhatIsDown(t *testing.T) {
+// TestReadyzNamesWhatIsDownAndNothingMore: whoever reaches the port (a
+// command Claude runs, on the same host) learns which check fails, never
+// why; the log has the why, once per failure and once per recovery.
+func TestReadyzNamesWhatIsDownAndNothingMore(t *testing.T) {
 	st, err := boltstore.Open(filepath.Join(t.TempDir(), "s.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	slackDown := errors.New("socket mode connecting")
+	slackDown := errors.New("socket mode connecting to wss://wss-primary.slack.com/link?ticket=secret-ticket")
 	var slack error
+	logs := &syncBuffer{}
 	srv := httptest.NewServer(opsHandler([]healthCheck{
 		{"store", storeReady(st)},
 		{"slack", func(context.Context) error { return slack }},
-	}, nil))
+	}, nil, zerolog.New(logs)))
 	defer srv.Close()
 
 	if code, body := get(t, srv.URL+"/healthz"); code != http.StatusOK || body != "ok\n" {
 		t.Errorf("/healthz = %d %q", code, body)
 	}
-	if code, body := get(t, srv.URL+"/readyz"); code != http.StatusOK || !strings.Contains(body, `"ready":true`) {
+	if code, body := get(t, srv.URL+"/readyz"); code != http.StatusOK || body != `{"ready":true}`+"\n" {
 		t.Errorf("/readyz with everything up = %d %q", code, body)
 	}
 
@@ -65,16 +70,38 @@ func TestReadyzNamesWhatIsDown(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	code, body := get(t, srv.URL+"/readyz")
-	if code != http.StatusServiceUnavailable {
-		t.Errorf("/readyz with the store closed = %d, want 503", code)
+	for range 3 {
+		code, body := get(t, srv.URL+"/readyz")
+		if code != http.StatusServiceUnavailable || body != `{"ready":false,"down":["store","slack"]}`+"\n" {
+			t.Errorf("/readyz with the store closed and Slack down = %d %q, want 503 naming both and nothing more", code, body)
+		}
 	}
-	var r readiness
-	if err := json.Unmarshal([]byte(body), &r); err != nil {
-		t.Fatalf("/readyz body %q: %v", body, err)
+	slack = nil
+	if code, body := get(t, srv.URL+"/readyz"); code != http.StatusServiceUnavailable || body != `{"ready":false,"down":["store"]}`+"\n" {
+		t.Errorf("/readyz with Slack back = %d %q", code, body)
 	}
-	if r.Ready || !strings.Contains(r.Down["store"], "readyz-probe") || r.Down["slack"] != slackDown.Error() {
-		t.Errorf("/readyz = %+v, want the store (closed) and slack named", r)
+
+	// The why is in the log, once per failure however often probed.
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	var failing, passing []string
+	for _, l := range lines {
+		var e struct{ Check, Message, Error string }
+		if err := json.Unmarshal([]byte(l), &e); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		switch e.Message {
+		case "readiness check failing":
+			failing = append(failing, e.Check+": "+e.Error)
+		case "readiness check passing again":
+			passing = append(passing, e.Check)
+		}
+	}
+	if len(failing) != 2 || !strings.HasPrefix(failing[0], "store: ") || !strings.Contains(failing[0], "readyz-probe") ||
+		failing[1] != "slack: "+slackDown.Error() {
+		t.Errorf("logged failures %q; want the store's and Slack's error, once each", failing)
+	}
+	if !slices.Equal(passing, []string{"slack"}) {
+		t.Errorf("logged recoveries %q; want slack's, once", passing)
 	}
 }
 

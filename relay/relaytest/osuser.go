@@ -12,13 +12,29 @@ import (
 // TestUser is the OS user tests run the CLI as (CLAUDE_USER).
 const TestUser = "slackgate-test"
 
+// ServiceUser is the OS user tests run slackgate itself as when it must
+// not be root: a plain user, or one given capabilities the way the
+// deployments in deploy/ give them.
+const ServiceUser = "slackgate-svc-test"
+
 // OSUser returns TestUser, creating it with `useradd --create-home` when it
 // is missing. Starting processes as another user needs root: without it
 // the test is skipped, or fails when integration tests are required.
 func OSUser(tb testing.TB) string {
 	tb.Helper()
+	return osUser(tb, TestUser)
+}
+
+// ServiceOSUser is OSUser for ServiceUser.
+func ServiceOSUser(tb testing.TB) string {
+	tb.Helper()
+	return osUser(tb, ServiceUser)
+}
+
+func osUser(tb testing.TB, name string) string {
+	tb.Helper()
 	if os.Geteuid() != 0 {
-		missing(tb, "running the CLI as another OS user (CLAUDE_USER) needs root: run these tests as root, e.g. `sudo env PATH=$PATH CLAUDE_BIN=$(make -s claude-code) go test ./...`; CI does")
+		missing(tb, "running processes as another OS user (CLAUDE_USER, or slackgate as a plain user) needs root: run these tests as root, e.g. `sudo env PATH=$PATH CLAUDE_BIN=$(make -s claude-code) go test ./...`; CI does")
 		return ""
 	}
 	// Test binaries of several packages may get here at once; useradd
@@ -32,13 +48,13 @@ func OSUser(tb testing.TB) string {
 		tb.Fatal(err)
 	}
 	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN) //nolint:errcheck // released on close too
-	if _, err := user.Lookup(TestUser); err == nil {
-		return TestUser
+	if _, err := user.Lookup(name); err == nil {
+		return name
 	} else if !errors.As(err, new(user.UnknownUserError)) {
-		tb.Fatalf("looking up %s: %v", TestUser, err)
+		tb.Fatalf("looking up %s: %v", name, err)
 	}
-	if out, err := exec.Command("useradd", "--create-home", "--shell", "/bin/bash", TestUser).CombinedOutput(); err != nil {
-		tb.Fatalf("creating the test user: useradd --create-home %s: %v\n%s", TestUser, err, out)
+	if out, err := exec.Command("useradd", "--create-home", "--shell", "/bin/bash", name).CombinedOutput(); err != nil {
+		tb.Fatalf("creating the test user: useradd --create-home %s: %v\n%s", name, err, out)
 	}
-	return TestUser
+	return name
 }
