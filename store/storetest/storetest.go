@@ -81,6 +81,7 @@ func Run(t *testing.T, newStore NewFunc, opts ...Option) {
 	t.Run("Counts", h.testCounts)
 	t.Run("Audit", h.testAudit)
 	t.Run("AppendAudit", h.testAppendAudit)
+	t.Run("AppendRefusals", h.testAppendRefusals)
 	t.Run("Refuse", h.testRefuse)
 	t.Run("Transcripts", h.testTranscripts)
 	t.Run("Answers", h.testAnswers)
