@@ -82,6 +82,10 @@ type RememberedAnswer struct {
 	RequestID string               `json:"request_id,omitempty"`
 	SessionID string               `json:"session_id,omitempty"`
 	At        time.Time            `json:"at"` // a zero At becomes the time of the call
+	// Signature is the Ed25519 signature of the bot that remembered the
+	// answer (see SignAnswer); a bot answers with it only when it
+	// verifies.
+	Signature []byte `json:"signature,omitempty"`
 }
 
 // Validate checks a as Remember takes it: a valid scope, a fingerprint,

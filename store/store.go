@@ -279,6 +279,14 @@ type Session struct {
 	UpdatedAt time.Time `json:"updated_at"`
 	// Status is the bot's status message in the thread (kept current).
 	Status MessageRef `json:"status,omitzero"`
+	// API marks a session that reached slackgate through the approval
+	// API: its Claude Code runs wherever its client runs, and no worker
+	// ever runs it.
+	API bool `json:"api,omitempty"`
+	// Signature is the Ed25519 signature of the bot that created the
+	// session (see SignSession); a worker runs a session only when it
+	// verifies.
+	Signature []byte `json:"signature,omitempty"`
 }
 
 // Valid reports whether st is one of the known states.
@@ -309,13 +317,16 @@ func (s Session) Validate() error {
 // than send Claude a message; it travels the same queue as messages so it
 // reaches the worker that owns the session, after what was queued before it.
 type Input struct {
-	ID        string    `json:"id"` // set by the store when empty
+	ID        string    `json:"id"` // set by the store when empty; a bot sets it before signing
 	SessionID string    `json:"session_id"`
 	Text      string    `json:"text"`
 	User      string    `json:"user,omitempty"` // Slack user id
 	At        time.Time `json:"at"`
 	// Control names the control input (ControlInterrupt); "" for a message.
 	Control string `json:"control,omitempty"`
+	// Signature is the Ed25519 signature of the bot that queued the input
+	// (see SignInput); a worker delivers an input only when it verifies.
+	Signature []byte `json:"signature,omitempty"`
 }
 
 // Control inputs.
