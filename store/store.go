@@ -368,13 +368,18 @@ const (
 	EventExit           EventType = "exit"            // the claude process exited
 	EventError          EventType = "error"           // the worker could not do something (start failed, ...)
 	EventInterrupted    EventType = "interrupted"     // a person stopped the running turn; Text is their Slack user id
+	// EventRefused: the worker refused to run the session or to deliver
+	// one of its inputs, because the record did not verify or names what
+	// the worker may not run; Text says what and why, in the worker's
+	// words, never the record's.
+	EventRefused EventType = "refused"
 )
 
 // Valid reports whether t is one of the known event types.
 func (t EventType) Valid() bool {
 	switch t {
 	case EventRequestCreated, EventRequestSettled, EventSessionStarted, EventAssistantText, EventToolUse,
-		EventToolResult, EventResult, EventExit, EventError, EventInterrupted:
+		EventToolResult, EventResult, EventExit, EventError, EventInterrupted, EventRefused:
 		return true
 	}
 	return false
