@@ -277,6 +277,7 @@ func (p program) relayConfig(cfg Config, runAs *relay.RunAs, verify ed25519.Publ
 		DenyEnv:        slackgateSetting,
 		User:           runAs,
 		VerifyKey:      verify,
+		AllowedDirs:    workDirs(cfg),
 
 		// MAX_TRANSCRIPT_BYTES=0 (save none) is relay's "never"; relay's 0
 		// is its default.
@@ -302,9 +303,10 @@ func (p program) claudeUser(ctx context.Context, cfg Config) (*relay.RunAs, erro
 }
 
 // workDirs are the directories sessions may run in: CLAUDE_WORKDIR,
-// CHANNEL_WORKDIRS and DM_WORKDIR (a worker started without the bot's
-// settings knows only the first; a session elsewhere fails when it starts,
-// saying why).
+// CHANNEL_WORKDIRS and DM_WORKDIR. A worker runs a session in no other,
+// whatever its signed record says (relay.Config.AllowedDirs): one started
+// without the bot's CHANNEL_WORKDIRS or DM_WORKDIR knows only the first,
+// and refuses the sessions of those channels, saying why in their thread.
 func workDirs(cfg Config) []string {
 	dirs := []string{cfg.WorkDir}
 	byChannel, _ := bot.ParseChannelWorkDirs(cfg.ChannelWorkDirs) // validated by botConfig
