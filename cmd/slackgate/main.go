@@ -131,6 +131,13 @@ func (p program) run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer st.Close()
+	if keys.generated && cfg.RedisURL == "" {
+		// DATA_DIR exists, private, and is this process's alone now.
+		if keys, err = keepKeys(keys, cfg.DataDir); err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+		botCfg.SigningKey = keys.sign
+	}
 	return p.serve(ctx, cmd, cfg, botCfg, keys, st, log)
 }
 
@@ -164,7 +171,8 @@ func (p program) serve(ctx context.Context, cmd string, cfg Config, botCfg bot.C
 		return nil
 	})
 	if keys.generated && cfg.RedisURL != "" {
-		log.Warn().Msg("decision keys made in memory: only this process can verify its decisions; give every slackgate on this Redis one pair from `slackgate keygen`")
+		log.Warn().Msg("decision keys made in memory: only this process can verify its decisions and sessions, and none it signed outlives it; " +
+			"give every slackgate on this Redis one pair from `slackgate keygen`")
 	}
 	log.Info().Str("store", storeName(cfg)).Str("workdir", cfg.WorkDir).Msg("slackgate started")
 	err = g.Wait()
