@@ -345,10 +345,11 @@ func (r *processRun) messagesOnly(leftovers []store.Input) []store.Input {
 // inputs the worker admits (see admitInput), each id once in the life of
 // the process: a signed input queued again by someone with store access is
 // dropped as a replay. After the process ends, a copy of an input it was
-// given can still be queued and run once more in the same session, in the
-// same person's name (the signature binds it to its session, so nothing
-// more): it brings no new words or rights, and each tool it leads to
-// still waits for a signed decision.
+// given can still be queued and run once more, in the same session and the
+// same person's name (the signature binds it to both): that repeats words
+// a person sent, with the session's signed mode and directory, and what
+// needs a person's decision still waits for one; keeping every delivered
+// id would need state a store writer could erase anyway.
 type inputFeeder struct {
 	inputs <-chan store.Input
 	cancel context.CancelFunc

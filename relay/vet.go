@@ -34,9 +34,16 @@ const (
 )
 
 // RefusedSession is the thread's line for a session the worker would not
-// run, why being one of the Why reasons.
+// run, why being one of the Why reasons, with what to do about it.
 func RefusedSession(why string) string {
-	return "slackgate refused to run this session: " + why + ". Mention the bot to start a new session."
+	next := " To go on, start a new session from a new message to the bot, outside this thread."
+	switch why {
+	case WhyWorkDir, WhyMode:
+		next = " The operator's configuration of the workers does not allow it."
+	case WhyAPI:
+		next = ""
+	}
+	return "slackgate refused to run this session: " + why + "." + next
 }
 
 // RefusedInput is the thread's line for an input the worker dropped.
@@ -45,7 +52,11 @@ func RefusedInput(control bool, why string) string {
 	if control {
 		what = "a queued stop request"
 	}
-	return "slackgate refused " + what + ": " + why + ". Claude did not get it."
+	next := " Claude did not get it."
+	if why == WhyUnsigned {
+		next += " If it was yours, send it again."
+	}
+	return "slackgate refused " + what + ": " + why + "." + next
 }
 
 // sessionIDRE is the form of the ids bots give sessions (uuid.NewString):
@@ -134,7 +145,9 @@ func (w *Worker) admitInput(ctx context.Context, sessionID string, in store.Inpu
 	log.Error().Err(r.err).Str("input_id", claimed(in.ID)).Str("claimed_by", claimed(in.User)).Msg("refusing a queued input")
 	w.audit(ctx, store.AuditEntry{Action: store.AuditInputRefused, SessionID: sessionID, By: claimed(in.User),
 		Message: fmt.Sprintf("input %q: %s: %v", claimed(in.ID), r.why, r.err)}, log)
-	w.publish(context.WithoutCancel(ctx), sessionID, store.Event{Type: store.EventRefused, Text: RefusedInput(in.Control != "", r.why)}, log)
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	w.publish(pctx, sessionID, store.Event{Type: store.EventRefused, Text: RefusedInput(in.Control != "", r.why)}, log)
 	return false
 }
 
