@@ -77,6 +77,12 @@ func EventMessages(e store.Event) []Message {
 			t = "⚠️ Something went wrong in the worker."
 		}
 		return []Message{{Text: cut(t, 300), Blocks: []slack.Block{section(t)}}}
+	case store.EventRefused:
+		t := "🚫 " + codeSafe(cut(oneLine(e.Text), 1000))
+		if strings.TrimSpace(e.Text) == "" {
+			t = "🚫 slackgate refused something it could not verify."
+		}
+		return []Message{{Text: cut(t, 300), Blocks: []slack.Block{section(t)}}}
 	}
 	return nil
 }

@@ -131,6 +131,7 @@ func FuzzEventLine(f *testing.F) {
 			{Type: store.EventToolUse, Tool: tool, Input: raw},
 			{Type: store.EventToolResult, Tool: tool, IsError: true, Text: text},
 			{Type: store.EventError, Text: text},
+			{Type: store.EventRefused, Text: text},
 			{Type: store.EventExit, Exit: &store.Exit{Code: 1, Reason: text, Stderr: strings.Split(text, "\n")}},
 			{Type: store.EventResult, Result: &store.Result{Subtype: tool, IsError: true, Errors: []string{text}, Text: text}},
 		} {

@@ -209,13 +209,15 @@ func threadMessages() map[string][]Message {
 		"event_exit":             EventMessages(ev(store.Event{Type: store.EventExit, Exit: &store.Exit{Code: 1, Reason: "exit status 1", Stderr: []string{"Error: boom", "  at main"}}})),
 		"event_error":            EventMessages(ev(store.Event{Type: store.EventError, Text: "could not start claude: not found"})),
 		"event_interrupted":      EventMessages(ev(store.Event{Type: store.EventInterrupted, Text: "U0ALICE"})),
-		"status_working":         {StatusMessage(session, Status{Phase: PhaseWorking})},
-		"status_waiting":         {StatusMessage(session, Status{Phase: PhaseWaiting, Pending: 2, Since: t0})},
-		"status_done":            {StatusMessage(session, Status{Phase: PhaseDone})},
-		"status_failed":          {StatusMessage(session, Status{Phase: PhaseFailed, Detail: "claude exited with code 1"})},
-		"status_stopped":         {StatusMessage(session, Status{Phase: PhaseStopped})},
-		"ephemeral_decided":      {AlreadyDecided(cards()["final_approved"])},
-		"ephemeral_not_allowed":  {NotAllowed()},
+		"event_refused": EventMessages(ev(store.Event{Type: store.EventRefused,
+			Text: "slackgate refused to run this session: its signature does not verify with this worker's key <!here>"})),
+		"status_working":        {StatusMessage(session, Status{Phase: PhaseWorking})},
+		"status_waiting":        {StatusMessage(session, Status{Phase: PhaseWaiting, Pending: 2, Since: t0})},
+		"status_done":           {StatusMessage(session, Status{Phase: PhaseDone})},
+		"status_failed":         {StatusMessage(session, Status{Phase: PhaseFailed, Detail: "claude exited with code 1"})},
+		"status_stopped":        {StatusMessage(session, Status{Phase: PhaseStopped})},
+		"ephemeral_decided":     {AlreadyDecided(cards()["final_approved"])},
+		"ephemeral_not_allowed": {NotAllowed()},
 	}
 }
 

@@ -2,10 +2,13 @@ package bot
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
+	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
 
@@ -15,10 +18,12 @@ import (
 
 // Remembered answers ("Always answer this way"). An approver remembers an
 // answer only together with answering a question card, through the same
-// decide pipeline as any answer; the bot answers the same question from a
-// session in the same scope when its request_created event arrives, with a
-// decision signed like a person's, and puts one line in the thread instead
-// of the card. The App Home lists what is remembered; approvers forget.
+// decide pipeline as any answer; the bot signs it as it keeps it. The bot
+// answers the same question from a session in the same scope when its
+// request_created event arrives, with a decision signed like a person's,
+// and puts one line in the thread instead of the card; an answer whose
+// signature does not verify is not used (audited; a card asks). The App
+// Home lists what is remembered; approvers forget.
 
 // answerScope is the scope of kind that s belongs to; false when s has
 // none (a session without a directory has no repository).
@@ -71,10 +76,13 @@ func (p *decision) remember(ctx context.Context, r store.Request, d store.Decisi
 		return
 	}
 	a := store.RememberedAnswer{
-		Scope: scope, Fingerprint: fp, Tool: r.ToolName, Questions: qs, Answers: d.Answers,
+		ID: "ans-" + uuid.NewString(), Scope: scope, Fingerprint: fp, Tool: r.ToolName, Questions: qs, Answers: d.Answers,
 		By: d.By, ByName: d.ByName, Channel: s.Thread.Channel, RequestID: r.ID, SessionID: r.SessionID, At: d.At,
 	}
-	a, err = p.b.st.Remember(ctx, a)
+	err = store.SignAnswer(p.b.cfg.SigningKey, &a)
+	if err == nil {
+		a, err = p.b.st.Remember(ctx, a)
+	}
 	switch {
 	case errors.Is(err, store.ErrInvalid):
 		p.log.Info().Err(err).Msg("answer not remembered")
@@ -126,6 +134,10 @@ func (b *Bot) fromMemory(ctx context.Context, log zerolog.Logger, r store.Reques
 			return a, false
 		}
 		log = log.With().Str("answer_id", a.ID).Logger()
+		if err := store.VerifyAnswer(b.cfg.SigningKey.Public().(ed25519.PublicKey), a); err != nil {
+			b.refuseAnswer(ctx, log, r, a, err)
+			continue
+		}
 		if ok, err := b.approvers.allowed(ctx, a.By); !ok || err != nil {
 			log.Info().Err(err).Str("by", a.By).Msg("remembered answer not used: who remembered it is not an approver (now)")
 			continue
@@ -133,6 +145,34 @@ func (b *Bot) fromMemory(ctx context.Context, log zerolog.Logger, r store.Reques
 		return a, b.decideFromMemory(ctx, log, r, a)
 	}
 	return store.RememberedAnswer{}, false
+}
+
+// refuseAnswer logs and audits a remembered answer that did not verify
+// (err): remembered before answers were signed, or written into the store
+// by someone without a bot's key. It counts as no answer: a card asks.
+func (b *Bot) refuseAnswer(ctx context.Context, log zerolog.Logger, r store.Request, a store.RememberedAnswer, err error) {
+	log.Error().Err(err).Str("claimed_by", a.By).Msg("remembered answer not used: it does not verify")
+	why := "it does not verify: " + err.Error()
+	if errors.Is(err, store.ErrUnsigned) {
+		why = "it is not signed (remembered before slackgate signed answers, or written into the store directly); remember it again"
+	}
+	entry := store.AuditEntry{Action: store.AuditAnswerRefused, AnswerID: bounded(a.ID, 200), RequestID: r.ID, SessionID: r.SessionID,
+		Kind: r.Kind, Tool: r.ToolName, By: bounded(a.By, 200), ByName: bounded(a.ByName, 200), At: b.clock.Now(), Message: bounded(why, 2000)}
+	if err := b.st.AppendAudit(ctx, entry); err != nil {
+		log.Error().Err(err).Msg("auditing a refused remembered answer")
+	}
+}
+
+// bounded cuts what a record that did not verify says of itself to at
+// most n bytes (on a rune boundary) before it reaches the audit trail.
+func bounded(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // decideFromMemory settles r with a, signed by this bot.

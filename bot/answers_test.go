@@ -21,8 +21,20 @@ func rememberFor(t testing.TB, st store.Store, scope store.AnswerScope, by, choi
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := st.Remember(testCtx(t), store.RememberedAnswer{Scope: scope, Fingerprint: fp, Tool: "AskUserQuestion",
-		Questions: qs, Answers: map[string]string{"Which database?": choice}, By: by, ByName: by, Channel: "C1"})
+	return rememberSigned(t, st, store.RememberedAnswer{ID: "ans-" + by + "-" + choice, Scope: scope, Fingerprint: fp, Tool: "AskUserQuestion",
+		Questions: qs, Answers: map[string]string{"Which database?": choice}, By: by, ByName: by, Channel: "C1", At: time.Now()}, testSigningKey)
+}
+
+// rememberSigned stores a signed with key (nil: unsigned), as a bot (or
+// someone writing into the store) would.
+func rememberSigned(t testing.TB, st store.Store, a store.RememberedAnswer, key ed25519.PrivateKey) store.RememberedAnswer {
+	t.Helper()
+	if key != nil {
+		if err := store.SignAnswer(key, &a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := st.Remember(testCtx(t), a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,5 +132,64 @@ func TestAStaleForgetButtonOfAFormerApproverForgetsNothing(t *testing.T) {
 	}
 	if last := log[len(log)-1]; last.Action != store.AuditAnswerForgotten || last.By != "U2" || last.AnswerID != a.ID {
 		t.Errorf("last audit entry = %+v, want U2 forgetting %s", last, a.ID)
+	}
+}
+
+// TestARememberedAnswerThatDoesNotVerifyIsNotUsed writes remembered answers
+// into the store as someone with store access would: one unsigned (as
+// every answer remembered before answers were signed is), one signed and
+// then re-attributed to an approver. Neither answers the question: a card
+// asks, and each refusal is audited. A signed answer still is used.
+func TestARememberedAnswerThatDoesNotVerifyIsNotUsed(t *testing.T) {
+	h := newHarness(t, transportSocket, harnessOpts{cfg: func(c *Config) { c.Approvers = People{IDs: []string{"U2"}} }})
+	ctx := testCtx(t)
+	fp, qs, err := store.QuestionFingerprint("AskUserQuestion", json.RawMessage(dbForm))
+	if err != nil {
+		t.Fatal(err)
+	}
+	answer := func(id string, scope store.AnswerScope, by string) store.RememberedAnswer {
+		return store.RememberedAnswer{ID: id, Scope: scope, Fingerprint: fp, Tool: "AskUserQuestion", Questions: qs,
+			Answers: map[string]string{"Which database?": "SQLite"}, By: by, ByName: by, Channel: "C1", At: time.Now()}
+	}
+	unsigned := rememberSigned(t, h.st, answer("ans-unsigned", store.AnswerScope{Kind: store.ScopeRepo, Value: testWorkDir}, "U2"), nil)
+	reattributed := answer("ans-reattributed", store.AnswerScope{Kind: store.ScopeChannel, Value: "C1"}, "U3")
+	if err := store.SignAnswer(testSigningKey, &reattributed); err != nil {
+		t.Fatal(err)
+	}
+	reattributed.By, reattributed.ByName = "U2", "U2"
+	reattributed = rememberSigned(t, h.st, reattributed, nil)
+
+	s := h.newSession(t, "sess-forged-answers")
+	q := store.Request{ID: "req-forged-answers", Kind: store.KindQuestion, ToolName: "AskUserQuestion", Input: json.RawMessage(dbForm)}
+	h.createRequest(t, s, q, "Postgres")
+	if r, _ := h.st.GetRequest(ctx, q.ID); !r.Pending() {
+		t.Fatalf("an answer that does not verify decided the request: %+v", r.Decision)
+	}
+	refused := map[string]store.AuditEntry{}
+	entries, err := h.st.AuditLog(ctx, "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if e.Action == store.AuditAnswerRefused {
+			refused[e.AnswerID] = e
+		}
+	}
+	for _, a := range []store.RememberedAnswer{unsigned, reattributed} {
+		if e, ok := refused[a.ID]; !ok || e.RequestID != q.ID || e.By != "U2" || e.Message == "" {
+			t.Errorf("refusal of %s audited as %+v (found %v), want naming the request, U2 and why", a.ID, e, ok)
+		}
+	}
+
+	// Remembered again (signed), the channel's answer is used.
+	good := rememberFor(t, h.st, store.AnswerScope{Kind: store.ScopeChannel, Value: "C1"}, "U2", "Postgres")
+	s2 := h.newSession(t, "sess-good-answer")
+	q2 := store.Request{ID: "req-good-answer", SessionID: s2.ID, CLIRequestID: "cli-good", Kind: store.KindQuestion,
+		ToolName: "AskUserQuestion", Input: json.RawMessage(dbForm), CreatedAt: time.Now()}
+	if err := h.st.CreateRequest(ctx, q2); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := h.st.WaitDecision(ctx, q2.ID); err != nil || d.Remembered != good.ID {
+		t.Errorf("decision %+v (%v), want the signed answer %s", d, err, good.ID)
 	}
 }

@@ -3,6 +3,7 @@ package bot
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -175,6 +176,11 @@ func TestAPIApprovalInSlackReachesTheLongPoll(t *testing.T) {
 			root, err := h.fake.WaitMessage(ctx, fakeslack.Text("Claude Code session on *build-7* in `/srv/repo`"))
 			if err != nil {
 				t.Fatalf("no root message: %v", err)
+			}
+			// Signed as an API session, which no worker runs.
+			s, err := h.st.GetSession(ctx, created.st.SessionID)
+			if err != nil || !s.API || store.VerifySession(testSigningKey.Public().(ed25519.PublicKey), s) != nil {
+				t.Errorf("the API session %+v (%v) is not signed as one", s, err)
 			}
 			card, err := h.fake.WaitThread(ctx, "C1", root.TS, func(m fakeslack.Message) bool { return hasButton(m, "Approve") })
 			if err != nil {

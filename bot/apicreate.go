@@ -133,7 +133,11 @@ func (b *Bot) apiSessionFor(ctx context.Context, log zerolog.Logger, tok APIToke
 	now := b.clock.Now()
 	s = store.Session{
 		ID: id, Thread: store.MessageRef{Channel: channel, TS: ts}, WorkDir: from.Cwd, StartedBy: tok.client(),
-		State: store.SessionIdle, Started: true, CreatedAt: now, UpdatedAt: now,
+		State: store.SessionIdle, Started: true, CreatedAt: now, UpdatedAt: now, API: true,
+	}
+	// Signed as an API session: no worker runs it, whatever is queued.
+	if err := store.SignSession(b.cfg.SigningKey, &s); err != nil {
+		return s, fmt.Errorf("bot: sign api session %s: %w", id, err)
 	}
 	if err := b.st.CreateSession(ctx, s); errors.Is(err, store.ErrExists) {
 		return b.st.GetSession(ctx, id) // another replica opened it a moment ago

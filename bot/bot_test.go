@@ -162,7 +162,8 @@ func testCtx(t testing.TB) context.Context {
 }
 
 // claim waits for the session a Slack message queued, as a worker would,
-// and returns it with its first input.
+// and returns it with its first input. Like a worker, it requires both
+// signed by the bot.
 func (h *harness) claim(t testing.TB) (store.Session, store.Input) {
 	t.Helper()
 	ctx := testCtx(t)
@@ -174,14 +175,22 @@ func (h *harness) claim(t testing.TB) (store.Session, store.Input) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := store.VerifySession(testSigningKey.Public().(ed25519.PublicKey), s); err != nil || s.API {
+		t.Errorf("session %+v: %v; want one signed by the bot, for a worker to run", s, err)
+	}
 	return s, h.next(t, s.ID)
 }
 
+// next takes the session's next input, as a worker would, and requires
+// it signed by the bot.
 func (h *harness) next(t testing.TB, sessionID string) store.Input {
 	t.Helper()
 	in, err := h.st.NextInput(testCtx(t), sessionID, "worker-test")
 	if err != nil {
 		t.Fatalf("no input for session %s: %v", sessionID, err)
+	}
+	if err := store.VerifyInput(testSigningKey.Public().(ed25519.PublicKey), in); err != nil || in.SessionID != sessionID {
+		t.Errorf("input %+v of %s: %v; want one signed by the bot", in, sessionID, err)
 	}
 	return in
 }
@@ -358,7 +367,7 @@ func TestURLVerificationEchoesTheChallenge(t *testing.T) {
 }
 
 // newSession creates a session living in a fresh thread of C1, as if
-// someone had started it there.
+// someone had started it there (signed, as the bot signs it).
 func (h *harness) newSession(t testing.TB, id string) store.Session {
 	t.Helper()
 	ctx := testCtx(t)
@@ -368,6 +377,9 @@ func (h *harness) newSession(t testing.TB, id string) store.Session {
 	}
 	s := store.Session{ID: id, Thread: store.MessageRef{Channel: "C1", TS: rootTS}, WorkDir: testWorkDir,
 		StartedBy: "U1", State: store.SessionRunning, CreatedAt: time.Now(), UpdatedAt: time.Now()}
+	if err := store.SignSession(testSigningKey, &s); err != nil {
+		t.Fatal(err)
+	}
 	if err := h.st.CreateSession(ctx, s); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,8 @@ package bot
 //	http.go          the HTTP transport (signed requests, /healthz)
 //	slack_events.go  Slack → bot: Events API handlers (mentions, DMs,
 //	                 thread replies) and /claude; starting and continuing
-//	                 sessions
+//	                 sessions (each session and input signed, as workers
+//	                 run only what verifies)
 //	dedup.go         Events API redeliveries seen once across replicas
 //	api*.go          the approval API (api.go says what it grants a
 //	                 token); apilimits.go its per-token limits and
@@ -29,9 +30,10 @@ package bot
 //	stop.go          Stop from the status message or a "stop" reply
 //	store_events.go  store → Slack: the bus consumer that posts cards,
 //	                 settles them and shows what Claude said and did
-//	answers.go       remembered answers: kept when an approver answers with
-//	                 "Always answer this way", used (signed) when the same
-//	                 question's request arrives, the App Home and Forget
+//	answers.go       remembered answers: kept (signed) when an approver
+//	                 answers with "Always answer this way", used when the
+//	                 same question's request arrives and the answer
+//	                 verifies, the App Home and Forget
 //	reconcile.go     cards lost in a crash posted at start and every 30 s;
 //	                 one poster per card (a claim in the store)
 //	findcard.go      a card Slack may have without the store knowing,

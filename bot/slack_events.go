@@ -180,6 +180,13 @@ func (b *Bot) createSession(ctx context.Context, log zerolog.Logger, thread stor
 		CreatedAt:      now,
 		UpdatedAt:      now,
 	}
+	// Signed, so a worker runs it as recorded here and nothing written
+	// into the store by anyone else.
+	if err := store.SignSession(b.cfg.SigningKey, &s); err != nil {
+		log.Error().Err(err).Msg("sign session")
+		b.tellUser(ctx, thread, user, "Sorry, I could not start a session (it could not be signed). Please tell the operator.")
+		return
+	}
 	if err := b.st.CreateSession(ctx, s); err != nil {
 		if errors.Is(err, store.ErrExists) {
 			// Another delivery (or replica) created it a moment ago.
@@ -194,7 +201,7 @@ func (b *Bot) createSession(ctx context.Context, log zerolog.Logger, thread stor
 	}
 	log = log.With().Str("session_id", s.ID).Logger()
 	log.Info().Str("workdir", s.WorkDir).Msg("session created")
-	if _, err := b.st.Enqueue(ctx, store.Input{SessionID: s.ID, Text: text, User: user, At: now}); err != nil {
+	if err := b.queue(ctx, store.Input{SessionID: s.ID, Text: text, User: user, At: now}); err != nil {
 		log.Error().Err(err).Msg("enqueue first prompt")
 		b.tellUser(ctx, thread, user, "Sorry, the session was created but your prompt could not be queued. Please send it again in this thread.")
 		return
@@ -219,12 +226,27 @@ func (b *Bot) followUp(ctx context.Context, s store.Session, user, text string) 
 	if !b.mayQueue(ctx, log, s, user, text, func(m string) { b.tellUser(ctx, s.Thread, user, m) }) {
 		return
 	}
-	if _, err := b.st.Enqueue(ctx, store.Input{SessionID: s.ID, Text: text, User: user, At: b.clock.Now()}); err != nil {
+	if err := b.queue(ctx, store.Input{SessionID: s.ID, Text: text, User: user}); err != nil {
 		log.Error().Err(err).Msg("enqueue follow-up")
 		b.tellUser(ctx, s.Thread, user, "Sorry, I could not pass your message to Claude. Please try again.")
 		return
 	}
 	log.Debug().Msg("follow-up queued")
+}
+
+// queue gives in a new id (and, when it has none, the time), signs it and
+// queues it for its session's worker, which delivers only inputs that
+// verify.
+func (b *Bot) queue(ctx context.Context, in store.Input) error {
+	in.ID = uuid.NewString()
+	if in.At.IsZero() {
+		in.At = b.clock.Now()
+	}
+	if err := store.SignInput(b.cfg.SigningKey, &in); err != nil {
+		return err
+	}
+	_, err := b.st.Enqueue(ctx, in)
+	return err
 }
 
 var mentionRE = regexp.MustCompile(`<@([A-Z0-9]+)(?:\|[^>]*)?>`)

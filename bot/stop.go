@@ -58,8 +58,7 @@ func (b *Bot) stop(ctx context.Context, log zerolog.Logger, s store.Session, use
 		tell("Claude is not working on anything in this thread, so there is nothing to stop.")
 		return
 	}
-	in := store.Input{SessionID: s.ID, Control: store.ControlInterrupt, User: user, At: b.clock.Now()}
-	if _, err := b.st.Enqueue(ctx, in); err != nil {
+	if err := b.queue(ctx, store.Input{SessionID: s.ID, Control: store.ControlInterrupt, User: user}); err != nil {
 		log.Error().Err(err).Msg("enqueue interrupt")
 		tell(sorry("stop Claude", err))
 		return

@@ -395,6 +395,12 @@ func (b *Bot) showSessionEvent(ctx context.Context, log zerolog.Logger, e store.
 		b.refreshStatusOf(ctx, s, blocks.PhaseFailed, e.Text)
 	case store.EventInterrupted:
 		b.refreshStatusOf(ctx, s, blocks.PhaseStopped)
+	case store.EventRefused:
+		// A refused session is failed (the worker stores that before it
+		// tells); a refused input leaves the session as it was.
+		if s.State == store.SessionFailed {
+			b.refreshStatusOf(ctx, s, blocks.PhaseFailed, "slackgate refused to run it")
+		}
 	case store.EventAssistantText:
 		b.refreshStatusOf(ctx, s, blocks.PhaseWorking)
 	}

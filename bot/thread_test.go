@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slackgate/slackgate/blocks"
 	"github.com/slackgate/slackgate/bot/fakeslack"
 	"github.com/slackgate/slackgate/store"
 )
@@ -187,5 +188,47 @@ func TestSeveralQuestionsAreAnsweredWithMenusAndOneSubmit(t *testing.T) {
 	want := map[string]string{"Which database?": "Postgres", "Which extras?": "Metrics, Logs"}
 	if d := got.Decision; d.Outcome != store.OutcomeAllow || d.Answers["Which database?"] != want["Which database?"] || d.Answers["Which extras?"] != want["Which extras?"] {
 		t.Errorf("decision = %+v, want answers %v", d, want)
+	}
+}
+
+// A worker's refusal is one line in the thread. A refused session (failed
+// before the worker tells) shows failed on its status line; a refused
+// input leaves a running session's status as it was.
+func TestARefusalIsOneLineAndFailsOnlyARefusedSession(t *testing.T) {
+	h := newHarness(t, transportSocket, harnessOpts{})
+	ctx := testCtx(t)
+	failed := h.newSession(t, "sess-refused")
+	if _, err := h.st.UpdateSession(ctx, failed.ID, func(s *store.Session) error {
+		s.State = store.SessionFailed
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	h.publisher(t, failed)(store.Event{Type: store.EventRefused, Text: "slackgate refused to run this session: it is not signed <!here>"})
+	if _, err := h.fake.WaitThread(ctx, "C1", failed.Thread.TS, fakeslack.Text("🚫 slackgate refused to run this session: it is not signed &lt;!here&gt;")); err != nil {
+		t.Fatal("the refusal is not in the thread:", err)
+	}
+	if _, err := h.fake.WaitThread(ctx, "C1", failed.Thread.TS, fakeslack.Text("Failed: slackgate refused to run it")); err != nil {
+		t.Fatal("the status line does not say the session failed:", err)
+	}
+
+	running := h.newSession(t, "sess-running")
+	publish := h.publisher(t, running)
+	publish(store.Event{Type: store.EventAssistantText, Text: "working on it"})
+	publish(store.Event{Type: store.EventRefused, Text: "slackgate dropped a queued message: it is not signed"})
+	// A session's events are shown one after another: once the next one
+	// (a tool use, which leaves the status alone) is in the thread, the
+	// refusal's status refresh, if any, is done.
+	publish(store.Event{Type: store.EventToolUse, Tool: "Bash", Input: json.RawMessage(`{"command":"make lint"}`)})
+	if _, err := h.fake.WaitThread(ctx, "C1", running.Thread.TS, fakeslack.Text("make lint")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.fake.WaitThread(ctx, "C1", running.Thread.TS, fakeslack.Text("🚫 slackgate dropped a queued message")); err != nil {
+		t.Fatal("the refused input is not in the thread:", err)
+	}
+	e := h.bot.status.lock(running.ID)
+	defer h.bot.status.unlock(e)
+	if e.shown.Phase == blocks.PhaseFailed {
+		t.Errorf("a refused input made the running session's status %+v", e.shown)
 	}
 }

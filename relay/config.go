@@ -4,6 +4,8 @@ import (
 	"crypto/ed25519"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/slackgate/slackgate/store"
@@ -46,6 +48,10 @@ type Config struct {
 	// signature verifies with it, so write access to the store is not
 	// approval power.
 	VerifyKey ed25519.PublicKey
+	// AllowedDirs are the working directories sessions may run in
+	// (required): a session asking for any other is refused, even when
+	// signed. Compared after filepath.Clean.
+	AllowedDirs []string
 
 	PassEnv []string               // more names ClaudeEnv lets through (CLAUDE_ENV)
 	DenyEnv func(name string) bool // names that never pass, whatever list they are on; nil = none
@@ -56,13 +62,21 @@ type Config struct {
 	// session (0 = DefaultMaxTranscriptBytes, negative = never saved).
 	MaxTranscriptBytes int64
 
-	claudeEnv []string // Env through the allowlist, computed once by normalize
+	claudeEnv   []string // Env through the allowlist, computed once by normalize
+	allowedDirs []string // AllowedDirs, cleaned by normalize
 }
 
 func (c *Config) normalize() error {
 	if len(c.VerifyKey) != ed25519.PublicKeySize {
 		return fmt.Errorf("relay: VerifyKey must be an Ed25519 public key (%d bytes), got %d bytes: %w",
 			ed25519.PublicKeySize, len(c.VerifyKey), store.ErrInvalid)
+	}
+	if len(c.AllowedDirs) == 0 || slices.Contains(c.AllowedDirs, "") {
+		return fmt.Errorf("relay: AllowedDirs must list the working directories sessions may run in, none empty: %w", store.ErrInvalid)
+	}
+	c.allowedDirs = make([]string, len(c.AllowedDirs))
+	for i, d := range c.AllowedDirs {
+		c.allowedDirs[i] = filepath.Clean(d)
 	}
 	if c.ClaudeBin == "" {
 		c.ClaudeBin = "claude"

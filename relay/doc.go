@@ -16,6 +16,14 @@
 // any worker can resume any session, and at start ends what a previous life
 // under the same WorkerID left behind.
 //
+// A worker obeys only its operator and the bots' key (vet.go): it runs a
+// session only when its record verifies with VerifyKey, carries a session id
+// of the form bots make, is no approval API session and asks for one of
+// AllowedDirs; it delivers an input only when it verifies, belongs to the
+// session and was not delivered to the same process before; it acts on a
+// person's decision only when it verifies too. What it refuses is not run,
+// the thread is told why (EventRefused) and the audit log records it.
+//
 // It does not know Slack: it imports store and nothing else of ours, never
 // bot or blocks, and learns about people only through store decisions and
 // inputs. Configuration reaches it as a Config from cmd/slackgate.

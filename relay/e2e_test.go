@@ -123,11 +123,12 @@ func newHarnessWith(t testing.TB, st store.Store, clock *relay.FakeClock, bin st
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
 	srv := relaytest.NewServer(t, steps...)
+	dir := t.TempDir()
 	cfg := relay.Config{
 		ClaudeBin: bin, ExtraArgs: relaytest.HermeticArgs(), Env: srv.Env(t),
 		WorkerID: "worker-" + uuid.NewString()[:8], Clock: clock, MaxSessions: 2,
 		IdleTimeout: time.Hour, StopGrace: 5 * time.Second, KillGrace: 2 * time.Second,
-		VerifyKey: botKey.Public().(ed25519.PublicKey),
+		VerifyKey: botKey.Public().(ed25519.PublicKey), AllowedDirs: []string{dir},
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -140,7 +141,7 @@ func newHarnessWith(t testing.TB, st store.Store, clock *relay.FakeClock, bin st
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, ctx: ctx, srv: srv, st: st, w: w, clock: clock, cfg: cfg, events: make(chan store.Event, 1000), dir: t.TempDir()}
+	h := &harness{t: t, ctx: ctx, srv: srv, st: st, w: w, clock: clock, cfg: cfg, events: make(chan store.Event, 1000), dir: dir}
 	// The consumer outlives the worker, so a test that stops its worker
 	// still sees what another worker on the store publishes.
 	g, gctx := errgroup.WithContext(ctx)
@@ -216,21 +217,51 @@ func (h *harness) startSession(prompt string) string {
 func (h *harness) startSessionMode(prompt, mode string) string {
 	h.t.Helper()
 	id := uuid.NewString()
-	err := h.st.CreateSession(h.ctx, store.Session{ID: id, Thread: store.MessageRef{Channel: "C1", TS: id}, WorkDir: h.dir,
-		StartedBy: "U1", PermissionMode: mode, State: store.SessionQueued, CreatedAt: time.Now(), UpdatedAt: time.Now()})
-	if err != nil {
-		h.t.Fatal(err)
-	}
+	h.createSession(store.Session{ID: id, Thread: store.MessageRef{Channel: "C1", TS: id}, WorkDir: h.dir,
+		StartedBy: "U1", PermissionMode: mode, State: store.SessionQueued, CreatedAt: time.Now(), UpdatedAt: time.Now()}, botKey)
 	h.sessID = id
 	h.send(prompt)
 	return id
 }
 
-func (h *harness) send(text string) {
+// createSession plays the bot that starts a session: it signs s with key
+// (nil: leaves it unsigned) and stores it.
+func (h *harness) createSession(s store.Session, key ed25519.PrivateKey) {
 	h.t.Helper()
-	if _, err := h.st.Enqueue(h.ctx, store.Input{SessionID: h.sessID, Text: text, User: "U1", At: time.Now()}); err != nil {
+	if key != nil {
+		if err := store.SignSession(key, &s); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	if err := h.st.CreateSession(h.ctx, s); err != nil {
 		h.t.Fatal(err)
 	}
+}
+
+func (h *harness) send(text string) {
+	h.t.Helper()
+	h.queue(store.Input{SessionID: h.sessID, Text: text, User: "U1"}, botKey)
+}
+
+// queue plays the bot that took a message (or a stop): it gives in an id
+// and a time, signs it with key (nil: leaves it unsigned) and queues it.
+func (h *harness) queue(in store.Input, key ed25519.PrivateKey) store.Input {
+	h.t.Helper()
+	if in.ID == "" {
+		in.ID = uuid.NewString()
+	}
+	if in.At.IsZero() {
+		in.At = time.Now()
+	}
+	if key != nil {
+		if err := store.SignInput(key, &in); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+	if _, err := h.st.Enqueue(h.ctx, in); err != nil {
+		h.t.Fatal(err)
+	}
+	return in
 }
 
 // waitEvent returns the next event of the session matching match.
@@ -770,7 +801,8 @@ func TestE2ERestartedWorkerEndsWhatItsPreviousLifeLeft(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The previous worker "w1" crashed here. A new life under the same name:
-	w, err := relay.NewWorker(relay.Config{ClaudeBin: "claude-unused", WorkerID: "w1", VerifyKey: botKey.Public().(ed25519.PublicKey)}, st, zerolog.New(zerolog.NewTestWriter(t)))
+	w, err := relay.NewWorker(relay.Config{ClaudeBin: "claude-unused", WorkerID: "w1", VerifyKey: botKey.Public().(ed25519.PublicKey),
+		AllowedDirs: []string{t.TempDir()}}, st, zerolog.New(zerolog.NewTestWriter(t)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,9 +43,7 @@ func (h *harness) waitEventOf(id, what string, match func(store.Event) bool) sto
 // sendTo queues a message for session id.
 func (h *harness) sendTo(id, text string) {
 	h.t.Helper()
-	if _, err := h.st.Enqueue(h.ctx, store.Input{SessionID: id, Text: text, User: "U1", At: time.Now()}); err != nil {
-		h.t.Fatal(err)
-	}
+	h.queue(store.Input{SessionID: id, Text: text, User: "U1"}, botKey)
 }
 
 func maxOne(c *relay.Config) { c.MaxSessions = 1 }

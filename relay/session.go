@@ -39,6 +39,19 @@ func (w *Worker) session(ctx context.Context, sl, victim *slot, log zerolog.Logg
 		}
 		return sessionEnd{state: store.SessionIdle}
 	}
+	// From here on a failure drops the input: put back, it would be
+	// claimed and fail again at once.
+	sess, err := w.st.GetSession(ctx, sl.id)
+	if err != nil {
+		log.Error().Err(err).Str("input_id", in.ID).Msg("loading session")
+		return sessionEnd{state: store.SessionFailed}
+	}
+	if r := w.vetSession(sl.id, sess); r != nil {
+		return w.refuseSession(ctx, sl.id, sess, r, log)
+	}
+	if !w.admitInput(ctx, sl.id, in, nil, log) {
+		return sessionEnd{} // inputs queued behind it make the session ready again
+	}
 	if in.Control != "" {
 		// Nothing runs here to act on, and starting claude just to stop it
 		// would be absurd. Release without touching the session's state;
@@ -47,14 +60,7 @@ func (w *Worker) session(ctx context.Context, sl, victim *slot, log zerolog.Logg
 			Msg("control input for a session with no live process: nothing to do")
 		return sessionEnd{}
 	}
-	sess, err := w.st.GetSession(ctx, sl.id)
-	if err != nil {
-		// The input is dropped: put back, it would be claimed and fail
-		// again at once.
-		log.Error().Err(err).Str("input_id", in.ID).Msg("loading session")
-		return sessionEnd{state: store.SessionFailed}
-	}
-	run, err := w.startRun(ctx, sl, sess, log)
+	run, err := w.startRun(ctx, sl, sess, in, log)
 	if err != nil {
 		return sessionEnd{state: store.SessionFailed, last: &store.Event{Type: store.EventError, Text: err.Error()}}
 	}
@@ -83,9 +89,10 @@ type processRun struct {
 	leftovers []store.Input // follow-ups refused while the process gave way, oldest first
 }
 
-// startRun starts claude for sess, marks the session running and tells
-// so. When claude cannot start, the slot is dropped at once.
-func (w *Worker) startRun(ctx context.Context, sl *slot, sess store.Session, log zerolog.Logger) (*processRun, error) {
+// startRun starts claude for sess, to be given first, marks the session
+// running and tells so. When claude cannot start, the slot is dropped at
+// once.
+func (w *Worker) startRun(ctx context.Context, sl *slot, sess store.Session, first store.Input, log zerolog.Logger) (*processRun, error) {
 	pctx := context.WithoutCancel(ctx)
 	turn := newTurnState()
 	b := newBridge(w, sl, sess, turn, log)
@@ -108,7 +115,7 @@ func (w *Worker) startRun(ctx context.Context, sl *slot, sess store.Session, log
 	b.publish(pctx, store.Event{Type: store.EventSessionStarted, Text: fmt.Sprintf("claude started (pid %d, resume %t)", proc.PID(), opts.Resume)})
 	w.track(sess.ID, proc)
 	return &processRun{w: w, sl: sl, sess: sess, log: log, pctx: pctx, proc: proc, turn: turn, bridge: b,
-		feeder: startFeeder(ctx, w.st, sess.ID, w.cfg.WorkerID, log), saver: saver}, nil
+		feeder: w.startFeeder(ctx, sess.ID, first.ID, log), saver: saver}, nil
 }
 
 // prepareTranscript restores the transcript of a session about to be
@@ -334,7 +341,15 @@ func (r *processRun) messagesOnly(leftovers []store.Input) []store.Input {
 }
 
 // inputFeeder takes a session's queued inputs in order and hands them to
-// the session loop, on a goroutine it owns until stop.
+// the session loop, on a goroutine it owns until stop. It hands over only
+// inputs the worker admits (see admitInput), each id once in the life of
+// the process: a signed input queued again by someone with store access is
+// dropped as a replay. After the process ends, a copy of an input it was
+// given can still be queued and run once more, in the same session and the
+// same person's name (the signature binds it to both): that repeats words
+// a person sent, with the session's signed mode and directory, and what
+// needs a person's decision still waits for one; keeping every delivered
+// id would need state a store writer could erase anyway.
 type inputFeeder struct {
 	inputs <-chan store.Input
 	cancel context.CancelFunc
@@ -342,21 +357,26 @@ type inputFeeder struct {
 	taken  *store.Input // taken from the queue but not handed over; read after wg.Wait
 }
 
-func startFeeder(ctx context.Context, st store.Store, sessionID, workerID string, log zerolog.Logger) *inputFeeder {
+func (w *Worker) startFeeder(ctx context.Context, sessionID, firstID string, log zerolog.Logger) *inputFeeder {
 	ctx, cancel := context.WithCancel(ctx)
 	inputs := make(chan store.Input)
 	f := &inputFeeder{inputs: inputs, cancel: cancel}
+	delivered := map[string]bool{firstID: true} // the feeder goroutine's alone
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
 		for {
-			in, err := st.NextInput(ctx, sessionID, workerID)
+			in, err := w.st.NextInput(ctx, sessionID, w.cfg.WorkerID)
 			if err != nil {
 				if ctx.Err() == nil {
 					log.Error().Err(err).Msg("next input")
 				}
 				return
 			}
+			if !w.admitInput(ctx, sessionID, in, delivered, log) {
+				continue
+			}
+			delivered[in.ID] = true
 			select {
 			case inputs <- in:
 			case <-ctx.Done():

@@ -15,9 +15,7 @@ import (
 // presses Stop.
 func (h *harness) interrupt(user string) {
 	h.t.Helper()
-	if _, err := h.st.Enqueue(h.ctx, store.Input{SessionID: h.sessID, Control: store.ControlInterrupt, User: user, At: time.Now()}); err != nil {
-		h.t.Fatal(err)
-	}
+	h.queue(store.Input{SessionID: h.sessID, Control: store.ControlInterrupt, User: user}, botKey)
 }
 
 func TestE2EInterruptInputStopsTheTurnAndCancelsItsPendingRequest(t *testing.T) {

@@ -67,7 +67,7 @@ type RememberedQuestion struct {
 
 // RememberedAnswer is an answer kept for a question form in a scope.
 type RememberedAnswer struct {
-	ID          string      `json:"id"` // set by Remember
+	ID          string      `json:"id"` // set by Remember when empty; a bot sets it before signing
 	Scope       AnswerScope `json:"scope"`
 	Fingerprint string      `json:"fingerprint"` // QuestionFingerprint of the form
 	Tool        string      `json:"tool"`
@@ -82,6 +82,10 @@ type RememberedAnswer struct {
 	RequestID string               `json:"request_id,omitempty"`
 	SessionID string               `json:"session_id,omitempty"`
 	At        time.Time            `json:"at"` // a zero At becomes the time of the call
+	// Signature is the Ed25519 signature of the bot that remembered the
+	// answer (see SignAnswer); a bot answers with it only when it
+	// verifies.
+	Signature []byte `json:"signature,omitempty"`
 }
 
 // Validate checks a as Remember takes it: a valid scope, a fingerprint,
@@ -166,10 +170,12 @@ func ForgottenAudit(a RememberedAnswer, by, byName string, at time.Time) AuditEn
 // Answers keeps remembered answers. They are not subject to retention:
 // one stays until it is forgotten or replaced.
 type Answers interface {
-	// Remember stores a with a new id, replacing the answer remembered for
-	// the same scope and fingerprint if there is one, and appends a
-	// RememberedAudit entry, atomically. A zero a.At becomes the time of
-	// the call. It returns a as stored. ErrInvalid when a fails Validate.
+	// Remember stores a, replacing the answer remembered for the same
+	// scope and fingerprint if there is one, and appends a RememberedAudit
+	// entry, atomically. An empty a.ID becomes a new id (a signed answer
+	// comes with its own, which its signature covers); a zero a.At becomes
+	// the time of the call. It returns a as stored. ErrInvalid when a
+	// fails Validate; ErrExists when a.ID names another stored answer.
 	Remember(ctx context.Context, a RememberedAnswer) (RememberedAnswer, error)
 	// LookupAnswer returns the answer remembered for the fingerprint in
 	// scope. ErrNotFound when there is none.

@@ -10,6 +10,14 @@
 // remembered answers (Answers: an approver's answer to a question form,
 // kept per repository or channel and keyed by QuestionFingerprint).
 //
+// Store access is not authority. A bot signs, with its Ed25519 key, every
+// record that decides what a worker runs or in whose name: decisions,
+// sessions, queued inputs and remembered answers (sign.go: one signing core,
+// a domain string per kind, so one kind's signature never verifies as
+// another's). Workers verify sessions, inputs and decisions; bots verify
+// remembered answers. A record written by anyone without the key is
+// refused, and the refusal audited.
+//
 // It does not store anything itself: store/boltstore (one machine) and
 // store/redisstore (several) implement Store, and store/storetest holds them
 // to the contract. It imports only the standard library, does no I/O and

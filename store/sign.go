@@ -9,19 +9,75 @@ import (
 	"time"
 )
 
-// Errors of VerifyDecision. Both mean the decision must not be acted on.
+// Errors of the Verify functions. Both mean the record must not be acted on.
 var (
-	// ErrUnsigned: the decision carries no signature.
-	ErrUnsigned = errors.New("decision is not signed")
-	// ErrBadSignature: the signature does not cover this decision of this
-	// request under the key (forged, altered after signing, made for
-	// another request, or signed with another key).
-	ErrBadSignature = errors.New("decision signature does not verify")
+	// ErrUnsigned: the record carries no signature.
+	ErrUnsigned = errors.New("not signed")
+	// ErrBadSignature: the signature does not cover this record under the
+	// key (forged, altered after signing, made for another request or
+	// session, made for another kind of record, or signed with another key).
+	ErrBadSignature = errors.New("signature does not verify")
 )
 
-// signingDomain separates decision signatures from anything else the same
-// key might ever sign, and names the payload's version.
-const signingDomain = "slackgate decision v1\n"
+// A bot signs, with one Ed25519 key, every record that decides what a
+// worker runs or who acted: decisions, sessions, queued inputs and
+// remembered answers. Each kind's payload starts with a domain string of
+// its own, which also names the payload's version, so a signature of one
+// kind never verifies as another, and the rest of the payload is the
+// kind's fields in a fixed JSON form.
+const (
+	decisionDomain = "slackgate decision v1\n"
+	sessionDomain  = "slackgate session v1\n"
+	inputDomain    = "slackgate input v1\n"
+	answerDomain   = "slackgate answer v1\n"
+)
+
+// payloadOf is domain followed by v as JSON.
+func payloadOf(domain string, v any) ([]byte, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(domain), body...), nil
+}
+
+// signPayload signs the payload made by payload with key; what names the
+// record in errors.
+func signPayload(key ed25519.PrivateKey, what string, payload func() ([]byte, error)) ([]byte, error) {
+	if len(key) != ed25519.PrivateKeySize {
+		return nil, fmt.Errorf("store: sign %s: %w", what, invalid("signing key of %d bytes", len(key)))
+	}
+	p, err := payload()
+	if err != nil {
+		return nil, fmt.Errorf("store: sign %s: %w", what, err)
+	}
+	return ed25519.Sign(key, p), nil
+}
+
+// verifyPayload checks that sig is pub's signature over the payload made
+// by payload; what names the record in errors, which wrap ErrUnsigned or
+// ErrBadSignature.
+func verifyPayload(pub ed25519.PublicKey, what string, sig []byte, payload func() ([]byte, error)) error {
+	if len(sig) == 0 {
+		return fmt.Errorf("store: verify %s: %w", what, ErrUnsigned)
+	}
+	if len(pub) != ed25519.PublicKeySize {
+		return fmt.Errorf("store: verify %s: verify key of %d bytes: %w", what, len(pub), ErrBadSignature)
+	}
+	p, err := payload()
+	if err != nil {
+		return fmt.Errorf("store: verify %s: %w: %w", what, ErrBadSignature, err)
+	}
+	if !ed25519.Verify(pub, p, sig) {
+		return fmt.Errorf("store: verify %s: %w", what, ErrBadSignature)
+	}
+	return nil
+}
+
+// stamp is a signed time: UTC, to the nanosecond, so a time that went
+// through a store's encoding (its zone and monotonic reading lost) signs
+// the same.
+func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
 // signedPayload is what a decision's signature covers: the request it
 // answers and everything of the decision that reaches Claude or the audit
@@ -76,17 +132,16 @@ func DecisionPayload(r Request, d Decision) ([]byte, error) {
 	if len(perms) == 0 {
 		perms = nil
 	}
-	p := signedPayload{
+	p, err := payloadOf(decisionDomain, signedPayload{
 		RequestID: r.ID, SessionID: r.SessionID, CLIRequestID: r.CLIRequestID, Kind: r.Kind, Tool: r.ToolName,
 		Outcome: d.Outcome, Input: canon, Answers: answers, Permissions: perms,
 		Message: d.Message, Interrupt: d.Interrupt, Skipped: d.Skipped, By: d.By, ByName: d.ByName,
-		At: d.At.UTC().Format(time.RFC3339Nano), Remembered: d.Remembered, Content: content,
-	}
-	body, err := json.Marshal(p)
+		At: stamp(d.At), Remembered: d.Remembered, Content: content,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("store: decision payload of %s: %w", r.ID, err)
 	}
-	return append([]byte(signingDomain), body...), nil
+	return p, nil
 }
 
 // canonicalJSON compacts raw and escapes <, > and & the way encoding/json
@@ -109,14 +164,11 @@ func canonicalJSON(raw []byte) ([]byte, error) {
 // in d.Signature. The side that took the person's answer signs, right
 // before Decide.
 func SignDecision(key ed25519.PrivateKey, r Request, d *Decision) error {
-	if len(key) != ed25519.PrivateKeySize {
-		return fmt.Errorf("store: sign decision of %s: %w", r.ID, invalid("signing key of %d bytes", len(key)))
-	}
-	payload, err := DecisionPayload(r, *d)
+	sig, err := signPayload(key, "decision of "+r.ID, func() ([]byte, error) { return DecisionPayload(r, *d) })
 	if err != nil {
 		return err
 	}
-	d.Signature = ed25519.Sign(key, payload)
+	d.Signature = sig
 	return nil
 }
 
@@ -124,18 +176,151 @@ func SignDecision(key ed25519.PrivateKey, r Request, d *Decision) error {
 // over d settling r. It returns an error wrapping ErrUnsigned or
 // ErrBadSignature when d must not be acted on.
 func VerifyDecision(pub ed25519.PublicKey, r Request, d Decision) error {
-	if len(d.Signature) == 0 {
-		return fmt.Errorf("store: verify decision of %s: %w", r.ID, ErrUnsigned)
+	return verifyPayload(pub, "decision of "+r.ID, d.Signature, func() ([]byte, error) { return DecisionPayload(r, d) })
+}
+
+// sessionPayload is what a session's signature covers: everything of it a
+// worker runs by (its id, directory, permission mode and model, and
+// whether it is an approval API session, which no worker runs) and who
+// started it where and when. What changes as it runs (state, owner,
+// status message) is not covered.
+type sessionPayload struct {
+	ID             string `json:"id"`
+	Channel        string `json:"channel"`
+	ThreadTS       string `json:"thread_ts"`
+	WorkDir        string `json:"workdir"`
+	StartedBy      string `json:"started_by"`
+	PermissionMode string `json:"permission_mode"`
+	Model          string `json:"model"`
+	CreatedAt      string `json:"created_at"`
+	API            bool   `json:"api"`
+}
+
+func sessionPayloadOf(s Session) ([]byte, error) {
+	return payloadOf(sessionDomain, sessionPayload{
+		ID: s.ID, Channel: s.Thread.Channel, ThreadTS: s.Thread.TS, WorkDir: s.WorkDir, StartedBy: s.StartedBy,
+		PermissionMode: s.PermissionMode, Model: s.Model, CreatedAt: stamp(s.CreatedAt), API: s.API,
+	})
+}
+
+// SignSession signs s with key and stores the signature in s.Signature.
+// The bot that creates s signs it, after setting its id and CreatedAt (a
+// store fills in neither then). ErrInvalid for a session without either.
+func SignSession(key ed25519.PrivateKey, s *Session) error {
+	if s.ID == "" || s.CreatedAt.IsZero() {
+		return fmt.Errorf("store: sign session %q: %w", s.ID, invalid("a signed session needs its id and creation time set"))
 	}
-	if len(pub) != ed25519.PublicKeySize {
-		return fmt.Errorf("store: verify decision of %s: verify key of %d bytes: %w", r.ID, len(pub), ErrBadSignature)
-	}
-	payload, err := DecisionPayload(r, d)
+	sig, err := signPayload(key, "session "+s.ID, func() ([]byte, error) { return sessionPayloadOf(*s) })
 	if err != nil {
-		return fmt.Errorf("store: verify decision of %s: %w: %w", r.ID, ErrBadSignature, err)
+		return err
 	}
-	if !ed25519.Verify(pub, payload, d.Signature) {
-		return fmt.Errorf("store: verify decision of %s: %w", r.ID, ErrBadSignature)
-	}
+	s.Signature = sig
 	return nil
+}
+
+// VerifySession checks that s carries a signature by pub's private key
+// over its covered fields. It returns an error wrapping ErrUnsigned or
+// ErrBadSignature when s must not be run.
+func VerifySession(pub ed25519.PublicKey, s Session) error {
+	return verifyPayload(pub, "session "+s.ID, s.Signature, func() ([]byte, error) { return sessionPayloadOf(s) })
+}
+
+// inputPayload is what an input's signature covers: all of it. The
+// session id binds it to its session: a copy queued for another session
+// does not verify.
+type inputPayload struct {
+	ID        string `json:"id"`
+	SessionID string `json:"session_id"`
+	Text      string `json:"text"`
+	User      string `json:"user"`
+	At        string `json:"at"`
+	Control   string `json:"control"`
+}
+
+func inputPayloadOf(in Input) ([]byte, error) {
+	return payloadOf(inputDomain, inputPayload{
+		ID: in.ID, SessionID: in.SessionID, Text: in.Text, User: in.User, At: stamp(in.At), Control: in.Control,
+	})
+}
+
+// SignInput signs in with key and stores the signature in in.Signature.
+// The bot that queues in signs it, after setting its id and At (a store
+// fills in neither then). ErrInvalid for an input without either.
+func SignInput(key ed25519.PrivateKey, in *Input) error {
+	if in.ID == "" || in.At.IsZero() {
+		return fmt.Errorf("store: sign input %q of %s: %w", in.ID, in.SessionID, invalid("a signed input needs its id and time set"))
+	}
+	sig, err := signPayload(key, "input "+in.ID, func() ([]byte, error) { return inputPayloadOf(*in) })
+	if err != nil {
+		return err
+	}
+	in.Signature = sig
+	return nil
+}
+
+// VerifyInput checks that in carries a signature by pub's private key
+// over all of it. It returns an error wrapping ErrUnsigned or
+// ErrBadSignature when in must not be delivered.
+func VerifyInput(pub ed25519.PublicKey, in Input) error {
+	return verifyPayload(pub, "input "+in.ID, in.Signature, func() ([]byte, error) { return inputPayloadOf(in) })
+}
+
+// answerPayload is what a remembered answer's signature covers: all of
+// it, so neither what it answers (scope, form, tool), nor the answer, nor
+// in whose name it answers (By) can change.
+type answerPayload struct {
+	ID          string               `json:"id"`
+	Scope       AnswerScope          `json:"scope"`
+	Fingerprint string               `json:"fingerprint"`
+	Tool        string               `json:"tool"`
+	Questions   []RememberedQuestion `json:"questions"`
+	Answers     map[string]string    `json:"answers"`
+	By          string               `json:"by"`
+	ByName      string               `json:"by_name"`
+	Channel     string               `json:"channel"`
+	RequestID   string               `json:"request_id"`
+	SessionID   string               `json:"session_id"`
+	At          string               `json:"at"`
+}
+
+func answerPayloadOf(a RememberedAnswer) ([]byte, error) {
+	// An empty list or map reads back from a store as it was written,
+	// but sign both forms the same way all the same.
+	qs := make([]RememberedQuestion, len(a.Questions))
+	for i, q := range a.Questions {
+		if len(q.Options) == 0 {
+			q.Options = nil
+		}
+		qs[i] = q
+	}
+	answers := a.Answers
+	if len(answers) == 0 {
+		answers = nil
+	}
+	return payloadOf(answerDomain, answerPayload{
+		ID: a.ID, Scope: a.Scope, Fingerprint: a.Fingerprint, Tool: a.Tool, Questions: qs, Answers: answers,
+		By: a.By, ByName: a.ByName, Channel: a.Channel, RequestID: a.RequestID, SessionID: a.SessionID, At: stamp(a.At),
+	})
+}
+
+// SignAnswer signs a with key and stores the signature in a.Signature.
+// The bot that remembers a signs it, after setting its id and At (Remember
+// then keeps both). ErrInvalid for an answer without either.
+func SignAnswer(key ed25519.PrivateKey, a *RememberedAnswer) error {
+	if a.ID == "" || a.At.IsZero() {
+		return fmt.Errorf("store: sign remembered answer %q: %w", a.ID, invalid("a signed answer needs its id and time set"))
+	}
+	sig, err := signPayload(key, "remembered answer "+a.ID, func() ([]byte, error) { return answerPayloadOf(*a) })
+	if err != nil {
+		return err
+	}
+	a.Signature = sig
+	return nil
+}
+
+// VerifyAnswer checks that a carries a signature by pub's private key
+// over all of it. It returns an error wrapping ErrUnsigned or
+// ErrBadSignature when a must not answer anything.
+func VerifyAnswer(pub ed25519.PublicKey, a RememberedAnswer) error {
+	return verifyPayload(pub, "remembered answer "+a.ID, a.Signature, func() ([]byte, error) { return answerPayloadOf(a) })
 }

@@ -188,3 +188,216 @@ func BenchmarkDecisionSignature(b *testing.B) {
 		}
 	})
 }
+
+func signedSession(t *testing.T, priv ed25519.PrivateKey) store.Session {
+	t.Helper()
+	s := store.Session{ID: "2f0c6a8e-8d3b-4d55-9a53-0c1f4b8e6a11", Thread: store.MessageRef{Channel: "C1", TS: "1700000000.000100"},
+		WorkDir: "/srv/repo", StartedBy: "U1", PermissionMode: "default", Model: "sonnet",
+		CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("CET", 3600))}
+	if err := store.SignSession(priv, &s); err != nil {
+		t.Fatalf("SignSession: %v", err)
+	}
+	return s
+}
+
+func signedInput(t *testing.T, priv ed25519.PrivateKey) store.Input {
+	t.Helper()
+	in := store.Input{ID: "in-1", SessionID: "2f0c6a8e-8d3b-4d55-9a53-0c1f4b8e6a11", Text: "fix <the> test & go", User: "U1",
+		At: time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("CET", 3600))}
+	if err := store.SignInput(priv, &in); err != nil {
+		t.Fatalf("SignInput: %v", err)
+	}
+	return in
+}
+
+func signedAnswer(t *testing.T, priv ed25519.PrivateKey) store.RememberedAnswer {
+	t.Helper()
+	a := store.RememberedAnswer{ID: "ans-1", Scope: store.AnswerScope{Kind: store.ScopeRepo, Value: "/srv/repo", Token: "ci"},
+		Fingerprint: "f00d", Tool: "AskUserQuestion",
+		Questions: []store.RememberedQuestion{{Header: "DB", Question: "Which?", Options: []string{"A", "B"}}},
+		Answers:   map[string]string{"Which?": "A"}, By: "U1", ByName: "Ada", Channel: "C1", RequestID: "req-1", SessionID: "sess-1",
+		At: time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("CET", 3600))}
+	if err := store.SignAnswer(priv, &a); err != nil {
+		t.Fatalf("SignAnswer: %v", err)
+	}
+	return a
+}
+
+// roundTrip passes v through JSON, as a store keeps it.
+func roundTrip[T any](t *testing.T, v T) T {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back T
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	return back
+}
+
+func TestSignedSessionsInputsAndAnswersVerifyAfterTheStoresEncoding(t *testing.T) {
+	pub, priv := testKey(1)
+	if err := store.VerifySession(pub, roundTrip(t, signedSession(t, priv))); err != nil {
+		t.Errorf("VerifySession: %v", err)
+	}
+	if err := store.VerifyInput(pub, roundTrip(t, signedInput(t, priv))); err != nil {
+		t.Errorf("VerifyInput: %v", err)
+	}
+	if err := store.VerifyAnswer(pub, roundTrip(t, signedAnswer(t, priv))); err != nil {
+		t.Errorf("VerifyAnswer: %v", err)
+	}
+	// What a worker changes as a session runs is not covered.
+	s := signedSession(t, priv)
+	s.State, s.Started, s.Worker, s.UpdatedAt, s.Status = store.SessionRunning, true, "w1", time.Now(), store.MessageRef{Channel: "C1", TS: "2"}
+	if err := store.VerifySession(pub, s); err != nil {
+		t.Errorf("VerifySession after the worker's updates: %v", err)
+	}
+}
+
+func TestAnyChangeBreaksASessionsSignature(t *testing.T) {
+	pub, priv := testKey(1)
+	for name, change := range map[string]func(s *store.Session){
+		"ID":             func(s *store.Session) { s.ID = "3f0c6a8e-8d3b-4d55-9a53-0c1f4b8e6a11" },
+		"Channel":        func(s *store.Session) { s.Thread.Channel = "C2" },
+		"ThreadTS":       func(s *store.Session) { s.Thread.TS = "1700000000.000200" },
+		"WorkDir":        func(s *store.Session) { s.WorkDir = "/" },
+		"StartedBy":      func(s *store.Session) { s.StartedBy = "U6" },
+		"PermissionMode": func(s *store.Session) { s.PermissionMode = "bypassPermissions" },
+		"Model":          func(s *store.Session) { s.Model = "opus" },
+		"CreatedAt":      func(s *store.Session) { s.CreatedAt = s.CreatedAt.Add(time.Nanosecond) },
+		"API":            func(s *store.Session) { s.API = true },
+		"Signature":      func(s *store.Session) { s.Signature[0] ^= 1 },
+	} {
+		s := signedSession(t, priv)
+		change(&s)
+		if err := store.VerifySession(pub, s); !errors.Is(err, store.ErrBadSignature) {
+			t.Errorf("VerifySession after changing %s: err = %v, want ErrBadSignature", name, err)
+		}
+	}
+}
+
+func TestAnyChangeBreaksAnInputsSignature(t *testing.T) {
+	pub, priv := testKey(1)
+	for name, change := range map[string]func(in *store.Input){
+		"ID":        func(in *store.Input) { in.ID = "in-2" },
+		"SessionID": func(in *store.Input) { in.SessionID = "3f0c6a8e-8d3b-4d55-9a53-0c1f4b8e6a11" },
+		"Text":      func(in *store.Input) { in.Text = "rm -rf /" },
+		"User":      func(in *store.Input) { in.User = "U6" },
+		"At":        func(in *store.Input) { in.At = in.At.Add(time.Nanosecond) },
+		"Control":   func(in *store.Input) { in.Text, in.Control = "", store.ControlInterrupt },
+		"Signature": func(in *store.Input) { in.Signature[0] ^= 1 },
+	} {
+		in := signedInput(t, priv)
+		change(&in)
+		if err := store.VerifyInput(pub, in); !errors.Is(err, store.ErrBadSignature) {
+			t.Errorf("VerifyInput after changing %s: err = %v, want ErrBadSignature", name, err)
+		}
+	}
+}
+
+func TestAnyChangeBreaksAnAnswersSignature(t *testing.T) {
+	pub, priv := testKey(1)
+	for name, change := range map[string]func(a *store.RememberedAnswer){
+		"ID":          func(a *store.RememberedAnswer) { a.ID = "ans-2" },
+		"ScopeKind":   func(a *store.RememberedAnswer) { a.Scope.Kind = store.ScopeChannel },
+		"ScopeValue":  func(a *store.RememberedAnswer) { a.Scope.Value = "/srv/other" },
+		"ScopeToken":  func(a *store.RememberedAnswer) { a.Scope.Token = "" },
+		"Fingerprint": func(a *store.RememberedAnswer) { a.Fingerprint = "beef" },
+		"Tool":        func(a *store.RememberedAnswer) { a.Tool = "mcp__x__ask" },
+		"Questions":   func(a *store.RememberedAnswer) { a.Questions[0].Options = []string{"A", "C"} },
+		"Answers":     func(a *store.RememberedAnswer) { a.Answers["Which?"] = "B" },
+		"By":          func(a *store.RememberedAnswer) { a.By = "U6" },
+		"ByName":      func(a *store.RememberedAnswer) { a.ByName = "Eve" },
+		"Channel":     func(a *store.RememberedAnswer) { a.Channel = "C2" },
+		"RequestID":   func(a *store.RememberedAnswer) { a.RequestID = "req-2" },
+		"SessionID":   func(a *store.RememberedAnswer) { a.SessionID = "sess-2" },
+		"At":          func(a *store.RememberedAnswer) { a.At = a.At.Add(time.Nanosecond) },
+		"Signature":   func(a *store.RememberedAnswer) { a.Signature[0] ^= 1 },
+	} {
+		a := signedAnswer(t, priv)
+		change(&a)
+		if err := store.VerifyAnswer(pub, a); !errors.Is(err, store.ErrBadSignature) {
+			t.Errorf("VerifyAnswer after changing %s: err = %v, want ErrBadSignature", name, err)
+		}
+	}
+}
+
+func TestUnsignedOrOtherKeysRecordsFail(t *testing.T) {
+	pub, priv := testKey(1)
+	_, otherPriv := testKey(2)
+	s, in, a := signedSession(t, priv), signedInput(t, priv), signedAnswer(t, priv)
+	forged, forgedIn, forgedA := signedSession(t, otherPriv), signedInput(t, otherPriv), signedAnswer(t, otherPriv)
+	s.Signature, in.Signature, a.Signature = nil, nil, nil
+	for name, tc := range map[string]struct {
+		err  error
+		want error
+	}{
+		"unsigned session":        {store.VerifySession(pub, s), store.ErrUnsigned},
+		"unsigned input":          {store.VerifyInput(pub, in), store.ErrUnsigned},
+		"unsigned answer":         {store.VerifyAnswer(pub, a), store.ErrUnsigned},
+		"session of another key":  {store.VerifySession(pub, forged), store.ErrBadSignature},
+		"input of another key":    {store.VerifyInput(pub, forgedIn), store.ErrBadSignature},
+		"answer of another key":   {store.VerifyAnswer(pub, forgedA), store.ErrBadSignature},
+		"session, no verify key":  {store.VerifySession(nil, signedSession(t, priv)), store.ErrBadSignature},
+		"input, short verify key": {store.VerifyInput(pub[:8], signedInput(t, priv)), store.ErrBadSignature},
+	} {
+		if !errors.Is(tc.err, tc.want) {
+			t.Errorf("%s: err = %v, want %v", name, tc.err, tc.want)
+		}
+	}
+}
+
+// TestASignatureOfOneKindNeverVerifiesAsAnother moves signatures between
+// kinds, over records whose fields say the same things, so only the
+// domain of each kind's payload tells them apart.
+func TestASignatureOfOneKindNeverVerifiesAsAnother(t *testing.T) {
+	pub, priv := testKey(1)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s := store.Session{ID: "x", CreatedAt: at}
+	in := store.Input{ID: "x", At: at}
+	a := store.RememberedAnswer{ID: "x", At: at}
+	r := store.Request{ID: "x"}
+	d := store.Decision{Outcome: store.OutcomeAllow, At: at}
+	for _, err := range []error{store.SignSession(priv, &s), store.SignInput(priv, &in), store.SignAnswer(priv, &a), store.SignDecision(priv, r, &d)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	sigs := map[string][]byte{"session": s.Signature, "input": in.Signature, "answer": a.Signature, "decision": d.Signature}
+	for from, sig := range sigs {
+		for to, verify := range map[string]func([]byte) error{
+			"session":  func(sig []byte) error { x := s; x.Signature = sig; return store.VerifySession(pub, x) },
+			"input":    func(sig []byte) error { x := in; x.Signature = sig; return store.VerifyInput(pub, x) },
+			"answer":   func(sig []byte) error { x := a; x.Signature = sig; return store.VerifyAnswer(pub, x) },
+			"decision": func(sig []byte) error { x := d; x.Signature = sig; return store.VerifyDecision(pub, r, x) },
+		} {
+			err := verify(sig)
+			switch {
+			case from == to && err != nil:
+				t.Errorf("a %s's own signature: %v", from, err)
+			case from != to && !errors.Is(err, store.ErrBadSignature):
+				t.Errorf("a %s's signature on a %s: err = %v, want ErrBadSignature", from, to, err)
+			}
+		}
+	}
+}
+
+func TestSigningNeedsTheIDsAndTimesTheStoreWouldFillIn(t *testing.T) {
+	_, priv := testKey(1)
+	now := time.Now()
+	for name, err := range map[string]error{
+		"session without an id":  store.SignSession(priv, &store.Session{CreatedAt: now}),
+		"session without a time": store.SignSession(priv, &store.Session{ID: "s"}),
+		"input without an id":    store.SignInput(priv, &store.Input{SessionID: "s", At: now}),
+		"input without a time":   store.SignInput(priv, &store.Input{ID: "i", SessionID: "s"}),
+		"answer without an id":   store.SignAnswer(priv, &store.RememberedAnswer{At: now}),
+		"answer without a time":  store.SignAnswer(priv, &store.RememberedAnswer{ID: "a"}),
+		"session with a bad key": store.SignSession(priv[:10], &store.Session{ID: "s", CreatedAt: now}),
+	} {
+		if !errors.Is(err, store.ErrInvalid) {
+			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
+		}
+	}
+}

@@ -279,6 +279,14 @@ type Session struct {
 	UpdatedAt time.Time `json:"updated_at"`
 	// Status is the bot's status message in the thread (kept current).
 	Status MessageRef `json:"status,omitzero"`
+	// API marks a session that reached slackgate through the approval
+	// API: its Claude Code runs wherever its client runs, and no worker
+	// ever runs it.
+	API bool `json:"api,omitempty"`
+	// Signature is the Ed25519 signature of the bot that created the
+	// session (see SignSession); a worker runs a session only when it
+	// verifies.
+	Signature []byte `json:"signature,omitempty"`
 }
 
 // Valid reports whether st is one of the known states.
@@ -309,13 +317,16 @@ func (s Session) Validate() error {
 // than send Claude a message; it travels the same queue as messages so it
 // reaches the worker that owns the session, after what was queued before it.
 type Input struct {
-	ID        string    `json:"id"` // set by the store when empty
+	ID        string    `json:"id"` // set by the store when empty; a bot sets it before signing
 	SessionID string    `json:"session_id"`
 	Text      string    `json:"text"`
 	User      string    `json:"user,omitempty"` // Slack user id
 	At        time.Time `json:"at"`
 	// Control names the control input (ControlInterrupt); "" for a message.
 	Control string `json:"control,omitempty"`
+	// Signature is the Ed25519 signature of the bot that queued the input
+	// (see SignInput); a worker delivers an input only when it verifies.
+	Signature []byte `json:"signature,omitempty"`
 }
 
 // Control inputs.
@@ -357,13 +368,18 @@ const (
 	EventExit           EventType = "exit"            // the claude process exited
 	EventError          EventType = "error"           // the worker could not do something (start failed, ...)
 	EventInterrupted    EventType = "interrupted"     // a person stopped the running turn; Text is their Slack user id
+	// EventRefused: the worker refused to run the session or to deliver
+	// one of its inputs, because the record did not verify or names what
+	// the worker may not run; Text says what and why, in the worker's
+	// words, never the record's.
+	EventRefused EventType = "refused"
 )
 
 // Valid reports whether t is one of the known event types.
 func (t EventType) Valid() bool {
 	switch t {
 	case EventRequestCreated, EventRequestSettled, EventSessionStarted, EventAssistantText, EventToolUse,
-		EventToolResult, EventResult, EventExit, EventError, EventInterrupted:
+		EventToolResult, EventResult, EventExit, EventError, EventInterrupted, EventRefused:
 		return true
 	}
 	return false
@@ -506,12 +522,36 @@ const (
 	// (ReportedBy), and has no request. It records a claim, not something
 	// slackgate saw.
 	AuditToolRan AuditAction = "tool_ran"
+	// AuditSessionRefused: a worker refused to run a session whose record
+	// it could not verify or may not run (see relay); the entry names the
+	// session, the starter the record claims (By) and why (Message), and
+	// has no request.
+	AuditSessionRefused AuditAction = "session_refused"
+	// AuditInputRefused: a worker dropped a queued input it could not
+	// verify; the entry names the session, the user the input claims (By)
+	// and, in Message, the input and why. It has no request.
+	AuditInputRefused AuditAction = "input_refused"
+	// AuditAnswerRefused: a bot did not answer a question (RequestID) with
+	// a remembered answer (AnswerID) it could not verify; By names who the
+	// answer claims remembered it, Message why.
+	AuditAnswerRefused AuditAction = "answer_refused"
 )
 
 // Valid reports whether a is one of the known actions.
 func (a AuditAction) Valid() bool {
 	switch a {
-	case AuditCreated, AuditSettled, AuditRefused, AuditAnsweredFromMemory, AuditAnswerRemembered, AuditAnswerForgotten, AuditToolRan:
+	case AuditCreated, AuditSettled, AuditRefused, AuditAnsweredFromMemory, AuditAnswerRemembered, AuditAnswerForgotten, AuditToolRan,
+		AuditSessionRefused, AuditInputRefused, AuditAnswerRefused:
+		return true
+	}
+	return false
+}
+
+// appendable reports whether an entry of action a is appended on its own
+// (AppendAudit), because no store transition writes it.
+func (a AuditAction) appendable() bool {
+	switch a {
+	case AuditToolRan, AuditSessionRefused, AuditInputRefused, AuditAnswerRefused:
 		return true
 	}
 	return false
@@ -555,23 +595,40 @@ type AuditEntry struct {
 }
 
 // Validate checks a: a known action, a time, the request and session it is
-// about (the remembered answer, for answer_remembered and answer_forgotten),
-// and, for a settlement, a known outcome; an AuditToolRan entry has a
-// session, a tool, who reported it and a known result instead of a request.
+// about (the remembered answer, for answer_remembered, answer_forgotten and
+// answer_refused), and, for a settlement, a known outcome; an AuditToolRan
+// entry has a session, a tool, who reported it and a known result instead
+// of a request, and a session_refused or input_refused entry a session and
+// why.
 func (a AuditEntry) Validate() error {
-	aboutAnswer := a.Action == AuditAnswerRemembered || a.Action == AuditAnswerForgotten
 	switch {
 	case !a.Action.Valid():
 		return invalid("audit entry with unknown action %q", a.Action)
 	case a.At.IsZero():
 		return invalid("audit entry %s of %s without a time", a.Action, a.RequestID)
-	case a.Action == AuditToolRan:
+	}
+	switch a.Action {
+	case AuditToolRan:
 		if a.SessionID == "" || a.Tool == "" || a.ReportedBy == "" || (a.Result != ToolSucceeded && a.Result != ToolFailed) {
 			return invalid("tool_ran audit entry without a session, a tool, who reported it or a result (%q)", a.Result)
 		}
-	case aboutAnswer && a.AnswerID == "":
-		return invalid("audit entry %s without a remembered answer", a.Action)
-	case !aboutAnswer && (a.RequestID == "" || a.SessionID == ""):
+		return nil
+	case AuditSessionRefused, AuditInputRefused:
+		if a.SessionID == "" || a.Message == "" {
+			return invalid("%s audit entry without a session or why", a.Action)
+		}
+		return nil
+	case AuditAnswerRemembered, AuditAnswerForgotten, AuditAnswerRefused:
+		if a.AnswerID == "" {
+			return invalid("audit entry %s without a remembered answer", a.Action)
+		}
+		if a.Action == AuditAnswerRefused && a.Message == "" {
+			return invalid("answer_refused audit entry of %s without why", a.AnswerID)
+		}
+		return nil
+	}
+	switch {
+	case a.RequestID == "" || a.SessionID == "":
 		return invalid("audit entry %s without a request or session", a.Action)
 	case a.Action.settles() && !a.Outcome.Valid():
 		return invalid("audit entry %s of %s with unknown outcome %q", a.Action, a.RequestID, a.Outcome)
@@ -579,9 +636,10 @@ func (a AuditEntry) Validate() error {
 	return nil
 }
 
-// ValidateAppend checks a as AppendAudit takes it (after its At is set).
+// ValidateAppend checks a as AppendAudit takes it (after its At is set):
+// valid, and of an action no transition writes.
 func (a AuditEntry) ValidateAppend() error {
-	if a.Action != AuditToolRan {
+	if !a.Action.appendable() {
 		return invalid("audit entry %s cannot be appended on its own; its transition writes it", a.Action)
 	}
 	return a.Validate()
@@ -700,10 +758,11 @@ type Store interface {
 	// the start), oldest first. Audit and event ids are opaque strings that
 	// sort in the order the entries were appended.
 	AuditLog(ctx context.Context, after string, limit int) ([]AuditEntry, error)
-	// AppendAudit appends an entry that no request transition writes: only
-	// AuditToolRan. A zero At becomes the time of the call. ErrInvalid when
-	// a fails Validate or has another action (those are written atomically
-	// with their transition, never on their own).
+	// AppendAudit appends an entry that no transition writes: AuditToolRan,
+	// AuditSessionRefused, AuditInputRefused or AuditAnswerRefused. A zero
+	// At becomes the time of the call. ErrInvalid when a fails Validate or
+	// has another action (those are written atomically with their
+	// transition, never on their own).
 	AppendAudit(ctx context.Context, a AuditEntry) error
 	// Close releases the backend's resources; blocked calls return an error
 	// wrapping ErrClosed (Consume returns it too). Closing twice is harmless.

@@ -8,6 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
 )
 
 // decisionKeys are the halves of the decision signing key pair a command
@@ -16,7 +20,7 @@ import (
 type decisionKeys struct {
 	sign   ed25519.PrivateKey
 	verify ed25519.PublicKey
-	// generated: `slackgate run` made the pair in memory.
+	// generated: `slackgate run` made the pair in memory (see keepKeys).
 	generated bool
 }
 
@@ -45,7 +49,8 @@ func parseVerifyKey(s string) (ed25519.PublicKey, error) {
 // resolveKeys picks the keys cmd needs from cfg. `slackgate bot` needs the
 // signing key and `slackgate worker` the verify key; `slackgate run` holds
 // both halves, so it takes them when set (checking they are a pair) and
-// otherwise makes a pair in memory.
+// otherwise makes a pair in memory (kept in DATA_DIR by keepKeys on the
+// embedded store).
 func resolveKeys(cmd string, cfg Config) (decisionKeys, error) {
 	var k decisionKeys
 	var err error
@@ -78,6 +83,45 @@ func resolveKeys(cmd string, cfg Config) (decisionKeys, error) {
 		return k, fmt.Errorf("DECISION_VERIFY_KEY is not the public half of DECISION_SIGNING_KEY; %s", keygenHint)
 	}
 	return k, nil
+}
+
+// keptKeyFile is where `slackgate run` on the embedded store keeps the
+// pair it made, in DATA_DIR.
+const keptKeyFile = "decision-signing-key"
+
+// keepKeys makes a pair generated in memory outlive the process when the
+// store does: `slackgate run` on the embedded store takes the pair kept in
+// dataDir (the store's own directory, 0700 by then), or keeps the one it
+// made there, 0600. Sessions, queued messages and remembered answers are
+// signed, and a restart with a pair of its own would refuse all of them.
+// Whoever can read dataDir can read the whole store too.
+func keepKeys(k decisionKeys, dataDir string) (decisionKeys, error) {
+	path := filepath.Join(dataDir, keptKeyFile)
+	raw, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return k, fmt.Errorf("keep the decision signing key in DATA_DIR: %w", err)
+		}
+		_, err = fmt.Fprintln(f, base64.StdEncoding.EncodeToString(k.sign.Seed()))
+		err = errors.Join(err, f.Sync(), f.Close())
+		if err != nil {
+			return k, fmt.Errorf("keep the decision signing key in %s: %w", path, err)
+		}
+		k.generated = false
+		return k, nil
+	}
+	if err != nil {
+		return k, fmt.Errorf("read the decision signing key kept in DATA_DIR: %w", err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		return k, fmt.Errorf("keep %s private: %w", path, err)
+	}
+	sign, err := parseSigningKey(strings.TrimSpace(string(raw)))
+	if err != nil {
+		return k, fmt.Errorf("%s: %w", path, err)
+	}
+	return decisionKeys{sign: sign, verify: sign.Public().(ed25519.PublicKey)}, nil
 }
 
 // keygen prints a fresh decision signing key pair as environment lines.

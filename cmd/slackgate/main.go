@@ -143,6 +143,13 @@ func (p program) run(ctx context.Context, args []string) error {
 		return err
 	}
 	defer st.Close()
+	if keys.generated && cfg.RedisURL == "" {
+		// DATA_DIR exists, private, and is this process's alone now.
+		if keys, err = keepKeys(keys, cfg.DataDir); err != nil {
+			return fmt.Errorf("config: %w", err)
+		}
+		botCfg.SigningKey = keys.sign
+	}
 	return p.serve(ctx, cmd, cfg, botCfg, keys, st, log)
 }
 
@@ -176,7 +183,8 @@ func (p program) serve(ctx context.Context, cmd string, cfg Config, botCfg bot.C
 		return nil
 	})
 	if keys.generated && cfg.RedisURL != "" {
-		log.Warn().Msg("decision keys made in memory: only this process can verify its decisions; give every slackgate on this Redis one pair from `slackgate keygen`")
+		log.Warn().Msg("decision keys made in memory: only this process can verify its decisions and sessions, and none it signed outlives it; " +
+			"give every slackgate on this Redis one pair from `slackgate keygen`")
 	}
 	log.Info().Str("store", storeName(cfg)).Str("workdir", cfg.WorkDir).Msg("slackgate started")
 	err = g.Wait()
@@ -292,6 +300,7 @@ func (p program) relayConfig(cfg Config, runAs *relay.RunAs, verify ed25519.Publ
 		DenyEnv:        slackgateSetting,
 		User:           runAs,
 		VerifyKey:      verify,
+		AllowedDirs:    workDirs(cfg),
 
 		// MAX_TRANSCRIPT_BYTES=0 (save none) is relay's "never"; relay's 0
 		// is its default.
@@ -317,9 +326,10 @@ func (p program) claudeUser(ctx context.Context, cfg Config) (*relay.RunAs, erro
 }
 
 // workDirs are the directories sessions may run in: CLAUDE_WORKDIR,
-// CHANNEL_WORKDIRS and DM_WORKDIR (a worker started without the bot's
-// settings knows only the first; a session elsewhere fails when it starts,
-// saying why).
+// CHANNEL_WORKDIRS and DM_WORKDIR. A worker runs a session in no other,
+// whatever its signed record says (relay.Config.AllowedDirs): one started
+// without the bot's CHANNEL_WORKDIRS or DM_WORKDIR knows only the first,
+// and refuses the sessions of those channels, saying why in their thread.
 func workDirs(cfg Config) []string {
 	dirs := []string{cfg.WorkDir}
 	byChannel, _ := bot.ParseChannelWorkDirs(cfg.ChannelWorkDirs) // validated by botConfig

@@ -197,6 +197,39 @@ func TestRunWithoutKeysMakesAPairInMemory(t *testing.T) {
 	}
 }
 
+// TestRunOnTheEmbeddedStoreKeepsItsPairInDataDir: the pair `slackgate run`
+// makes is kept beside its store, so what it signed (sessions, queued
+// messages, remembered answers) still verifies after a restart.
+func TestRunOnTheEmbeddedStoreKeepsItsPairInDataDir(t *testing.T) {
+	dir := t.TempDir()
+	first, err := resolveKeys("run", Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept, err := keepKeys(first, dir)
+	if err != nil || !kept.sign.Equal(first.sign) || kept.generated {
+		t.Fatalf("keepKeys of a new pair = %+v, %v; want the pair, kept", kept, err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, keptKeyFile))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the kept key file: %v, %v; want mode 0600", fi, err)
+	}
+	second, err := resolveKeys("run", Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := keepKeys(second, dir)
+	if err != nil || !again.sign.Equal(first.sign) || !again.verify.Equal(first.verify) {
+		t.Fatalf("after a restart keepKeys = %+v, %v; want the first life's pair", again, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, keptKeyFile), []byte("not a key\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keepKeys(second, dir); err == nil || !strings.Contains(err.Error(), keptKeyFile) {
+		t.Errorf("a damaged key file: err = %v, want one naming it", err)
+	}
+}
+
 func TestWorkDirHoldingSlackgatesOwnFilesIsRefused(t *testing.T) {
 	here, err := os.Getwd()
 	if err != nil {

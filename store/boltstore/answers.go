@@ -40,14 +40,20 @@ func (s *Store) Remember(ctx context.Context, a store.RememberedAnswer) (store.R
 	if err := a.Validate(); err != nil {
 		return a, fmt.Errorf("boltstore: remember answer: %w", err)
 	}
-	a.ID = newAnswerID()
+	if a.ID == "" {
+		a.ID = newAnswerID()
+	}
 	if a.At.IsZero() {
 		a.At = time.Now()
 	}
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		answers, idx := tx.Bucket(bktAnswers), tx.Bucket(bktAnswerIndex)
 		key := answerIndexKey(a.Scope, a.Fingerprint)
-		if old := idx.Get(key); old != nil {
+		old := idx.Get(key)
+		if !bytes.Equal(old, []byte(a.ID)) && answers.Get([]byte(a.ID)) != nil {
+			return store.ErrExists // the id names another answer
+		}
+		if old != nil {
 			if err := answers.Delete(bytes.Clone(old)); err != nil {
 				return err
 			}

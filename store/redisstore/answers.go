@@ -23,7 +23,9 @@ func (s *Store) Remember(ctx context.Context, a store.RememberedAnswer) (store.R
 	if err := a.Validate(); err != nil {
 		return a, fmt.Errorf("redisstore: remember answer: %w", err)
 	}
-	a.ID = "ans-" + newID()
+	if a.ID == "" {
+		a.ID = "ans-" + newID()
+	}
 	if a.At.IsZero() {
 		a.At = time.Now()
 	}
@@ -52,8 +54,11 @@ func (s *Store) Remember(ctx context.Context, a store.RememberedAnswer) (store.R
 		if err != nil {
 			return a, fmt.Errorf("redisstore: remember answer for %s: %w", a.Scope.Key(), err)
 		}
-		if n == 1 {
+		switch n {
+		case 1:
 			return a, nil
+		case -1:
+			return a, fmt.Errorf("redisstore: remember answer %s: %w", a.ID, store.ErrExists)
 		}
 	}
 	return a, fmt.Errorf("redisstore: remember answer for %s: the index kept changing", a.Scope.Key())

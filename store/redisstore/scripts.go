@@ -435,11 +435,14 @@ return 1
 // ARGV[6] audit MINID, as createRequest's
 //
 // Returns 0 when the index changed since it was read (the caller reads
-// again), 1 when stored.
+// again), -1 when the id names another answer (ErrExists), 1 when stored.
 var rememberAnswer = redis.NewScript(`
 local old = redis.call('GET', KEYS[2]) or ''
 if old ~= ARGV[5] then
 	return 0
+end
+if old ~= ARGV[1] and redis.call('EXISTS', KEYS[1]) == 1 then
+	return -1
 end
 if old ~= '' then
 	redis.call('DEL', KEYS[5])

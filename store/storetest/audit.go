@@ -148,6 +148,12 @@ func (h *harness) testAppendAudit(t *testing.T) {
 		{Action: store.AuditToolRan, Tool: "Bash", Result: store.ToolSucceeded, ReportedBy: "api:laptop", At: base},
 		// A report is a client's claim: it must say whose.
 		{Action: store.AuditToolRan, SessionID: sid, Tool: "Bash", Result: store.ToolSucceeded, At: base},
+		{Action: store.AuditSessionRefused, Message: "not signed", At: base},
+		{Action: store.AuditSessionRefused, SessionID: sid, At: base},
+		{Action: store.AuditInputRefused, SessionID: sid, At: base},
+		{Action: store.AuditAnswerRefused, RequestID: r.ID, SessionID: sid, Message: "not signed", At: base},
+		{Action: store.AuditAnswerRefused, AnswerID: "ans-1", RequestID: r.ID, SessionID: sid, At: base},
+		{Action: store.AuditAnswerRemembered, AnswerID: "ans-1", At: base},
 	} {
 		requireIs(t, s.AppendAudit(ctx, bad), store.ErrInvalid, "AppendAudit of "+string(bad.Action)+" "+bad.Result)
 	}
@@ -155,5 +161,38 @@ func (h *harness) testAppendAudit(t *testing.T) {
 	requireNoError(t, err, "AuditLog")
 	if len(again) != 2 {
 		t.Errorf("refused appends left entries: %+v", again[2:])
+	}
+}
+
+// testAppendRefusals: the refusals of records that did not verify (a
+// session, a queued input, a remembered answer) are appended on their own,
+// in order, as they were given.
+func (h *harness) testAppendRefusals(t *testing.T) {
+	s, s2 := h.pair(t)
+	ctx := h.ctx(t)
+	sid := uniq("sess")
+	refusals := []store.AuditEntry{
+		{Action: store.AuditSessionRefused, SessionID: sid, By: "U6", Message: "not signed", At: base},
+		{Action: store.AuditInputRefused, SessionID: sid, By: "U6", Message: "input in-1: signature does not verify", At: base.Add(time.Second)},
+		{Action: store.AuditAnswerRefused, AnswerID: "ans-1", RequestID: uniq("req"), SessionID: sid, Kind: store.KindQuestion,
+			Tool: "AskUserQuestion", By: "U6", ByName: "Mallory", Message: "not signed", At: base.Add(2 * time.Second)},
+	}
+	for _, a := range refusals {
+		requireNoError(t, s.AppendAudit(ctx, a), "AppendAudit of "+string(a.Action))
+	}
+	all, err := s2.AuditLog(ctx, "", 100)
+	requireNoError(t, err, "AuditLog")
+	if len(all) != len(refusals) {
+		t.Fatalf("AuditLog = %+v, want the %d refusals", all, len(refusals))
+	}
+	for i, got := range all {
+		want := refusals[i]
+		if !got.At.Equal(want.At) {
+			t.Errorf("entry %d At = %v, want %v", i, got.At, want.At)
+		}
+		want.ID, want.At = got.ID, got.At
+		if got != want {
+			t.Errorf("entry %d:\n got %+v\nwant %+v", i, got, want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strconv"
 	"sync"
 	"testing"
@@ -42,7 +43,7 @@ func requireSameSession(t *testing.T, want, got store.Session) {
 	w, g := want, got
 	w.CreatedAt, g.CreatedAt = time.Time{}, time.Time{}
 	w.UpdatedAt, g.UpdatedAt = time.Time{}, time.Time{}
-	if w != g {
+	if !reflect.DeepEqual(w, g) {
 		t.Errorf("session differs:\n got %+v\nwant %+v", g, w)
 	}
 }
