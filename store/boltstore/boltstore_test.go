@@ -55,6 +55,21 @@ func BenchmarkStoreNoSync(b *testing.B) {
 	})
 }
 
+// BenchmarkAuditAppend: the cost of one audit entry (storetest.BenchAudit),
+// fsync on (the default) and off.
+func BenchmarkAuditAppend(b *testing.B) {
+	b.Run("Sync", func(b *testing.B) {
+		storetest.BenchAudit(b, func(tb testing.TB) store.Store {
+			return open(tb, filepath.Join(tb.TempDir(), "slackgate.db"))
+		})
+	})
+	b.Run("NoSync", func(b *testing.B) {
+		storetest.BenchAudit(b, func(tb testing.TB) store.Store {
+			return open(tb, filepath.Join(tb.TempDir(), "slackgate.db"), boltstore.WithNoSync())
+		})
+	})
+}
+
 func TestOpenCreatesParentDirectory(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "a", "b", "slackgate.db")
 	s := open(t, path)

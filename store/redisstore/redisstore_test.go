@@ -178,3 +178,13 @@ func BenchmarkStore(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAuditAppend: the cost of one audit entry (storetest.BenchAudit).
+func BenchmarkAuditAppend(b *testing.B) {
+	for _, srv := range servers {
+		b.Run(srv.name, func(b *testing.B) {
+			newStore, _ := newSuiteStore(srv.url(b))
+			storetest.BenchAudit(b, newStore)
+		})
+	}
+}
