@@ -528,7 +528,7 @@ const (
 )
 
 // AuditEntry is one line of the append-only audit log: a request created or
-// settled.
+// settled, an answer remembered or forgotten, a tool that ran.
 type AuditEntry struct {
 	ID        string      `json:"id,omitempty"` // set by the store, increasing
 	At        time.Time   `json:"at"`
@@ -547,6 +547,19 @@ type AuditEntry struct {
 	// id and ToolSucceeded or ToolFailed.
 	ToolUseID string `json:"tool_use_id,omitempty"`
 	Result    string `json:"result,omitempty"`
+	// Channel and ThreadTS are the Slack thread of the entry's session,
+	// filled in by the store from the session when the caller left them
+	// empty (an export filters and links by them).
+	Channel  string `json:"channel,omitempty"`
+	ThreadTS string `json:"thread_ts,omitempty"`
+	// Seq, Prev and Hash link the entry into the audit chain (see the
+	// package doc): set by the store as it appends, whatever the caller
+	// put there. Seq counts from 1; Prev is the Hash of the entry before
+	// (64 zeros for the first), both hex SHA-256. Entries appended before
+	// the chain existed have none.
+	Seq  uint64 `json:"seq,omitempty"`
+	Prev string `json:"prev,omitempty"`
+	Hash string `json:"hash,omitempty"`
 }
 
 // Validate checks a: a known action, a time, the request and session it is
