@@ -704,6 +704,7 @@ type Store interface {
 	Workers
 	Transcripts
 	Answers
+	AuditChain
 	// AuditLog returns up to limit entries with ids after `after` ("" = from
 	// the start), oldest first. Audit and event ids are opaque strings that
 	// sort in the order the entries were appended.
