@@ -226,7 +226,7 @@ func (v *AuditVerifier) add(it chainItem) bool {
 		if len(v.pending) > auditLookahead {
 			v.resolve()
 		}
-	case v.links(it, v.last):
+	case v.links(it, v.last) && v.fits(it):
 		v.accept(it)
 	default:
 		v.pending = append(v.pending, it)
@@ -290,6 +290,13 @@ func (v *AuditVerifier) links(it chainItem, p point) bool {
 	return it.ok && it.seq == p.seq+1 && it.prev == p.hash
 }
 
+// fits reports whether it agrees with the checkpoint at its seq, if any
+// (a forged checkpoint is left for accept to name).
+func (v *AuditVerifier) fits(it chainItem) bool {
+	i, ok := v.bySeq[it.seq]
+	return !ok || !v.signed(i) || v.cps[i].Hash == it.hash
+}
+
 // accept makes it the chain's newest point and checks it against the
 // checkpoint at its seq, if any.
 func (v *AuditVerifier) accept(it chainItem) {
@@ -310,17 +317,12 @@ func (v *AuditVerifier) accept(it chainItem) {
 		}
 		return
 	}
-	cp := v.cps[i]
-	switch {
-	case !v.signed(i):
+	if !v.signed(i) {
 		v.forged(i)
-	case cp.Hash != it.hash:
-		v.fail(AuditBreak{Kind: AuditRewritten, Seq: it.seq, Entry: it.id, Checkpoint: &cp,
-			Reason: fmt.Sprintf("the chain reaches hash %.12s… there, the checkpoint signed %.12s… (the first rewritten entry is after seq %d)", it.hash, cp.Hash, v.rep.Sealed)})
-	default:
-		v.rep.Checkpoints++
-		v.rep.Sealed, v.rep.Unsealed, v.rep.FirstUnsealed = it.seq, 0, time.Time{}
+		return
 	}
+	v.rep.Checkpoints++
+	v.rep.Sealed, v.rep.Unsealed, v.rep.FirstUnsealed = it.seq, 0, time.Time{}
 }
 
 // resolve names the break that begins at the first pending entry, using
@@ -328,7 +330,7 @@ func (v *AuditVerifier) accept(it chainItem) {
 func (v *AuditVerifier) resolve() {
 	e := v.pending[0]
 	for j := 1; j < len(v.pending); j++ {
-		if v.links(v.pending[j], v.last) {
+		if v.links(v.pending[j], v.last) && v.fits(v.pending[j]) {
 			v.fail(AuditBreak{Kind: AuditInserted, Seq: v.last.seq + 1, Entry: e.id,
 				Reason: fmt.Sprintf("the chain goes on past it from seq %d (%d entries inserted)", v.last.seq, j)})
 			return
@@ -348,6 +350,10 @@ func (v *AuditVerifier) resolve() {
 		next = &v.pending[1]
 	}
 	switch {
+	case v.links(e, v.last):
+		cp := v.cps[v.bySeq[e.seq]]
+		v.fail(AuditBreak{Kind: AuditRewritten, Seq: e.seq, Entry: e.id, Checkpoint: &cp,
+			Reason: fmt.Sprintf("the chain reaches hash %.12s… there, the checkpoint signed %.12s… (the first rewritten entry is after seq %d)", e.hash, cp.Hash, v.rep.Sealed)})
 	case e.seq == v.last.seq+1 && e.prev == v.last.hash:
 		v.fail(AuditBreak{Kind: AuditChanged, Seq: e.seq, Entry: e.id, Reason: "its content or chain fields no longer hash to its recorded hash"})
 	case e.ok && e.seq == v.last.seq+1 && v.last.entry && next != nil && next.ok && next.seq == e.seq+1 && next.prev == e.hash:
@@ -377,7 +383,7 @@ func (v *AuditVerifier) continuesFrom(e chainItem) int {
 		return -1
 	}
 	for k := len(v.recent) - 1; k >= 0; k-- {
-		if v.links(e, v.recent[k]) {
+		if v.links(e, v.recent[k]) && v.fits(e) {
 			return k
 		}
 	}

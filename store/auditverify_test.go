@@ -134,6 +134,13 @@ func TestVerifyNamesEachBreak(t *testing.T) {
 			f.ID = "forged"
 			return slices.Insert(es, 3, f), cps
 		}, store.AuditInserted, "forged", 4, 6},
+		{"a forged entry inserted where a checkpoint is", func(t *testing.T, es []store.AuditEntry, cps []store.AuditCheckpoint) ([]store.AuditEntry, []store.AuditCheckpoint) {
+			f := es[5]
+			f.By = "U666"
+			f = link(t, f, 6, es[4].Hash)
+			f.ID = "forged"
+			return slices.Insert(es, 5, f), cps
+		}, store.AuditInserted, "forged", 6, 6},
 		{"an entry without chain fields inserted", func(t *testing.T, es []store.AuditEntry, cps []store.AuditCheckpoint) ([]store.AuditEntry, []store.AuditCheckpoint) {
 			f := store.AuditEntry{ID: "bare", At: at, Action: store.AuditCreated, RequestID: "r", SessionID: "s"}
 			return slices.Insert(es, 3, f), cps
