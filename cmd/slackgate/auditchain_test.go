@@ -562,3 +562,31 @@ func TestE2EApprovalsAreSealedAndVerify(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditExportSaysHowFarItIsOnStderr: a long export reports progress
+// on stderr; stdout stays the export alone.
+func TestAuditExportSaysHowFarItIsOnStderr(t *testing.T) {
+	tr := newTrail(t, boltBackend)
+	st := tr.open(t, boltstore.WithNoSync())
+	ctx := context.Background()
+	for i := range progressEvery + 1 {
+		tool := "Bash"
+		if i == progressEvery {
+			tool = "Write"
+		}
+		must(t, st.AppendAudit(ctx, store.AuditEntry{Action: store.AuditToolRan, SessionID: "s", Tool: tool, Result: store.ToolSucceeded}))
+	}
+	must(t, st.Close())
+	var stdout, stderr strings.Builder
+	p := program{environ: tr.env, stdout: &stdout, stderr: &stderr}
+	if err := p.run(ctx, []string{"audit", "export", "-tool", "Write"}); err != nil {
+		t.Fatalf("audit export: %v\n%s", err, stderr.String())
+	}
+	if want := fmt.Sprintf("audit export: %d entries read, 0 exported\n", progressEvery); stderr.String() != want {
+		t.Errorf("stderr = %q, want %q", stderr.String(), want)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	if len(lines) != progressEvery+1 || !strings.Contains(lines[len(lines)-1], `"tool":"Write"`) {
+		t.Errorf("stdout = %d lines ending %q; want the export alone: %d links and the entry", len(lines), lines[len(lines)-1], progressEvery)
+	}
+}
