@@ -5,7 +5,10 @@ import (
 	"encoding/hex"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
+	"unicode"
 )
 
 // AuditBreakKind says how the audit chain was broken.
@@ -49,8 +52,12 @@ type AuditBreak struct {
 	Reason string
 }
 
-// Error says what broke where, and what proves it.
+// Error says what broke where, and what proves it. Ids and reasons come
+// from the log, which whoever tampered with it wrote: one that is not
+// plain printable text is quoted, so it cannot rewrite a terminal's
+// screen.
 func (b *AuditBreak) Error() string {
+	entry, after := printable(b.Entry), printable(b.After)
 	var what string
 	switch b.Kind {
 	case AuditRemoved:
@@ -59,27 +66,36 @@ func (b *AuditBreak) Error() string {
 			what = fmt.Sprintf("1 entry (seq %d) was removed", b.Seq)
 		}
 		switch {
-		case b.After != "" && b.Entry != "":
-			what += fmt.Sprintf(" between %s and %s", b.After, b.Entry)
-		case b.After != "":
-			what += " after " + b.After
-		case b.Entry != "":
-			what += " before " + b.Entry
+		case after != "" && entry != "":
+			what += fmt.Sprintf(" between %s and %s", after, entry)
+		case after != "":
+			what += " after " + after
+		case entry != "":
+			what += " before " + entry
 		}
 	case AuditForged:
-		return fmt.Sprintf("checkpoint at seq %d (entry %s) is forged: %s", b.Checkpoint.Seq, b.Checkpoint.Entry, b.Reason)
+		return fmt.Sprintf("checkpoint at seq %d (entry %s) is forged: %s", b.Checkpoint.Seq, printable(b.Checkpoint.Entry), printable(b.Reason))
 	case AuditRewritten:
-		what = fmt.Sprintf("entries up to %s (seq %d) were rewritten", b.Entry, b.Seq)
+		what = fmt.Sprintf("entries up to %s (seq %d) were rewritten", entry, b.Seq)
 	default:
-		what = fmt.Sprintf("entry %s (seq %d) was %s", b.Entry, b.Seq, b.Kind)
+		what = fmt.Sprintf("entry %s (seq %d) was %s", entry, b.Seq, b.Kind)
 	}
 	if b.Reason != "" {
-		what += ": " + b.Reason
+		what += ": " + printable(b.Reason)
 	}
 	if b.Checkpoint == nil {
 		return what + "; no checkpoint seals it yet, the chain alone shows it"
 	}
 	return fmt.Sprintf("%s; proven by the checkpoint at seq %d signed %s", what, b.Checkpoint.Seq, b.Checkpoint.At.UTC().Format(time.RFC3339))
+}
+
+// printable returns s, or s quoted when it holds anything but printable
+// characters and spaces.
+func printable(s string) string {
+	if strings.IndexFunc(s, func(r rune) bool { return !unicode.IsPrint(r) }) < 0 {
+		return s
+	}
+	return strconv.Quote(s)
 }
 
 // AuditReport is what an AuditVerifier found.

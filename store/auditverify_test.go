@@ -280,3 +280,17 @@ func TestOmittedEntriesVerifyByTheirLink(t *testing.T) {
 		t.Fatalf("an omitted entry with another digest: %+v", rep.Break)
 	}
 }
+
+// TestABreakCannotWriteToTheTerminal: an id an attacker stored with escape
+// sequences is quoted in the message an auditor reads.
+func TestABreakCannotWriteToTheTerminal(t *testing.T) {
+	pub, priv := testKey(1)
+	es := chainOf(t, 4)
+	cps := []store.AuditCheckpoint{checkpointAt(t, priv, es[3])}
+	es[1].ID = "e002\x1b[2K\r all good"
+	es[1].Tool = "Write"
+	b := verify(pub, cps, es).Break
+	if b == nil || strings.ContainsRune(b.Error(), '\x1b') || !strings.Contains(b.Error(), `"e002\x1b[2K\r all good"`) {
+		t.Fatalf("break message %q; want the id quoted", b)
+	}
+}
