@@ -589,4 +589,12 @@ func TestAuditExportSaysHowFarItIsOnStderr(t *testing.T) {
 	if len(lines) != progressEvery+1 || !strings.Contains(lines[len(lines)-1], `"tool":"Write"`) {
 		t.Errorf("stdout = %d lines ending %q; want the export alone: %d links and the entry", len(lines), lines[len(lines)-1], progressEvery)
 	}
+	// Never sealed (no bot ran): the export still checks, as a chain.
+	path := filepath.Join(t.TempDir(), "export.jsonl")
+	must(t, os.WriteFile(path, []byte(stdout.String()), 0o600))
+	out, err := runProgram(t, []string{"DECISION_VERIFY_KEY=" + testKeys.verify}, "audit", "verify", "-file", path)
+	if err != nil {
+		t.Fatalf("audit verify -file: %v\n%s", err, out)
+	}
+	requireAll(t, out, "verified 1 entries and 0 checkpoints", fmt.Sprintf("%d entries left out", progressEvery), "10001 entries after the last checkpoint are unsealed")
 }

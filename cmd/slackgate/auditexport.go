@@ -36,8 +36,10 @@ const progressEvery = 10_000
 // left out are kept as their link and digest ("omitted"), from the
 // checkpoint before the first entry shown to the checkpoint after the
 // last one, with those checkpoints, so the chain and its signatures check
-// end to end and nothing inside the period can have been dropped. As csv
-// it is one row per entry shown, for a spreadsheet.
+// end to end and nothing inside the period can have been dropped unseen.
+// What an omitted entry said stays hidden, so whether it matched the
+// filters only an export without them (or the store) shows. As csv it is
+// one row per entry shown, for a spreadsheet.
 //
 //	slackgate audit export [-since T] [-until T] [-channel C] [-user U] [-tool NAME] [-outcome O] [-format jsonl|csv]
 func (p program) auditExport(ctx context.Context, args []string, cfg Config) error {
@@ -135,15 +137,21 @@ type exporter interface {
 	finish() error
 }
 
-// jsonlExport writes the verifiable export. Until the first match it
-// holds the links since the newest checkpoint; after a match, the lines
-// since it, written when the next match or checkpoint comes and dropped
-// at the end when only a checkpoint's own tail is left.
+// exportHoldMax bounds the lines a jsonl export holds in memory: past it,
+// held links are written even before a match needs them (the file stays
+// verifiable, only longer).
+const exportHoldMax = 10_000
+
+// jsonlExport writes the verifiable export. Until it begins writing it
+// holds the links since the newest checkpoint, which anchors the file;
+// once writing, the chain goes out as it comes, until a checkpoint after
+// the last match: what follows is held, written if another match comes
+// and dropped at the end.
 type jsonlExport struct {
 	enc     *json.Encoder
 	cps     map[uint64]store.AuditCheckpoint
 	anchor  *store.AuditCheckpoint // the checkpoint the export starts from
-	started bool                   // the first match was written
+	writing bool                   // the anchor and the chain from it were written
 	sealed  bool                   // a checkpoint was written after the last match
 	held    []any
 }
@@ -158,47 +166,58 @@ func newJSONLExport(w io.Writer, cps []store.AuditCheckpoint) *jsonlExport {
 
 func (x *jsonlExport) add(e store.AuditEntry, match bool) error {
 	chained := e.Seq > 0
-	if chained && !x.started && x.anchor == nil {
+	if chained && !x.writing && x.anchor == nil {
 		if cp, ok := x.cps[e.Seq-1]; ok {
 			x.anchor = &cp // the checkpoint retention kept before the first entry
 		}
 	}
+	var line any
 	switch {
 	case match:
-		if !x.started && x.anchor != nil {
-			x.held = append([]any{exportCheckpoint{"checkpoint", *x.anchor}}, x.held...)
-		}
-		x.started, x.sealed = true, false
-		if err := x.flush(exportEntry{"entry", e}); err != nil {
-			return err
-		}
+		line, x.sealed = exportEntry{"entry", e}, false
 	case chained:
 		d, err := store.AuditDigest(e)
 		if err != nil {
 			return err
 		}
-		x.held = append(x.held, exportOmitted{"omitted", store.AuditOmitted{ID: e.ID, Seq: e.Seq, Prev: e.Prev, Hash: e.Hash, Digest: hex.EncodeToString(d[:])}})
+		line = exportOmitted{"omitted", store.AuditOmitted{ID: e.ID, Seq: e.Seq, Prev: e.Prev, Hash: e.Hash, Digest: hex.EncodeToString(d[:])}}
+	default:
+		return nil // a legacy entry left out: it is in no chain
+	}
+	if err := x.put(line, match, false); err != nil {
+		return err
 	}
 	cp, ok := x.cps[e.Seq]
-	if !chained || !ok {
+	switch {
+	case !chained || !ok:
 		return nil
-	}
-	if !x.started {
-		x.anchor, x.held = &cp, nil
+	case !x.writing:
+		x.anchor, x.held = &cp, x.held[:0]
 		return nil
-	}
-	line := exportCheckpoint{"checkpoint", cp}
-	if x.sealed {
-		x.held = append(x.held, line)
-		return nil
+	case x.sealed:
+		return x.put(exportCheckpoint{"checkpoint", cp}, false, true)
 	}
 	x.sealed = true
-	return x.flush(line)
+	return x.put(exportCheckpoint{"checkpoint", cp}, true, true)
 }
 
-// flush writes what is held, then line.
-func (x *jsonlExport) flush(line any) error {
-	for _, l := range append(x.held, line) {
+// put holds line, or writes it with everything held before: when it must
+// go out (a match, the first checkpoint after one), when the chain is
+// going out as it comes, or when too much is held (past the last match,
+// only at a checkpoint, so the file still ends sealed).
+func (x *jsonlExport) put(line any, now, checkpoint bool) error {
+	x.held = append(x.held, line)
+	full := len(x.held) >= exportHoldMax
+	if !now && ((!x.writing && !full) || (x.sealed && !(full && checkpoint))) {
+		return nil
+	}
+	if !x.writing {
+		x.writing = true
+		if x.anchor != nil {
+			x.held = append([]any{exportCheckpoint{"checkpoint", *x.anchor}}, x.held...)
+		}
+	}
+	for _, l := range x.held {
 		if err := x.enc.Encode(l); err != nil {
 			return fmt.Errorf("write: %w", err)
 		}
@@ -207,19 +226,9 @@ func (x *jsonlExport) flush(line any) error {
 	return nil
 }
 
-// finish writes an unsealed tail after the last match (verify reports it
-// unsealed); a tail past the checkpoint after it is not needed.
-func (x *jsonlExport) finish() error {
-	if !x.started || x.sealed {
-		return nil
-	}
-	for _, l := range x.held {
-		if err := x.enc.Encode(l); err != nil {
-			return fmt.Errorf("write: %w", err)
-		}
-	}
-	return nil
-}
+// finish drops what is held: only a tail past the checkpoint after the
+// last match, or links that led to no match.
+func (x *jsonlExport) finish() error { return nil }
 
 // csvHeader is the spreadsheet's first row.
 var csvHeader = []string{"Time (UTC)", "Who", "Who (name)", "Action", "Tool", "Detail", "Channel", "Outcome", "Rule",
