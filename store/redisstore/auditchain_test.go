@@ -1,10 +1,14 @@
 package redisstore_test
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
 	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/slackgate/slackgate/store"
 	"github.com/slackgate/slackgate/store/redisstore"
@@ -49,5 +53,46 @@ func TestLuaLinkMatchesGo(t *testing.T) {
 		if got != want {
 			t.Fatalf("seq %d, digest %x, prev %x: Lua %s, Go %s", seq, digest, prev, got, want)
 		}
+	}
+}
+
+// TestAServerThatForgotItsScriptsAppendsEachEntryOnce: after SCRIPT FLUSH
+// (a restarted server), a refusal loads the append script alone, and the
+// next creation, whose pipeline also records the thread, still appends
+// its entry once: nothing in that pipeline can answer NOSCRIPT after the
+// append ran and have the pipeline sent again.
+func TestAServerThatForgotItsScriptsAppendsEachEntryOnce(t *testing.T) {
+	for _, srv := range servers {
+		t.Run(srv.name, func(t *testing.T) {
+			url := srv.url(t)
+			prefix := uniquePrefix()
+			t.Cleanup(func() { dropPrefix(t, url, prefix) })
+			s := open(t, url, prefix)
+			ctx := t.Context()
+			sess := store.Session{ID: "s1", Thread: store.MessageRef{Channel: "C1", TS: "1.2"}, State: store.SessionRunning}
+			must(t, s.CreateSession(ctx, sess))
+			must(t, s.CreateRequest(ctx, newTestRequest("r1", sess.ID)))
+			_, err := s.Decide(ctx, "r1", store.Decision{Outcome: store.OutcomeAllow, At: time.Now()})
+			must(t, err)
+			flush := func(ctx context.Context, c *redis.Client) error { return c.ScriptFlush(ctx).Err() }
+			if cc, ok := s.Client().(*redis.ClusterClient); ok {
+				must(t, cc.ForEachShard(ctx, flush))
+			} else {
+				must(t, flush(ctx, s.Client().(*redis.Client)))
+			}
+			_, err = s.Refuse(ctx, "r1", store.Decision{Outcome: store.OutcomeRefused, At: time.Now(), Message: "unsigned"})
+			must(t, err)
+			must(t, s.CreateRequest(ctx, newTestRequest("r2", sess.ID)))
+			log, err := s.AuditLog(ctx, "", 0)
+			must(t, err)
+			if len(log) != 4 {
+				t.Fatalf("audit log = %d entries, want 4 (r1 created, settled, refused; r2 created): %+v", len(log), log)
+			}
+			for _, e := range log {
+				if e.Channel != "C1" || e.ThreadTS != "1.2" {
+					t.Errorf("entry %s %s names thread %q %q, want its session's", e.Action, e.RequestID, e.Channel, e.ThreadTS)
+				}
+			}
+		})
 	}
 }

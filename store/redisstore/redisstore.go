@@ -520,7 +520,9 @@ func (s *Store) afterRequest(ctx context.Context, rec records, sessionID, uninde
 			return err
 		}
 		if rec.created != "" && rec.thread != "" {
-			if _, err := s.runIn(ctx, pipe, setThread, []string{s.keys.request(rec.created)}, rec.thread); err != nil {
+			// By its source: a NOSCRIPT for it would send the pipeline, and
+			// so the audit entry, again.
+			if _, err := s.evalIn(ctx, pipe, setThread, []string{s.keys.request(rec.created)}, rec.thread); err != nil {
 				return err
 			}
 		}
@@ -530,7 +532,7 @@ func (s *Store) afterRequest(ctx context.Context, rec records, sessionID, uninde
 		}
 		get = pipe.Get(ctx, s.keys.session(sessionID))
 		return nil
-	}, appendRecords, setThread)
+	}, appendRecords)
 	if err != nil {
 		return fmt.Errorf("append audit entry and event: %w", err)
 	}

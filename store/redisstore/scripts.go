@@ -418,6 +418,17 @@ func (s *Store) runIn(ctx context.Context, pipe redis.Pipeliner, script *redis.S
 	return script.EvalSha(ctx, pipe, keys, args...), nil
 }
 
+// evalIn queues a script by its source (EVAL), after checking its keys
+// share a cluster slot: for a small script in a pipeline beside another
+// that is not safe to repeat, which a NOSCRIPT reply to this one would
+// otherwise send again (see pipelineScripts).
+func (s *Store) evalIn(ctx context.Context, pipe redis.Pipeliner, script *redis.Script, keys []string, args ...any) (*redis.Cmd, error) {
+	if err := oneSlot(keys); err != nil {
+		return nil, err
+	}
+	return script.Eval(ctx, pipe, keys, args...), nil
+}
+
 // saveTranscript stores a session's transcript with the expiry its session
 // has now, so the two go together: none while the session is held, the
 // session's own TTL once it rests (retainSessionScript keeps them in step
