@@ -690,7 +690,9 @@ func SettledEvent(r Request, d Decision) Event {
 //     as events are appended), not by time.
 //   - An audit entry expires no sooner than the audit retention after it
 //     was appended. The audit trail is trimmed by time only, never by
-//     count, so a burst of requests cannot push out recent history.
+//     count, so a burst of requests cannot push out recent history, and
+//     only up to a checkpoint, which stays (the package doc's "Audit
+//     chain").
 //
 // Expiry is lazy: a record is gone some time after it is due (at once on
 // Redis, at the next sweep of the embedded store), never before.
