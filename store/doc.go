@@ -22,8 +22,9 @@
 //     object but id, seq, prev and hash whose value is not empty ("",
 //     false, 0, absent), sorted by name: the name, "=", the value's length
 //     in bytes in decimal, ":", the value, "\n". A value is the string's
-//     UTF-8 bytes; a time (at) is RFC 3339 with nanoseconds in UTC
-//     ("2026-11-23T10:31:02.5Z"). The id is left out on purpose: it is
+//     UTF-8 bytes (a flag "true", a number in decimal); a time (at) is RFC
+//     3339 in UTC, its fraction of a second to nanoseconds without
+//     trailing zeros ("2026-11-23T10:31:02.5Z", "…:02Z"). The id is left out on purpose: it is
 //     where a store keeps the entry, which an export or another backend
 //     may change; the sequence number orders entries instead.
 //   - Its digest D is SHA-256 of that encoding.
