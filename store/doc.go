@@ -24,9 +24,10 @@
 //     in bytes in decimal, ":", the value, "\n". A value is the string's
 //     UTF-8 bytes (a flag "true", a number in decimal); a time (at) is RFC
 //     3339 in UTC, its fraction of a second to nanoseconds without
-//     trailing zeros ("2026-11-23T10:31:02.5Z", "…:02Z"). The id is left out on purpose: it is
-//     where a store keeps the entry, which an export or another backend
-//     may change; the sequence number orders entries instead.
+//     trailing zeros ("2026-11-23T10:31:02.5Z", "…:02Z"). The id is left
+//     out on purpose: it is where a store keeps the entry, which an export
+//     or another backend may change; the sequence number orders entries
+//     instead.
 //   - Its digest D is SHA-256 of that encoding.
 //   - Its hash is SHA-256 of the 104 bytes "slackgate audit chain link
 //     v1.0\n" (32 bytes), D, seq as 8 bytes big-endian, and prev (the
