@@ -159,6 +159,9 @@ func (b *Bot) Run(ctx context.Context) error {
 	g.Go(func() error { return b.out.Run(gctx) })
 	g.Go(func() error { return b.consume(gctx) })
 	g.Go(func() error { return b.reconcile(gctx) })
+	if b.cfg.SealAudit {
+		g.Go(func() error { return b.auditSealer().Run(gctx) })
+	}
 	if b.cfg.socketMode() {
 		g.Go(func() error { return b.runSocketMode(gctx) })
 		if len(b.cfg.APITokens) > 0 {

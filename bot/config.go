@@ -91,6 +91,12 @@ type Config struct {
 	// act only on decisions that verify with its public half, so a
 	// decision written into the store by anyone else is refused.
 	SigningKey ed25519.PrivateKey
+	// SealAudit: sign checkpoints of the store's audit chain with
+	// SigningKey (auditseal.go). Off when the key was made in memory:
+	// nobody could check a checkpoint it signed. AuditSealEvery is how
+	// often the chain's head is looked at (0: DefaultAuditSealEvery).
+	SealAudit      bool
+	AuditSealEvery time.Duration
 
 	// ReconcileInterval is how often pending requests without a card are
 	// looked for (0: DefaultReconcileInterval); CardClaimTTL how long a

@@ -42,6 +42,7 @@ package bot
 //	outbox.go        every post and edit: paced, coalesced, retried
 //	ephemeral.go     messages only one person sees
 //	render.go        adapters to package blocks, the only look of things
+//	auditseal.go     signed checkpoints of the store's audit chain
 //	clock.go         the injectable clock
 //
 // How to run it (cmd/slackgate does this; tests do the same against

@@ -18,6 +18,47 @@
 // remembered answers. A record written by anyone without the key is
 // refused, and the refusal audited.
 //
+// # Audit chain
+//
+// The audit log is tamper-evident: every entry carries the hash of the one
+// before it, and bots sign checkpoints of the chain's head, so an entry
+// changed, removed or inserted by someone with write access to the store
+// but not the signing key shows. An auditor can check it without slackgate:
+//
+//   - An entry's canonical encoding (AuditCanonical) is the bytes
+//     "slackgate audit entry v1\n", then, for each field of its JSON
+//     object but id, seq, prev and hash whose value is not empty ("",
+//     false, 0, absent), sorted by name: the name, "=", the value's length
+//     in bytes in decimal, ":", the value, "\n". A value is the string's
+//     UTF-8 bytes (a flag "true", a number in decimal); a time (at) is RFC
+//     3339 in UTC, its fraction of a second to nanoseconds without
+//     trailing zeros ("2026-11-23T10:31:02.5Z", "…:02Z"). The id is left
+//     out on purpose: it is where a store keeps the entry, which an export
+//     or another backend may change; the sequence number orders entries
+//     instead.
+//   - Its digest D is SHA-256 of that encoding.
+//   - Its hash is SHA-256 of the 104 bytes "slackgate audit chain link
+//     v1.0\n" (32 bytes), D, seq as 8 bytes big-endian, and prev (the
+//     previous entry's hash as 32 bytes; zeros for seq 1), written as 64
+//     lowercase hex digits. Seq counts every entry the chain ever had, so
+//     the gap retention leaves is visible and anchored.
+//   - A checkpoint (AuditCheckpoint) is an Ed25519 signature with the
+//     decision signing key over "slackgate audit checkpoint v1\n", seq
+//     in decimal, "\n", the hash of the entry at seq, "\n", the time
+//     (RFC 3339, nanoseconds, UTC), "\n". Its domain differs from a
+//     decision's, so neither signature passes for the other.
+//
+// The store links an entry where it appends it, atomically with every
+// other append: no two entries share a seq. A bot seals (signs a
+// checkpoint) once AuditSealEntries entries or AuditSealAfter have gone
+// unsealed, and at shutdown, after checking the unsealed entries link up
+// from the last checkpoint; entries after the newest checkpoint are
+// guarded by the chain alone, which someone with write access can rebuild
+// from that checkpoint on. Retention cuts the log only at a checkpoint
+// whose entries are all due, and keeps that checkpoint, so the kept part
+// verifies from it; before the first checkpoint nothing is trimmed.
+// AuditVerifier walks a chain and names the first break.
+//
 // It does not store anything itself: store/boltstore (one machine) and
 // store/redisstore (several) implement Store, and store/storetest holds them
 // to the contract. It imports only the standard library, does no I/O and

@@ -570,7 +570,7 @@ const (
 )
 
 // AuditEntry is one line of the append-only audit log: a request created or
-// settled.
+// settled, an answer remembered or forgotten, a tool that ran.
 type AuditEntry struct {
 	ID        string      `json:"id,omitempty"` // set by the store, increasing
 	At        time.Time   `json:"at"`
@@ -592,6 +592,19 @@ type AuditEntry struct {
 	// ReportedBy names the client whose claim an AuditToolRan entry
 	// records ("api:" and the approval API token's name); required there.
 	ReportedBy string `json:"reported_by,omitempty"`
+	// Channel and ThreadTS are the Slack thread of the entry's session,
+	// filled in by the store from the session when the caller left them
+	// empty (an export filters and links by them).
+	Channel  string `json:"channel,omitempty"`
+	ThreadTS string `json:"thread_ts,omitempty"`
+	// Seq, Prev and Hash link the entry into the audit chain (see the
+	// package doc): set by the store as it appends, whatever the caller
+	// put there. Seq counts from 1; Prev is the Hash of the entry before
+	// (64 zeros for the first), both hex SHA-256. Entries appended before
+	// the chain existed have none.
+	Seq  uint64 `json:"seq,omitempty"`
+	Prev string `json:"prev,omitempty"`
+	Hash string `json:"hash,omitempty"`
 }
 
 // Validate checks a: a known action, a time, the request and session it is
@@ -740,7 +753,9 @@ func SettledEvent(r Request, d Decision) Event {
 //     as events are appended), not by time.
 //   - An audit entry expires no sooner than the audit retention after it
 //     was appended. The audit trail is trimmed by time only, never by
-//     count, so a burst of requests cannot push out recent history.
+//     count, so a burst of requests cannot push out recent history, and
+//     only up to a checkpoint, which stays (the package doc's "Audit
+//     chain").
 //
 // Expiry is lazy: a record is gone some time after it is due (at once on
 // Redis, at the next sweep of the embedded store), never before.
@@ -754,6 +769,7 @@ type Store interface {
 	Workers
 	Transcripts
 	Answers
+	AuditChain
 	// AuditLog returns up to limit entries with ids after `after` ("" = from
 	// the start), oldest first. Audit and event ids are opaque strings that
 	// sort in the order the entries were appended.

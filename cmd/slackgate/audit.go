@@ -2,19 +2,34 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"flag"
 	"fmt"
+
+	"github.com/slackgate/slackgate/store"
 )
 
 // auditPage is how many entries one store call returns.
 const auditPage = 500
 
 // audit prints the store's audit log, oldest first, one JSON object a line:
-// every request created and how each was settled, by whom and when.
+// every request created and how each was settled, by whom and when, with
+// each entry's link in the audit chain. `audit verify` checks the chain,
+// `audit export` writes a period of it for an auditor.
 //
 //	slackgate audit [-after ID] [-limit N]
+//	slackgate audit verify [-from ID] [-file F]
+//	slackgate audit export [-since T] [-until T] [-channel C] [-user U] [-tool NAME] [-outcome O] [-format jsonl|csv]
 func (p program) audit(ctx context.Context, args []string, cfg Config) error {
+	if len(args) > 0 {
+		switch args[0] {
+		case "verify":
+			return p.auditVerify(ctx, args[1:], cfg)
+		case "export":
+			return p.auditExport(ctx, args[1:], cfg)
+		}
+	}
 	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
 	fs.SetOutput(p.stderr)
 	after := fs.String("after", "", "print only entries after this id (the last id printed before)")
@@ -23,7 +38,7 @@ func (p program) audit(ctx context.Context, args []string, cfg Config) error {
 		return fmt.Errorf("audit: %w", err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("audit: unexpected argument %q", fs.Arg(0))
+		return fmt.Errorf("audit: unexpected argument %q (subcommands: verify, export)", fs.Arg(0))
 	}
 	if *limit < 0 {
 		return fmt.Errorf("audit: -limit %d: must be 0 or more", *limit)
@@ -35,26 +50,53 @@ func (p program) audit(ctx context.Context, args []string, cfg Config) error {
 	defer st.Close()
 
 	enc := json.NewEncoder(p.stdout)
-	cursor, printed := *after, 0
-	for *limit == 0 || printed < *limit {
-		n := auditPage
-		if *limit > 0 {
-			n = min(n, *limit-printed)
+	printed := 0
+	err = walkAudit(ctx, st, *after, func(e store.AuditEntry) (bool, error) {
+		if err := enc.Encode(e); err != nil {
+			return false, fmt.Errorf("write: %w", err)
 		}
-		entries, err := st.AuditLog(ctx, cursor, n)
-		if err != nil {
-			return fmt.Errorf("audit: %w", err)
-		}
-		for _, e := range entries {
-			if err := enc.Encode(e); err != nil {
-				return fmt.Errorf("audit: write: %w", err)
-			}
-		}
-		printed += len(entries)
-		if len(entries) < n {
-			return nil
-		}
-		cursor = entries[len(entries)-1].ID
+		printed++
+		return *limit == 0 || printed < *limit, nil
+	})
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
 	}
 	return nil
+}
+
+// walkAudit hands fn every entry after `after` ("" from the start), oldest
+// first, a page at a time, until fn says stop or the log ends.
+func walkAudit(ctx context.Context, st store.Store, after string, fn func(store.AuditEntry) (bool, error)) error {
+	for {
+		page, err := st.AuditLog(ctx, after, auditPage)
+		if err != nil {
+			return err
+		}
+		for _, e := range page {
+			more, err := fn(e)
+			if err != nil || !more {
+				return err
+			}
+		}
+		if len(page) < auditPage {
+			return nil
+		}
+		after = page[len(page)-1].ID
+	}
+}
+
+// auditVerifyKey is the key checkpoints are verified with: the verify key,
+// or the public half of the signing key when only that is set.
+func auditVerifyKey(cfg Config) (ed25519.PublicKey, error) {
+	if cfg.DecisionVerifyKey != "" {
+		return parseVerifyKey(cfg.DecisionVerifyKey)
+	}
+	if cfg.DecisionSigningKey != "" {
+		k, err := parseSigningKey(cfg.DecisionSigningKey)
+		if err != nil {
+			return nil, err
+		}
+		return k.Public().(ed25519.PublicKey), nil
+	}
+	return nil, fmt.Errorf("the bots sign the audit checkpoints with DECISION_SIGNING_KEY: set DECISION_VERIFY_KEY (its public half) to check them")
 }

@@ -4,7 +4,7 @@
 //	slackgate run      Slack bot and Claude Code worker in one process (embedded store, or Redis)
 //	slackgate bot      only the Slack side (needs REDIS_URL)
 //	slackgate worker   only the Claude Code side (needs REDIS_URL)
-//	slackgate audit    the audit log as JSON lines
+//	slackgate audit    the audit log as JSON lines; audit verify checks its chain, audit export writes a period
 //	slackgate keygen   print a decision signing key pair for bots and workers
 //	slackgate policy   check the team policy file, or explain what it does with a request
 //

@@ -36,7 +36,10 @@ commands:
   keygen   print a new decision signing key pair as two lines,
            DECISION_SIGNING_KEY (for bots) and DECISION_VERIFY_KEY (for workers)
   audit    print the audit log (requests and who decided them) as JSON lines:
-           slackgate audit [-after ID] [-limit N]
+           slackgate audit [-after ID] [-limit N]; check its chain and signed
+           checkpoints (DECISION_VERIFY_KEY): slackgate audit verify [-from ID]
+           [-file F]; write a period of it: slackgate audit export [-since T]
+           [-until T] [-channel C] [-user U] [-tool NAME] [-outcome O] [-format jsonl|csv]
   answers  the remembered answers ("Always answer this way") in the store:
            slackgate answers list [-json] | slackgate answers forget [-by NAME] ID
   doctor   check the tokens, scopes, Socket Mode, the store, the CLI and the
@@ -186,6 +189,9 @@ func (p program) serve(ctx context.Context, cmd string, cfg Config, botCfg bot.C
 		log.Warn().Msg("decision keys made in memory: only this process can verify its decisions and sessions, and none it signed outlives it; " +
 			"give every slackgate on this Redis one pair from `slackgate keygen`")
 	}
+	if keys.generated {
+		log.Warn().Msg("the audit log is not sealed (no signed checkpoints, so nothing is trimmed from it): set DECISION_SIGNING_KEY from `slackgate keygen` to seal it")
+	}
 	log.Info().Str("store", storeName(cfg)).Str("workdir", cfg.WorkDir).Msg("slackgate started")
 	err = g.Wait()
 	log.Info().Err(err).Msg("slackgate stopped")
@@ -213,6 +219,10 @@ func (p program) parts(ctx context.Context, cmd string, cfg Config, botCfg bot.C
 	}
 	if cmd == "run" || cmd == "bot" {
 		botCfg.Metrics = m
+		// A checkpoint signed with a key made in memory could never be
+		// checked: `run` without DECISION_SIGNING_KEY leaves the audit
+		// log unsealed, and so untrimmed.
+		botCfg.SealAudit = !keys.generated
 		b, err := bot.New(botCfg, st, log.With().Str("component", "bot").Logger())
 		if err != nil {
 			return nil, nil, err

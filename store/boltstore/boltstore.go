@@ -41,7 +41,8 @@ var errNothing = errors.New("boltstore: nothing to do")
 //	owned     worker → bucket{ session id → "" }
 //	events    be64(seq) → Event (JSON); the event log
 //	groups    group → bucket{ "cursor" → be64(last event handed out), "pending" → bucket{ be64(event seq) → delivery (JSON) } }
-//	audit     be64(seq) → AuditEntry (JSON)
+//	audit     be64(seq) → AuditEntry (JSON), with its chain fields
+//	auditchain, auditcps: the audit chain's head and checkpoints (auditchain.go)
 //	dedup     key → be64(expiry, unix nanoseconds); keys FirstSeen remembers
 //	dedupexp  be64(expiry) ‖ key → ""; the same keys, soonest expiry first, for the sweep
 //	expiry, expiryof, auditmarks: retention (retention.go)
@@ -153,7 +154,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bktRequests, bktPending, bktSessions, bktThreads, bktQState, bktReady, bktInbox, bktOwned, bktEvents, bktGroups, bktAudit, bktDedup, bktDedupExpiry, bktExpiry, bktExpiryOf, bktAuditMarks, bktHeartbeats, bktTranscripts, bktAnswers, bktAnswerIndex} {
+		for _, name := range [][]byte{bktRequests, bktPending, bktSessions, bktThreads, bktQState, bktReady, bktInbox, bktOwned, bktEvents, bktGroups, bktAudit, bktDedup, bktDedupExpiry, bktExpiry, bktExpiryOf, bktAuditMarks, bktHeartbeats, bktTranscripts, bktAnswers, bktAnswerIndex, bktAuditChain, bktAuditCheckpoints} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}
@@ -317,14 +318,4 @@ func trimEvents(tx *bolt.Tx) error {
 		}
 	}
 	return nil
-}
-
-func appendAudit(tx *bolt.Tx, a store.AuditEntry) error {
-	b := tx.Bucket(bktAudit)
-	n, err := b.NextSequence()
-	if err != nil {
-		return err
-	}
-	a.ID = seqID(n)
-	return putJSON(b, be64(n), a)
 }

@@ -19,7 +19,8 @@ import (
 // Sweep deletes what is due. The audit log is trimmed by time through marks
 // that Sweep records: a mark (T, n) says every audit entry up to sequence n
 // was appended by time T, so once T is older than the audit retention those
-// entries go.
+// entries may go, up to the newest checkpoint among them (store's "Audit
+// chain").
 //
 //	expiry      be64(due, unix ns) ‖ kind ‖ id → ""; soonest first
 //	expiryof    kind ‖ id → be64(due); the entry of a record, to move or drop it
@@ -272,7 +273,8 @@ func unschedule(tx *bolt.Tx, kind byte, id string) error {
 }
 
 // trimAudit records a mark when the last one is old enough, then deletes up
-// to limit audit entries covered by marks older than the audit retention.
+// to limit audit entries covered by marks older than the audit retention,
+// cutting only at a checkpoint (auditCut) and keeping that checkpoint.
 func (s *Store) trimAudit(tx *bolt.Tx, now time.Time, limit int) (int, error) {
 	if s.opts.auditRetention <= 0 || limit <= 0 {
 		return 0, nil
@@ -286,29 +288,35 @@ func (s *Store) trimAudit(tx *bolt.Tx, now time.Time, limit int) (int, error) {
 	}
 	cutoff := now.Add(-s.opts.auditRetention).UnixNano()
 	var upTo uint64
-	var used [][]byte
+	var due [][]byte
 	mc := marks.Cursor()
 	for k, v := mc.First(); k != nil && int64(binary.BigEndian.Uint64(k)) <= cutoff; k, v = mc.Next() {
-		upTo, used = binary.BigEndian.Uint64(v), append(used, bytes.Clone(k))
+		upTo, due = binary.BigEndian.Uint64(v), append(due, bytes.Clone(k))
+	}
+	// The newest due mark says all the older ones do; it stays until a
+	// checkpoint lets the log be cut that far.
+	for _, m := range due[:max(len(due)-1, 0)] {
+		if err := marks.Delete(m); err != nil {
+			return 0, err
+		}
+	}
+	cut, anchor, err := auditCut(tx, upTo)
+	if err != nil || cut == 0 {
+		return 0, err
 	}
 	n := 0
 	c := audit.Cursor()
 	k, _ := c.First()
-	for ; k != nil && binary.BigEndian.Uint64(k) <= upTo && n < limit; k, _ = c.First() {
+	for ; k != nil && binary.BigEndian.Uint64(k) <= cut && n < limit; k, _ = c.First() {
 		if err := c.Delete(); err != nil {
 			return n, err
 		}
 		n++
 	}
-	if k != nil && binary.BigEndian.Uint64(k) <= upTo {
-		return n, nil // more next batch; the marks still say how far
+	if k != nil && binary.BigEndian.Uint64(k) <= cut {
+		return n, nil // more next batch
 	}
-	for _, m := range used {
-		if err := marks.Delete(m); err != nil {
-			return n, err
-		}
-	}
-	return n, nil
+	return n, dropCheckpointsBefore(tx, anchor)
 }
 
 // retainSettled schedules a request Decide just settled, and its session,

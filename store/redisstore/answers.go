@@ -33,7 +33,11 @@ func (s *Store) Remember(ctx context.Context, a store.RememberedAnswer) (store.R
 	if err != nil {
 		return a, fmt.Errorf("redisstore: remember answer: %w", err)
 	}
-	audit, err := json.Marshal(store.RememberedAudit(a))
+	entry := store.RememberedAudit(a)
+	if entry.Channel, entry.ThreadTS, err = s.sessionThread(ctx, a.SessionID); err != nil {
+		return a, fmt.Errorf("redisstore: remember answer: %w", err)
+	}
+	audit, mid, err := auditArgs(entry)
 	if err != nil {
 		return a, fmt.Errorf("redisstore: remember answer: %w", err)
 	}
@@ -48,8 +52,8 @@ func (s *Store) Remember(ctx context.Context, a store.RememberedAnswer) (store.R
 			oldKey = s.keys.answer(old)
 		}
 		n, err := s.run(ctx, rememberAnswer,
-			[]string{s.keys.answer(a.ID), idx, s.keys.answers(), s.keys.audit(), oldKey},
-			a.ID, body, strconv.FormatInt(a.At.UnixMicro(), 10), audit, old, s.auditMinID(),
+			[]string{s.keys.answer(a.ID), idx, s.keys.answers(), s.keys.audit(), oldKey, s.keys.auditHead(), s.keys.auditCheckpoints()},
+			a.ID, body, strconv.FormatInt(a.At.UnixMicro(), 10), audit, old, s.auditCutoff(), mid,
 		).Int()
 		if err != nil {
 			return a, fmt.Errorf("redisstore: remember answer for %s: %w", a.Scope.Key(), err)
@@ -138,13 +142,14 @@ func (s *Store) ForgetAnswer(ctx context.Context, id, by, byName string) (store.
 	if err != nil {
 		return store.RememberedAnswer{}, fmt.Errorf("redisstore: forget answer %s: %w", id, err)
 	}
-	audit, err := json.Marshal(store.ForgottenAudit(a, by, byName, time.Now()))
+	audit, mid, err := auditArgs(store.ForgottenAudit(a, by, byName, time.Now()))
 	if err != nil {
 		return store.RememberedAnswer{}, fmt.Errorf("redisstore: forget answer %s: %w", id, err)
 	}
 	n, err := s.run(ctx, forgetAnswer,
-		[]string{s.keys.answer(id), s.keys.answerIndex(a.Scope.Key(), a.Fingerprint), s.keys.answers(), s.keys.audit()},
-		id, raw, audit, s.auditMinID(),
+		[]string{s.keys.answer(id), s.keys.answerIndex(a.Scope.Key(), a.Fingerprint), s.keys.answers(), s.keys.audit(),
+			s.keys.auditHead(), s.keys.auditCheckpoints()},
+		id, raw, audit, s.auditCutoff(), mid,
 	).Int()
 	if err != nil {
 		return store.RememberedAnswer{}, fmt.Errorf("redisstore: forget answer %s: %w", id, err)

@@ -9,7 +9,8 @@
 // events and audit streams, the ready list) and the worker bookkeeping in
 // one shared slot; one Lua script per atomic step (scripts.go), each
 // documenting its KEYS, ARGV and reply, all of a script's keys in one slot
-// (checked on every call); a Stream with consumer groups for events; pub/sub
+// (checked on every call), the audit chain linked by the scripts that append
+// to the audit stream (auditchain.go); a Stream with consumer groups for events; pub/sub
 // (classic PUBLISH, which reaches every node of a cluster) to wake
 // WaitDecision; blocking list moves for the session queue. No call polls
 // with sleeps.

@@ -1,6 +1,11 @@
 package redisstore
 
-import "github.com/redis/go-redis/v9"
+import (
+	"context"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
 
 // Waiters reports how many WaitDecision calls are registered, so tests can
 // act once a waiter is surely blocked.
@@ -26,7 +31,7 @@ func Dial(rawURL string) (redis.UniversalClient, error) { return dial(rawURL) }
 // Key names one of a prefix's keys, for tests that look at them: kind is
 // "request", "session", "thread" (id "channel:ts"), "heartbeat", "owned"
 // (id a worker), "pending-shard" (the shard holding request id),
-// "session-pending", "events" or "audit".
+// "session-pending", "events", "audit", "audithead" or "auditcps".
 func Key(prefix, kind, id string) string {
 	k := newKeys(prefix)
 	switch kind {
@@ -60,6 +65,10 @@ func Key(prefix, kind, id string) string {
 		return k.events()
 	case "audit":
 		return k.audit()
+	case "audithead":
+		return k.auditHead()
+	case "auditcps":
+		return k.auditCheckpoints()
 	}
 	panic("redisstore.Key: unknown kind " + kind)
 }
@@ -69,3 +78,14 @@ func Slot(key string) int { return slot(key) }
 
 // IndexGrace is how long an index entry may wait for its record.
 const IndexGrace = indexGrace
+
+// linkScript runs chainLua's auditLink alone (KEYS[1] is any key of the
+// global slot, for the slot check).
+var linkScript = redis.NewScript(chainLua + `
+return auditLink(ARGV[1], ARGV[2], tonumber(ARGV[3]))
+`)
+
+// AuditLinkByScript finishes a link in Redis as every audit append does.
+func AuditLinkByScript(ctx context.Context, s *Store, midstate, prev string, seq uint64) (string, error) {
+	return s.run(ctx, linkScript, []string{s.keys.auditHead()}, midstate, prev, strconv.FormatUint(seq, 10)).Text()
+}

@@ -12,7 +12,8 @@ import (
 // "}"), and a Lua script may only touch keys of one slot. So the keys are
 // grouped by tag, each group one slot:
 //
-//	{P}                 the global slot: the events and audit streams, the
+//	{P}                 the global slot: the events and audit streams (with
+//	                    the audit chain's head and checkpoints), the
 //	                    ready list and its arriving notes, the set of workers
 //	                    owning sessions, each worker's owned set and heartbeat
 //	{P:s:<session>}     one session: its record, inbox, owner, pending index
@@ -162,8 +163,17 @@ func (k keys) heartbeat(worker string) string { return k.global("hb:" + worker) 
 // events is the stream the Bus publishes to; one field "e" holds the Event's JSON.
 func (k keys) events() string { return k.global("events") }
 
-// audit is the append-only audit stream; one field "a" holds the AuditEntry's JSON.
+// audit is the append-only audit stream: field "a" holds the AuditEntry's
+// JSON, "n", "p" and "h" its link in the chain (auditchain.go).
 func (k keys) audit() string { return k.global("audit") }
+
+// auditHead is a hash of the audit chain's newest link: n (seq), h (hash),
+// id (the entry's stream id).
+func (k keys) auditHead() string { return k.global("audithead") }
+
+// auditCheckpoints is a sorted set of the audit chain's kept checkpoints,
+// scored by seq; members are "<entry id> <checkpoint JSON>".
+func (k keys) auditCheckpoints() string { return k.global("auditcps") }
 
 // decided is the pub/sub channel a request's Decision is published on
 // (payload: the Decision's JSON). Channels are not keys: classic PUBLISH

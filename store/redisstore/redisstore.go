@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -230,10 +231,6 @@ func (s *Store) CreateRequest(ctx context.Context, r store.Request) (err error) 
 	if err != nil {
 		return fmt.Errorf("redisstore: create request %s: %w", r.ID, err)
 	}
-	auditJSON, eventJSON, err := recordJSON(store.CreatedAudit(r), store.CreatedEvent(r))
-	if err != nil {
-		return fmt.Errorf("redisstore: create request %s: %w", r.ID, err)
-	}
 	cardJSON := ""
 	if !r.Card.IsZero() {
 		b, err := json.Marshal(r.Card)
@@ -253,16 +250,23 @@ func (s *Store) CreateRequest(ctx context.Context, r store.Request) (err error) 
 			}
 		}()
 	}
-	n, err := s.createIndexed(ctx, r, bodyJSON, cardJSON)
+	n, sess, err := s.createIndexed(ctx, r, bodyJSON, cardJSON)
 	if err != nil {
 		return fmt.Errorf("redisstore: create request %s: %w", r.ID, err)
 	}
 	if n == 0 {
 		return fmt.Errorf("redisstore: create request %s: %w", r.ID, store.ErrExists)
 	}
+	a := store.CreatedAudit(r)
+	a.Channel, a.ThreadTS = threadOf(sess)
+	rec, err := newRecords(a, store.CreatedEvent(r))
+	if err != nil {
+		return fmt.Errorf("redisstore: create request %s: stored, but %w", r.ID, err)
+	}
+	rec.created, rec.thread = r.ID, encodeThread(a.Channel, a.ThreadTS)
 	// A request holds its session, should it be at rest (a worker creates
 	// requests only while it runs the session, so it rarely is).
-	if err := s.afterRequest(ctx, auditJSON, eventJSON, r.SessionID, ""); err != nil {
+	if err := s.afterRequest(ctx, rec, r.SessionID, ""); err != nil {
 		return fmt.Errorf("redisstore: create request %s: stored, but %w", r.ID, err)
 	}
 	return nil
@@ -273,40 +277,62 @@ func (s *Store) CreateRequest(ctx context.Context, r store.Request) (err error) 
 // indexes first, so no request is ever stored unindexed (keys.go). One
 // server runs a connection's commands in the order sent, so there the
 // three go in one pipeline, one round trip; a cluster's pipeline runs on
-// several nodes at once, so there the script waits for the indexes.
-func (s *Store) createIndexed(ctx context.Context, r store.Request, bodyJSON []byte, cardJSON string) (int64, error) {
+// several nodes at once, so there the script waits for the indexes. The
+// pipeline also reads the request's session (nil when it has none), whose
+// thread its audit entries carry.
+func (s *Store) createIndexed(ctx context.Context, r store.Request, bodyJSON []byte, cardJSON string) (int64, []byte, error) {
 	_, cluster := s.rdb.(*redis.ClusterClient)
 	if cluster {
 		if err := s.indexPending(ctx, r.ID, r.SessionID); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 	}
 	var created *redis.Cmd
+	var sess *redis.StringCmd
 	err := s.pipelineScripts(ctx, func(pipe redis.Pipeliner) error {
 		if !cluster {
 			s.indexPendingIn(ctx, pipe, r.ID, r.SessionID)
 		}
+		sess = pipe.Get(ctx, s.keys.session(r.SessionID))
 		var err error
 		created, err = s.runIn(ctx, pipe, createRequest, []string{s.keys.request(r.ID)},
 			bodyJSON, r.SessionID, string(r.Kind), r.ToolName, cardJSON)
 		return err
 	}, createRequest)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return created.Int64()
+	n, err := created.Int64()
+	raw, _ := sess.Bytes() // redis.Nil: no session, no thread
+	return n, raw, err
 }
 
-// recordJSON marshals the audit entry and event a transition appends, so
-// every script receives them ready-made and none builds JSON of its own.
-func recordJSON(a store.AuditEntry, e store.Event) (auditJSON, eventJSON []byte, err error) {
-	if auditJSON, err = json.Marshal(a); err != nil {
-		return nil, nil, fmt.Errorf("marshal audit entry: %w", err)
+// records are what a transition appends to the logs, made ready in Go so
+// no script builds JSON or hashes an entry's content: the audit entry's
+// JSON and link midstate, and the event's JSON. created and thread, when
+// set, record the thread on the request just created (setThread).
+type records struct {
+	audit, event    []byte
+	mid             string
+	created, thread string
+}
+
+func newRecords(a store.AuditEntry, e store.Event) (records, error) {
+	var rec records
+	var err error
+	if rec.audit, rec.mid, err = auditArgs(a); err != nil {
+		return rec, fmt.Errorf("audit entry: %w", err)
 	}
-	if eventJSON, err = json.Marshal(e); err != nil {
-		return nil, nil, fmt.Errorf("marshal event: %w", err)
+	if rec.event, err = json.Marshal(e); err != nil {
+		return rec, fmt.Errorf("marshal event: %w", err)
 	}
-	return auditJSON, eventJSON, nil
+	return rec, nil
+}
+
+// appendArgs are the appendRecords script's keys and arguments for rec.
+func (s *Store) appendArgs(rec records) ([]string, []any) {
+	return []string{s.keys.audit(), s.keys.events(), s.keys.auditHead(), s.keys.auditCheckpoints()},
+		[]any{rec.audit, rec.event, s.cfg.eventsMaxLen, s.auditCutoff(), rec.mid}
 }
 
 // decodeRequest assembles a Request from its hash fields.
@@ -381,7 +407,7 @@ func (s *Store) Decide(ctx context.Context, id string, d store.Decision) (store.
 	code, _ := res[0].(int64)
 	switch code {
 	case decideSettled:
-		r, err := s.settled(ctx, id, str(1), str(2), d)
+		r, err := s.settled(ctx, id, str(1), str(2), str(3), d)
 		if err != nil {
 			return r, fmt.Errorf("redisstore: decide %s: settled, but %w", id, err)
 		}
@@ -398,20 +424,23 @@ func (s *Store) Decide(ctx context.Context, id string, d store.Decision) (store.
 }
 
 // settled finishes what Decide's script began when it settled request id
-// with d, body and card being what the script returned: the logs hear of
-// it and the indexes let it go (a crash before leaves entries readers skip
-// and remove); its session, at rest, may have waited only for this request.
-func (s *Store) settled(ctx context.Context, id, body, card string, d store.Decision) (store.Request, error) {
+// with d, body, card and thread being what the script returned: the logs
+// hear of it and the indexes let it go (a crash before leaves entries
+// readers skip and remove); its session, at rest, may have waited only for
+// this request.
+func (s *Store) settled(ctx context.Context, id, body, card, thread string, d store.Decision) (store.Request, error) {
 	r, err := decodeRequest(id, body, card, "")
 	if err != nil {
 		return store.Request{}, err
 	}
 	r.Decision = &d
-	auditJSON, eventJSON, err := recordJSON(store.SettledAudit(r, d), store.SettledEvent(r, d))
+	a := store.SettledAudit(r, d)
+	a.Channel, a.ThreadTS = decodeThread(thread)
+	rec, err := newRecords(a, store.SettledEvent(r, d))
 	if err != nil {
 		return r, err
 	}
-	return r, s.afterRequest(ctx, auditJSON, eventJSON, r.SessionID, id)
+	return r, s.afterRequest(ctx, rec, r.SessionID, id)
 }
 
 // refuseTries bounds how often Refuse reads again a decision that changed
@@ -438,11 +467,11 @@ func (s *Store) Refuse(ctx context.Context, id string, d store.Decision) (store.
 // refuseOnce reads the request's decision and swaps in d if it is still
 // that decision; done is false when it changed meanwhile.
 func (s *Store) refuseOnce(ctx context.Context, id string, d store.Decision) (r store.Request, done bool, err error) {
-	vals, err := s.rdb.HMGet(ctx, s.keys.request(id), requestFields...).Result()
+	vals, err := s.rdb.HMGet(ctx, s.keys.request(id), slices.Concat(requestFields, []string{"thread"})...).Result()
 	if err != nil {
 		return store.Request{}, false, err
 	}
-	if r, err = fieldsToRequest(id, vals); err != nil {
+	if r, err = fieldsToRequest(id, vals[:len(requestFields)]); err != nil {
 		return store.Request{}, false, err
 	}
 	if err := r.CanRefuse(); err != nil {
@@ -453,7 +482,10 @@ func (s *Store) refuseOnce(ctx context.Context, id string, d store.Decision) (r 
 	if err != nil {
 		return store.Request{}, false, err
 	}
-	auditJSON, eventJSON, err := recordJSON(store.RefusedAudit(r, *r.Decision, d), store.SettledEvent(r, d))
+	a := store.RefusedAudit(r, *r.Decision, d)
+	thread, _ := vals[len(requestFields)].(string)
+	a.Channel, a.ThreadTS = decodeThread(thread)
+	rec, err := newRecords(a, store.SettledEvent(r, d))
 	if err != nil {
 		return store.Request{}, false, err
 	}
@@ -464,7 +496,7 @@ func (s *Store) refuseOnce(ctx context.Context, id string, d store.Decision) (r 
 	switch code, _ := res[0].(int64); code {
 	case refuseDone:
 		r.Decision = &d
-		if err := s.appendRecords(ctx, auditJSON, eventJSON); err != nil {
+		if err := s.appendRecords(ctx, rec); err != nil {
 			return r, false, fmt.Errorf("refused, but %w", err)
 		}
 		return r, true, nil
@@ -476,20 +508,30 @@ func (s *Store) refuseOnce(ctx context.Context, id string, d store.Decision) (r 
 }
 
 // afterRequest finishes a request's creation or settlement in one pipeline
-// (one round trip per node): it appends the audit entry and event, removes
-// request unindex ("" for none) from the pending indexes, and reads the
-// session, then retains the session should it be at rest.
-func (s *Store) afterRequest(ctx context.Context, auditJSON, eventJSON []byte, sessionID, unindex string) error {
+// (one round trip per node): it appends the audit entry and event, records
+// a created request's thread, removes request unindex ("" for none) from
+// the pending indexes, and reads the session, then retains the session
+// should it be at rest.
+func (s *Store) afterRequest(ctx context.Context, rec records, sessionID, unindex string) error {
 	var get *redis.StringCmd
 	err := s.pipelineScripts(ctx, func(pipe redis.Pipeliner) error {
-		_, err := s.runIn(ctx, pipe, appendRecords, []string{s.keys.audit(), s.keys.events()},
-			auditJSON, eventJSON, s.cfg.eventsMaxLen, s.auditMinID())
+		keys, args := s.appendArgs(rec)
+		if _, err := s.runIn(ctx, pipe, appendRecords, keys, args...); err != nil {
+			return err
+		}
+		if rec.created != "" && rec.thread != "" {
+			// By its source: a NOSCRIPT for it would send the pipeline, and
+			// so the audit entry, again.
+			if _, err := s.evalIn(ctx, pipe, setThread, []string{s.keys.request(rec.created)}, rec.thread); err != nil {
+				return err
+			}
+		}
 		if unindex != "" {
 			pipe.ZRem(ctx, s.keys.pendingOf(unindex), unindex)
 			pipe.ZRem(ctx, s.keys.sessionPending(sessionID), unindex)
 		}
 		get = pipe.Get(ctx, s.keys.session(sessionID))
-		return err
+		return nil
 	}, appendRecords)
 	if err != nil {
 		return fmt.Errorf("append audit entry and event: %w", err)
@@ -548,9 +590,9 @@ func (s *Store) pipelineScripts(ctx context.Context, build func(redis.Pipeliner)
 // transition, and the readers of the logs are built for that (the bot
 // reconciles pending requests from the index at start, and WaitDecision
 // hears decisions by pub/sub and by reading the request).
-func (s *Store) appendRecords(ctx context.Context, auditJSON, eventJSON []byte) error {
-	err := s.run(ctx, appendRecords, []string{s.keys.audit(), s.keys.events()},
-		auditJSON, eventJSON, s.cfg.eventsMaxLen, s.auditMinID()).Err()
+func (s *Store) appendRecords(ctx context.Context, rec records) error {
+	keys, args := s.appendArgs(rec)
+	err := s.run(ctx, appendRecords, keys, args...).Err()
 	if err != nil {
 		return fmt.Errorf("append audit entry and event: %w", err)
 	}
@@ -571,58 +613,6 @@ func (s *Store) SetCard(ctx context.Context, id string, card store.MessageRef) (
 		return false, fmt.Errorf("redisstore: set card %s: %w", id, store.ErrNotFound)
 	}
 	return n == 1, nil
-}
-
-// AppendAudit implements store.Store: one XADD, trimmed like every other
-// audit append (MINID).
-func (s *Store) AppendAudit(ctx context.Context, a store.AuditEntry) error {
-	if a.At.IsZero() {
-		a.At = time.Now()
-	}
-	if err := a.ValidateAppend(); err != nil {
-		return fmt.Errorf("redisstore: append audit: %w", err)
-	}
-	raw, err := json.Marshal(a)
-	if err != nil {
-		return fmt.Errorf("redisstore: append audit: %w", err)
-	}
-	args := &redis.XAddArgs{Stream: s.keys.audit(), Values: []any{"a", string(raw)}}
-	if minID := s.auditMinID(); minID != "0" {
-		args.MinID = minID
-	}
-	if err := s.rdb.XAdd(ctx, args).Err(); err != nil {
-		return fmt.Errorf("redisstore: append audit: %w", err)
-	}
-	return nil
-}
-
-// AuditLog implements store.Store.
-func (s *Store) AuditLog(ctx context.Context, after string, limit int) ([]store.AuditEntry, error) {
-	start := "-"
-	if after != "" {
-		start = "(" + after
-	}
-	var msgs []redis.XMessage
-	var err error
-	if limit > 0 {
-		msgs, err = s.rdb.XRangeN(ctx, s.keys.audit(), start, "+", int64(limit)).Result()
-	} else {
-		msgs, err = s.rdb.XRange(ctx, s.keys.audit(), start, "+").Result()
-	}
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: audit log after %q: %w", after, err)
-	}
-	out := make([]store.AuditEntry, 0, len(msgs))
-	for _, m := range msgs {
-		raw, _ := m.Values["a"].(string)
-		var a store.AuditEntry
-		if err := json.Unmarshal([]byte(raw), &a); err != nil {
-			return nil, fmt.Errorf("redisstore: audit log: entry %s: %w", m.ID, err)
-		}
-		a.ID = m.ID
-		out = append(out, a)
-	}
-	return out, nil
 }
 
 // newID returns a random id for an input that came without one.

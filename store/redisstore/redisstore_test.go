@@ -178,3 +178,28 @@ func BenchmarkStore(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAuditAppend: the cost of one audit entry (storetest.BenchAudit).
+// Before the audit chain (d641776) and after, interleaved, three rounds of
+// -benchtime 2000x on 2026-11-26 at load average 7-12 (2 cores shared):
+//
+//	                              before          after
+//	one server, serial p50        70-93 µs        352-370 µs
+//	one server, 16 at once        63-83 µs/op     340-538 µs/op
+//	cluster, serial p50           77-105 µs       373-431 µs
+//	cluster, 16 at once           40-68 µs/op     479-638 µs/op
+//	Redis CPU per append          6.6-8.9 µs      208-247 µs (INFO commandstats)
+//	CreateDecideWait p50, server  589-624 µs      769-1124 µs (two appends)
+//	CreateDecideWait p50, cluster 1165-1232 µs    1615-1689 µs
+//
+// The script's SHA-256 compression in Lua is most of it (a script doing
+// only that took 152 µs at the same load); AppendAudit also reads the
+// session's thread first, one round trip more.
+func BenchmarkAuditAppend(b *testing.B) {
+	for _, srv := range servers {
+		b.Run(srv.name, func(b *testing.B) {
+			newStore, _ := newSuiteStore(srv.url(b))
+			storetest.BenchAudit(b, newStore)
+		})
+	}
+}

@@ -15,20 +15,22 @@ import (
 // Retention (see store.Store) on Redis is key expiry: decideRequest gives a
 // settled request's hash a TTL; retainSession gives a session at rest, and
 // its thread and transcript keys, a TTL, and takes it away when the session
-// is taken up again; the audit stream is trimmed by MINID on every append; dedup keys
+// is taken up again; the audit stream is trimmed on every append, up to a
+// checkpoint (auditchain.go); dedup keys
 // carry their ttl. Nothing else outlives what is live: inboxes, the ready
 // list, owner keys, owned sets and the pending indexes empty out, and Redis
 // deletes an empty list, set or sorted set.
 
 // WithAuditRetention sets how long audit entries stay (default
 // store.DefaultAuditRetention); 0 keeps them forever. Every append trims
-// the audit stream of entries older than that (XADD MINID).
+// the audit stream of entries older than that, up to the newest
+// checkpoint among them (see auditchain.go).
 func WithAuditRetention(d time.Duration) Option { return func(c *config) { c.auditRetention = d } }
 
-// auditMinID is the MINID of an audit append: stream ids are the server's
-// milliseconds, so entries appended before now-auditRetention go. "0"
-// trims nothing.
-func (s *Store) auditMinID() string {
+// auditCutoff is the time, in unix ms, before which an audit entry is due:
+// stream ids are the server's milliseconds, so entries appended before
+// now-auditRetention may go. "0" trims nothing.
+func (s *Store) auditCutoff() string {
 	if s.cfg.auditRetention <= 0 {
 		return "0"
 	}

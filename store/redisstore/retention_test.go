@@ -15,10 +15,16 @@ func keysOf(tb testing.TB, s *redisstore.Store, prefix string) []string {
 	return prefixKeys(tb, s.Client(), prefix)
 }
 
-// logKey reports whether k is one of the two logs retention leaves to their
-// own bounds (the capped event stream, the audit stream).
+// logKey reports whether k belongs to one of the two logs retention leaves
+// to their own bounds (the capped event stream; the audit stream, its
+// chain's head and its checkpoints).
 func logKey(prefix, k string) bool {
-	return k == redisstore.Key(prefix, "events", "") || k == redisstore.Key(prefix, "audit", "")
+	for _, kind := range []string{"events", "audit", "audithead", "auditcps"} {
+		if k == redisstore.Key(prefix, kind, "") {
+			return true
+		}
+	}
+	return false
 }
 
 func TestRetention(t *testing.T) {

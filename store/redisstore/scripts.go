@@ -14,16 +14,17 @@ import (
 // A transition spanning groups runs one script per group, in the order
 // keys.go argues for.
 
-// appendRecords appends a transition's audit entry and event to the two
-// logs, in the global slot.
+// appendRecords appends a transition's audit entry, linked into the audit
+// chain (chainLua), and its event to the two logs, in the global slot.
 //
-// KEYS[1] audit stream   KEYS[2] events stream
+// KEYS[1] audit stream   KEYS[2] events stream  KEYS[3] chain head
+// KEYS[4] checkpoints
 // ARGV[1] audit JSON     ARGV[2] event JSON     ARGV[3] events MAXLEN (approximate)
-// ARGV[4] audit MINID: entries older go (audit retention; "0" keeps all)
+// ARGV[4] audit cutoff (unix ms; "0" keeps all) ARGV[5] the entry's link midstate
 //
 // Returns the event's stream id.
-var appendRecords = redis.NewScript(`
-redis.call('XADD', KEYS[1], 'MINID', ARGV[4], '*', 'a', ARGV[1])
+var appendRecords = redis.NewScript(chainLua + `
+appendAudit(KEYS[1], KEYS[3], KEYS[4], ARGV[1], ARGV[5], ARGV[4])
 return redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'e', ARGV[2])
 `)
 
@@ -64,11 +65,11 @@ const (
 // ARGV[3] decided pub/sub channel
 //
 // The settled request's hash expires ARGV[2] ms from now (the retention).
-// Returns {0} for an unknown id (ErrNotFound); {1, body, card} when this call
-// settled it; {2, body, card, decision} when it was settled before
-// (ErrAlreadyDecided), so the loser learns the winning decision.
+// Returns {0} for an unknown id (ErrNotFound); {1, body, card, thread} when
+// this call settled it; {2, body, card, decision} when it was settled
+// before (ErrAlreadyDecided), so the loser learns the winning decision.
 var decideRequest = redis.NewScript(`
-local f = redis.call('HMGET', KEYS[1], 'body', 'card', 'decision')
+local f = redis.call('HMGET', KEYS[1], 'body', 'card', 'decision', 'thread')
 if not f[1] then
 	return {0}
 end
@@ -80,7 +81,23 @@ if tonumber(ARGV[2]) > 0 then
 	redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 redis.call('PUBLISH', ARGV[3], ARGV[1])
-return {1, f[1], f[2] or ''}
+return {1, f[1], f[2] or '', f[4] or ''}
+`)
+
+// setThread records, after a request's creation, the thread of its
+// session, which its later audit entries carry: only while the request
+// exists, so a late call leaves no hash of its own behind.
+//
+// KEYS[1] request hash
+// ARGV[1] "<channel> <thread ts>"
+//
+// Returns 1 when set, 0 when the request is gone.
+var setThread = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then
+	return 0
+end
+redis.call('HSET', KEYS[1], 'thread', ARGV[1])
+return 1
 `)
 
 // Replies of refuseRequest.
@@ -401,6 +418,17 @@ func (s *Store) runIn(ctx context.Context, pipe redis.Pipeliner, script *redis.S
 	return script.EvalSha(ctx, pipe, keys, args...), nil
 }
 
+// evalIn queues a script by its source (EVAL), after checking its keys
+// share a cluster slot: for a small script in a pipeline beside another
+// that is not safe to repeat, which a NOSCRIPT reply to this one would
+// otherwise send again (see pipelineScripts).
+func (s *Store) evalIn(ctx context.Context, pipe redis.Pipeliner, script *redis.Script, keys []string, args ...any) (*redis.Cmd, error) {
+	if err := oneSlot(keys); err != nil {
+		return nil, err
+	}
+	return script.Eval(ctx, pipe, keys, args...), nil
+}
+
 // saveTranscript stores a session's transcript with the expiry its session
 // has now, so the two go together: none while the session is held, the
 // session's own TTL once it rests (retainSessionScript keeps them in step
@@ -430,13 +458,14 @@ return 1
 //
 // KEYS[1] answer key     KEYS[2] index key      KEYS[3] answers zset
 // KEYS[4] audit stream   KEYS[5] the replaced answer's key (any key when ARGV[5] is "")
+// KEYS[6] chain head     KEYS[7] checkpoints
 // ARGV[1] answer id      ARGV[2] answer JSON    ARGV[3] zset score
 // ARGV[4] audit JSON     ARGV[5] the id the caller read from the index ("" for none)
-// ARGV[6] audit MINID, as createRequest's
+// ARGV[6] audit cutoff, as appendRecords'       ARGV[7] the entry's link midstate
 //
 // Returns 0 when the index changed since it was read (the caller reads
 // again), -1 when the id names another answer (ErrExists), 1 when stored.
-var rememberAnswer = redis.NewScript(`
+var rememberAnswer = redis.NewScript(chainLua + `
 local old = redis.call('GET', KEYS[2]) or ''
 if old ~= ARGV[5] then
 	return 0
@@ -451,7 +480,7 @@ end
 redis.call('SET', KEYS[1], ARGV[2])
 redis.call('SET', KEYS[2], ARGV[1])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
-redis.call('XADD', KEYS[4], 'MINID', ARGV[6], '*', 'a', ARGV[4])
+appendAudit(KEYS[4], KEYS[6], KEYS[7], ARGV[4], ARGV[7], ARGV[6])
 return 1
 `)
 
@@ -460,12 +489,13 @@ return 1
 // entry); the script removes it only while it is still the same.
 //
 // KEYS[1] answer key     KEYS[2] index key      KEYS[3] answers zset
-// KEYS[4] audit stream
+// KEYS[4] audit stream   KEYS[5] chain head     KEYS[6] checkpoints
 // ARGV[1] answer id      ARGV[2] the answer JSON the caller read
-// ARGV[3] audit JSON     ARGV[4] audit MINID, as createRequest's
+// ARGV[3] audit JSON     ARGV[4] audit cutoff, as appendRecords'
+// ARGV[5] the entry's link midstate
 //
 // Returns 0 when the answer is gone or changed (ErrNotFound), 1 when removed.
-var forgetAnswer = redis.NewScript(`
+var forgetAnswer = redis.NewScript(chainLua + `
 if redis.call('GET', KEYS[1]) ~= ARGV[2] then
 	return 0
 end
@@ -474,6 +504,6 @@ if redis.call('GET', KEYS[2]) == ARGV[1] then
 	redis.call('DEL', KEYS[2])
 end
 redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('XADD', KEYS[4], 'MINID', ARGV[4], '*', 'a', ARGV[3])
+appendAudit(KEYS[4], KEYS[5], KEYS[6], ARGV[3], ARGV[5], ARGV[4])
 return 1
 `)

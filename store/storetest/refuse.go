@@ -59,7 +59,7 @@ func (h *harness) testRefuseReplaces(t *testing.T) {
 	if !last.At.Equal(d.At) {
 		t.Errorf("refused entry At = %v, want the refusal's %v", last.At, d.At)
 	}
-	wantEntry.ID, wantEntry.At = last.ID, last.At
+	wantEntry.ID, wantEntry.At, wantEntry.Seq, wantEntry.Prev, wantEntry.Hash = last.ID, last.At, last.Seq, last.Prev, last.Hash
 	if last != wantEntry {
 		t.Errorf("refused entry:\n got %+v\nwant %+v", last, wantEntry)
 	}

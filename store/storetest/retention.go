@@ -175,7 +175,8 @@ func (h *harness) testStaysBounded(t *testing.T, b RetentionBackend) {
 }
 
 // testAuditRetention: audit entries outlive requests within their own
-// retention and go after it.
+// retention and go after it, but only up to a checkpoint, which stays, so
+// what is kept still verifies; before the first checkpoint nothing goes.
 func (h *harness) testAuditRetention(t *testing.T, b RetentionBackend) {
 	s, ctx := b.Store, h.ctx(t)
 	old := createRequest(t, ctx, s)
@@ -189,7 +190,15 @@ func (h *harness) testAuditRetention(t *testing.T, b RetentionBackend) {
 		t.Fatalf("AuditLog within the audit retention = %+v; want %s created and settled, then %s created", entries, old.ID, kept.ID)
 	}
 	b.Pass(t, b.AuditRetention*3/4+b.AuditRetention/2)
-	fresh := createRequest(t, ctx, s) // Redis trims on append
+	createRequest(t, ctx, s) // Redis trims on append
+	b.Pass(t, 0)
+	all, err := s.AuditLog(ctx, "", 0)
+	requireNoError(t, err, "AuditLog")
+	if len(all) != 4 {
+		t.Fatalf("AuditLog past the audit retention, with no checkpoint = %d entries, want all 4: the log is cut only at one", len(all))
+	}
+	cp := seal(t, ctx, s, entries[1]) // old's settlement
+	fresh := createRequest(t, ctx, s)
 	b.Pass(t, 0)
 	entries, err = s.AuditLog(ctx, "", 0)
 	requireNoError(t, err, "AuditLog")
@@ -198,7 +207,16 @@ func (h *harness) testAuditRetention(t *testing.T, b RetentionBackend) {
 			t.Fatalf("AuditLog after the audit retention still holds %+v", e)
 		}
 	}
-	if len(entries) == 0 || entries[len(entries)-1].RequestID != fresh.ID {
-		t.Fatalf("AuditLog = %+v; want it to end with the creation of %s", entries, fresh.ID)
+	// kept was due too, but no checkpoint after it is: it stays.
+	if len(entries) != 3 || entries[0].RequestID != kept.ID || entries[2].RequestID != fresh.ID {
+		t.Fatalf("AuditLog = %+v; want the creations of %s, the one after, and %s", entries, kept.ID, fresh.ID)
+	}
+	cps, err := s.AuditCheckpoints(ctx, 0)
+	requireNoError(t, err, "AuditCheckpoints")
+	if len(cps) != 1 || cps[0].Seq != cp.Seq {
+		t.Fatalf("AuditCheckpoints = %+v, want the one the cut was made at", cps)
+	}
+	if rep := verifyChain(t, ctx, s); rep.From != cp.Seq || rep.Entries != 3 {
+		t.Errorf("the kept log verified %+v; want 3 entries from the checkpoint at %d", rep, cp.Seq)
 	}
 }
