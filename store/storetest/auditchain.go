@@ -67,7 +67,7 @@ func (h *harness) testAuditChain(t *testing.T) {
 	requireNoError(t, err, "Decide")
 	_, err = s.Refuse(ctx, r.ID, refusal())
 	requireNoError(t, err, "Refuse")
-	requireNoError(t, s.AppendAudit(ctx, store.AuditEntry{Action: store.AuditToolRan, SessionID: sess.ID, Tool: "Bash",
+	requireNoError(t, s.AppendAudit(ctx, store.AuditEntry{Action: store.AuditToolRan, SessionID: sess.ID, Tool: "Bash", ReportedBy: "api:laptop",
 		Result: store.ToolSucceeded, At: base}), "AppendAudit")
 	a := rememberedAnswer(t, store.AnswerScope{Kind: store.ScopeChannel, Value: "C1"}, "Postgres")
 	a.SessionID = sess.ID
@@ -109,7 +109,7 @@ func (h *harness) testAuditChain(t *testing.T) {
 		t.Errorf("verified %+v, want 7 entries, all unsealed", rep)
 	}
 	// A caller's chain fields are the store's to set.
-	requireNoError(t, s.AppendAudit(ctx, store.AuditEntry{Action: store.AuditToolRan, SessionID: sess.ID, Tool: "Bash",
+	requireNoError(t, s.AppendAudit(ctx, store.AuditEntry{Action: store.AuditToolRan, SessionID: sess.ID, Tool: "Bash", ReportedBy: "api:laptop",
 		Result: store.ToolSucceeded, At: base, Seq: 1, Prev: store.AuditGenesis, Hash: entries[0].Hash}), "AppendAudit with chain fields")
 	if rep := verifyChain(t, ctx, s); rep.Entries != 8 {
 		t.Errorf("verified %d entries after an append that came with chain fields, want 8", rep.Entries)
@@ -140,7 +140,7 @@ func (h *harness) testAuditChainConcurrent(t *testing.T) {
 						_, err = c.Decide(ctx, r.ID, allow("U1"))
 					}
 				default:
-					err = c.AppendAudit(ctx, store.AuditEntry{Action: store.AuditToolRan, SessionID: sid, Tool: "Bash",
+					err = c.AppendAudit(ctx, store.AuditEntry{Action: store.AuditToolRan, SessionID: sid, Tool: "Bash", ReportedBy: "api:laptop",
 						Result: store.ToolSucceeded, Message: fmt.Sprint("run ", i)})
 				}
 				if err != nil {

@@ -15,7 +15,7 @@ import (
 func BenchAudit(b *testing.B, newStore NewFunc) {
 	entry := func(sid string) store.AuditEntry {
 		return store.AuditEntry{
-			Action: store.AuditToolRan, SessionID: sid, Tool: "Bash", Result: store.ToolSucceeded,
+			Action: store.AuditToolRan, SessionID: sid, Tool: "Bash", ReportedBy: "api:laptop", Result: store.ToolSucceeded,
 			ToolUseID: "toolu_bench", Message: "go test ./... -run TestAudit -count 1",
 		}
 	}
