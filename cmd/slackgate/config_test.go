@@ -40,6 +40,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"RETENTION=48h", "AUDIT_RETENTION=0",
 		"STARTERS=U3", "ALLOWED_CHANNELS=C1", "ALLOW_DMS=true", "DM_WORKDIR=/srv/dm",
 		"MAX_SESSIONS_PER_USER=5", "MAX_QUEUED_INPUTS=7", "MAX_PROMPT_BYTES=1000",
+		"CLAUDE_SETTINGS=/etc/slackgate/claude.json", "CLAUDE_MCP_CONFIG=/etc/slackgate/mcp.json", "CLAUDE_SETTING_SOURCES=project",
 	})
 	if err != nil {
 		t.Fatalf("loadConfig: %v", err)
@@ -54,6 +55,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		Retention: 48 * time.Hour, AuditRetention: 0,
 		Starters: "U3", AllowedChannels: "C1",
 		AllowDMs: true, DMWorkDir: "/srv/dm", MaxSessionsPerUser: 5, MaxQueuedInputs: 7, MaxPromptBytes: 1000,
+		ClaudeSettings: "/etc/slackgate/claude.json", ClaudeMCPConfig: "/etc/slackgate/mcp.json", ClaudeSettingSources: "project",
 	}
 	if cfg != want {
 		t.Errorf("\n got %+v\nwant %+v", cfg, want)
