@@ -124,7 +124,7 @@ func newHarnessWith(t testing.TB, st store.Store, clock *relay.FakeClock, bin st
 	ctx, cancel := context.WithTimeout(context.Background(), e2eTimeout)
 	srv := relaytest.NewServer(t, steps...)
 	cfg := relay.Config{
-		ClaudeBin: bin, ExtraArgs: relaytest.HermeticArgs(), Env: srv.Env(t),
+		ClaudeBin: bin, Env: srv.Env(t),
 		WorkerID: "worker-" + uuid.NewString()[:8], Clock: clock, MaxSessions: 2,
 		IdleTimeout: time.Hour, StopGrace: 5 * time.Second, KillGrace: 2 * time.Second,
 		VerifyKey: botKey.Public().(ed25519.PublicKey),
