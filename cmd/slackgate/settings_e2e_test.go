@@ -131,6 +131,9 @@ func TestARepositoryOrAnEarlierSessionCannotTurnTheGateOff(t *testing.T) {
 	// The first session: the repository allows Bash, yet its command waits.
 	first := a.mention("set up Claude Code on this machine")
 	card := a.card(first, "settings.json")
+	if !card.HasText("*Touches* `~/.claude/settings.json`: it can allow tools") {
+		t.Errorf("the card does not say why writing the CLI's settings matters: %s", card.AllText())
+	}
 	if _, err := os.Stat(filepath.Join(home, ".claude", "settings.json")); !os.IsNotExist(err) {
 		t.Fatalf("~/.claude/settings.json exists before anyone approved (err %v)", err)
 	}
