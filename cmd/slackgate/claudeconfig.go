@@ -136,7 +136,7 @@ type claudeFile struct {
 func claudeFiles(cfg Config) []claudeFile {
 	var out []claudeFile
 	if cfg.ClaudeSettings != "" {
-		out = append(out, claudeFile{"CLAUDE_SETTINGS", cfg.ClaudeSettings, jsonObject("")})
+		out = append(out, claudeFile{"CLAUDE_SETTINGS", cfg.ClaudeSettings, settingsFile})
 	}
 	if cfg.ClaudeMCPConfig != "" {
 		out = append(out, claudeFile{"CLAUDE_MCP_CONFIG", cfg.ClaudeMCPConfig, jsonObject("mcpServers")})
@@ -146,6 +146,26 @@ func claudeFiles(cfg Config) []claudeFile {
 		out = append(out, claudeFile{"CLAUDE_ARGS " + f[0], f[1], nil})
 	}
 	return out
+}
+
+// settingsFile checks the operator's settings: one JSON object, and a
+// sandbox that keeps asking. Claude Code 2.1.197 runs every sandboxed Bash
+// command without asking unless sandbox.autoAllowBashIfSandboxed is false
+// (2.1.330 asks by default), so an enabled sandbox must say which it means.
+func settingsFile(data []byte) error {
+	if err := jsonObject("")(data); err != nil {
+		return err
+	}
+	var s struct {
+		Sandbox struct {
+			Enabled   bool  `json:"enabled"`
+			AutoAllow *bool `json:"autoAllowBashIfSandboxed"`
+		} `json:"sandbox"`
+	}
+	if json.Unmarshal(data, &s) == nil && s.Sandbox.Enabled && s.Sandbox.AutoAllow == nil {
+		return errors.New(`enables the sandbox without "autoAllowBashIfSandboxed": set it to false to keep a card for every command (Claude Code 2.1.197 otherwise runs sandboxed commands without asking), or to true if that is what you want`)
+	}
+	return nil
 }
 
 // jsonObject checks that a file is one JSON object, with an object under

@@ -126,6 +126,10 @@ func TestOperatorFilesMustLieOutOfClaudesReach(t *testing.T) {
 		{"an agents file in the repository", []string{"CLAUDE_ARGS=--agents " + operatorFile(t, work, "agents.json", `{}`)}, "CLAUDE_ARGS --agents"},
 		{"a system prompt file in the repository", []string{"CLAUDE_ARGS=--append-system-prompt-file=" + operatorFile(t, work, "prompt.md", "x")}, "lies in the working directory"},
 		{"inline agents", []string{`CLAUDE_ARGS=--agents '{"r":{"description":"d","prompt":"p"}}'`}, ""},
+		{"a sandbox that does not say whether it asks", []string{"CLAUDE_SETTINGS=" + operatorFile(t, outside, "sandbox.json", `{"sandbox":{"enabled":true}}`)},
+			`"autoAllowBashIfSandboxed": set it to false`},
+		{"a sandbox that keeps asking", []string{"CLAUDE_SETTINGS=" + operatorFile(t, outside, "sandbox-asks.json",
+			`{"sandbox":{"enabled":true,"autoAllowBashIfSandboxed":false,"allowUnsandboxedCommands":false}}`)}, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
