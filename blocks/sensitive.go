@@ -25,11 +25,11 @@ type touchy struct {
 }
 
 var touchies = []touchy{
-	{"git hooks", "git runs hooks at its next commit, merge or checkout, outside slackgate's cards",
+	{"git hooks", "git runs hooks at its next commit or checkout, outside slackgate's cards",
 		func(c []string) bool { return adjacent(c, ".git", "hooks") }},
-	{"git config", "it can name programs git runs (hooks path, fsmonitor, filters, aliases), outside slackgate's cards",
+	{"git config", "it names programs git runs (hooks, fsmonitor, filters), outside slackgate's cards",
 		func(c []string) bool { return adjacent(c, ".git", "config") || last(c) == ".gitconfig" }},
-	{"Claude Code configuration", "it can allow tools, run hooks and start MCP servers in any Claude Code session that loads it",
+	{"Claude Code configuration", "it can allow tools and run hooks in any Claude Code that loads it",
 		func(c []string) bool { return slices.Contains(c, ".claude") || last(c) == ".claude.json" }},
 	{"MCP servers", "it names programs (MCP servers) Claude Code starts for whoever opens this repository",
 		func(c []string) bool { return last(c) == ".mcp.json" }},
@@ -37,11 +37,11 @@ var touchies = []touchy{
 		func(c []string) bool {
 			return strings.EqualFold(last(c), "CLAUDE.md") || strings.EqualFold(last(c), "CLAUDE.local.md")
 		}},
-	{"shell start-up file", "every shell runs it at start, Claude Code's included (before a session's first command), with no card of its own",
+	{"shell start-up file", "shells run it at start, Claude Code's too, outside slackgate's cards",
 		func(c []string) bool {
 			return slices.Contains(shellStartup, last(c)) || strings.HasSuffix(strings.Join(c, "/"), ".config/fish/config.fish")
 		}},
-	{".envrc", "direnv runs it in the shell of whoever enters this directory",
+	{".envrc", "direnv runs it for whoever enters this directory, outside slackgate's cards",
 		func(c []string) bool { return last(c) == ".envrc" }},
 }
 
@@ -74,8 +74,22 @@ func (c *card) sensitive(f fields) {
 		name, t, ok = touchyCommand(f.str("command"))
 	}
 	if ok {
-		c.flag("⚠️ *"+verb+"* "+inlineCode(name, 100)+": "+t.why, strings.ToLower(verb)+" "+t.short)
+		c.flag("⚠️ *"+verb+"* "+inlineCode(tail(name, nameRunes), nameRunes)+": "+t.why, strings.ToLower(verb)+" "+t.short)
 	}
+}
+
+// nameRunes bounds the file's name on its line, which keeps to two lines
+// on a phone: the end of a path says most (the headline or the body has
+// the whole of it).
+const nameRunes = 40
+
+// tail keeps the last n runes of s, marking a cut with "…".
+func tail(s string, n int) string {
+	r := []rune(strings.TrimSpace(s))
+	if len(r) <= n {
+		return string(r)
+	}
+	return "…" + string(r[len(r)-n+1:])
 }
 
 // touchyPath finds the kind of file p is, if it matters.

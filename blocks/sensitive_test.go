@@ -39,24 +39,26 @@ func TestCardsSayWhyAFileThatRunsLaterMatters(t *testing.T) {
 		short       string // in the notification text
 	}{
 		{"Write", path("/srv/repo/.git/hooks/pre-commit"), "*Writes* `.git/hooks/pre-commit`: git runs hooks", "writes git hooks"},
-		{"Edit", `{"file_path":"/srv/repo/.git/config","old_string":"a","new_string":"b"}`, "*Edits* `.git/config`: it can name programs git runs", "edits git config"},
-		{"Write", path("/home/dev/.gitconfig"), "`/home/dev/.gitconfig`: it can name programs git runs", "git config"},
-		{"Write", path("/srv/repo/.claude/settings.local.json"), "`.claude/settings.local.json`: it can allow tools, run hooks", "Claude Code configuration"},
+		{"Edit", `{"file_path":"/srv/repo/.git/config","old_string":"a","new_string":"b"}`, "*Edits* `.git/config`: it names programs git runs", "edits git config"},
+		{"Write", path("/home/dev/.gitconfig"), "`/home/dev/.gitconfig`: it names programs git runs", "git config"},
+		{"Write", path("/srv/repo/.claude/settings.local.json"), "`.claude/settings.local.json`: it can allow tools and run hooks", "Claude Code configuration"},
 		{"MultiEdit", `{"file_path":"/home/dev/.claude/skills/deploy/SKILL.md","edits":[]}`, "*Edits* `/home/dev/.claude/skills/deploy/SKILL.md`", "Claude Code configuration"},
 		{"Write", path("/home/dev/.claude.json"), "`/home/dev/.claude.json`: it can allow tools", "Claude Code configuration"},
 		{"Write", path("/srv/repo/.mcp.json"), "`.mcp.json`: it names programs (MCP servers)", "MCP servers"},
 		{"Edit", `{"file_path":"/srv/repo/CLAUDE.md","old_string":"a","new_string":"b"}`, "`CLAUDE.md`: Claude Code follows it as instructions", "Claude Code instructions"},
 		{"Write", path("/srv/repo/pkg/CLAUDE.local.md"), "`pkg/CLAUDE.local.md`: Claude Code follows it", "Claude Code instructions"},
 		{"Write", path("/srv/repo/.envrc"), "`.envrc`: direnv runs it", ".envrc"},
-		{"Write", path("/home/dev/.zshrc"), "`/home/dev/.zshrc`: every shell runs it at start", "shell start-up file"},
-		{"Write", path("/home/dev/.config/fish/config.fish"), "config.fish`: every shell runs it", "shell start-up file"},
+		{"Write", path("/home/dev/.zshrc"), "`/home/dev/.zshrc`: shells run it at start, Claude Code's too", "shell start-up file"},
+		{"Write", path("/home/dev/.config/fish/config.fish"), "config.fish`: shells run it", "shell start-up file"},
 		{"NotebookEdit", `{"notebook_path":"/srv/repo/.claude/agents/nb.ipynb","new_source":"x"}`, "*Edits* `.claude/agents/nb.ipynb`", "Claude Code configuration"},
 		{"Bash", `{"command":"cp hooks/pre-push .git/hooks/pre-push && chmod +x .git/hooks/pre-push"}`, "*Touches* `.git/hooks/pre-push`: git runs hooks", "touches git hooks"},
-		{"Bash", `{"command":"git config core.hooksPath .githooks"}`, "*Touches* `git config`: it can name programs git runs", "git config"},
+		{"Bash", `{"command":"git config core.hooksPath .githooks"}`, "*Touches* `git config`: it names programs git runs", "git config"},
 		{"Bash", `{"command":"git -C /srv/repo config --global alias.st '!sh -c x'"}`, "`git config`", "git config"},
 		{"Bash", `{"command":"echo '{}' > \"$HOME/.claude/settings.json\""}`, "`$HOME/.claude/settings.json`: it can allow tools", "Claude Code configuration"},
-		{"Bash", `{"command":"printf 'alias ls=rm' >> ~/.bash_profile"}`, "`~/.bash_profile`: every shell runs it", "shell start-up file"},
+		{"Bash", `{"command":"printf 'alias ls=rm' >> ~/.bash_profile"}`, "`~/.bash_profile`: shells run it", "shell start-up file"},
 		{"Bash", `{"command":"ln -s ../shared.envrc .envrc"}`, "`.envrc`: direnv runs it", ".envrc"},
+		// A long path keeps its end, the part that says what it is.
+		{"Write", path("/srv/repo/tools/release/scripts/.claude/commands/ship-to-production.md"), "*Writes* `…/.claude/commands/ship-to-production.md`", "Claude Code configuration"},
 		// Several at once: the one git runs on its own comes first.
 		{"Bash", `{"command":"echo x >> ~/.bashrc && cp h .git/hooks/post-checkout"}`, "`.git/hooks/post-checkout`", "git hooks"},
 	}
