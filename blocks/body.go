@@ -70,6 +70,7 @@ func (c *card) body() {
 		c.elicitBody()
 		return
 	}
+	c.sensitive(f)
 	if render, ok := toolBodies[c.r.ToolName]; ok && len(f) > 0 {
 		render(c, f)
 		return

@@ -49,7 +49,10 @@
 // tool's card does not render itself are listed as "key: value" under
 // "Other input"; MCP arguments are "key: value" lines); Bash's
 // dangerouslyDisableSandbox and run_in_background are flagged under the
-// headline. A long input shows a preview within what Slack shows before
+// headline, and so is a write to (or a command naming) a file that runs
+// or decides things later outside any card, with one line saying why:
+// git hooks and config, Claude Code's configuration, .mcp.json and
+// CLAUDE.md, .envrc, shell start-up files (sensitive.go). A long input shows a preview within what Slack shows before
 // "Show more": its head and its tail with "… 812 lines hidden … (full
 // input in the thread)" between; Message.FullInput holds it (to upload as
 // Message.FullInputName), and Approve, Approve plan and the Approve-and-

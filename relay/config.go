@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/slackgate/slackgate/store"
@@ -27,6 +28,14 @@ const (
 	// the worker stops.
 	shutdownInterrupt = 3 * time.Second
 )
+
+// SettingSources are the settings sources Claude Code can load, for
+// Config.SettingSources: the config directory's settings.json (user), the
+// repository's .claude/settings.json (project) and its
+// .claude/settings.local.json (local). Each carries permission rules, hooks
+// and more, and comes with that place's CLAUDE.md, skills, commands and
+// agents.
+var SettingSources = []string{"user", "project", "local"}
 
 // Config is the worker's configuration. cmd/slackgate fills it.
 type Config struct {
@@ -62,6 +71,13 @@ type Config struct {
 	// session (0 = DefaultMaxTranscriptBytes, negative = never saved).
 	MaxTranscriptBytes int64
 
+	// What the CLI reads (see ProcessOptions.Args): the setting sources
+	// the operator opted into (of SettingSources; nil = none), and the
+	// operator's settings and MCP config files ("" = none).
+	SettingSources []string
+	SettingsFile   string
+	MCPConfigFile  string
+
 	claudeEnv   []string // Env through the allowlist, computed once by normalize
 	allowedDirs []string // AllowedDirs, cleaned by normalize
 }
@@ -86,6 +102,11 @@ func (c *Config) normalize() error {
 	}
 	if err := ValidMode(c.PermissionMode); err != nil {
 		return err
+	}
+	for _, src := range c.SettingSources {
+		if !slices.Contains(SettingSources, src) {
+			return fmt.Errorf("relay: setting source %q: want one of %s: %w", src, strings.Join(SettingSources, ", "), store.ErrInvalid)
+		}
 	}
 	if c.MaxSessions < 0 || c.RequestTimeout < 0 || c.IdleTimeout < 0 || c.WorkerTimeout < 0 {
 		return fmt.Errorf("relay: negative MaxSessions, RequestTimeout, IdleTimeout or WorkerTimeout: %w", store.ErrInvalid)
@@ -126,6 +147,7 @@ func (c *Config) processOptions(sess store.Session) ProcessOptions {
 		Bin: c.ClaudeBin, SessionID: sess.ID, Resume: sess.Started, WorkDir: sess.WorkDir,
 		PermissionMode: orDefault(sess.PermissionMode, c.PermissionMode),
 		Model:          orDefault(sess.Model, c.Model),
-		ExtraArgs:      c.ExtraArgs, Env: c.claudeEnv, User: c.User, StopGrace: c.StopGrace, KillGrace: c.KillGrace, Clock: c.Clock,
+		SettingSources: c.SettingSources, SettingsFile: c.SettingsFile, MCPConfigFile: c.MCPConfigFile,
+		ExtraArgs: c.ExtraArgs, Env: c.claudeEnv, User: c.User, StopGrace: c.StopGrace, KillGrace: c.KillGrace, Clock: c.Clock,
 	}
 }

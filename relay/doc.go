@@ -7,7 +7,10 @@
 // io.Reader and an io.Writer (answering can_use_tool and MCP elicitations, sending user messages,
 // interrupts and permission-mode changes, withdrawing requests the CLI
 // cancels); Process, one spawned `claude -p` whose Conn runs over its pipes
-// and which is stopped through exec.Cmd's Cancel and WaitDelay; and Worker,
+// and which is stopped through exec.Cmd's Cancel and WaitDelay, reading no
+// settings, MCP servers, slash commands or auto memory but what the
+// operator named (ProcessOptions.Args, cliDefaults), since whatever a
+// session can write must not change what a later one allows; and Worker,
 // which claims sessions from the store within MaxSessions, feeds each
 // session's queued inputs to its process, turns the process's output into
 // store events and its can_use_tool and elicitation requests into store requests, expires

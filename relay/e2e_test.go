@@ -125,7 +125,7 @@ func newHarnessWith(t testing.TB, st store.Store, clock *relay.FakeClock, bin st
 	srv := relaytest.NewServer(t, steps...)
 	dir := t.TempDir()
 	cfg := relay.Config{
-		ClaudeBin: bin, ExtraArgs: relaytest.HermeticArgs(), Env: srv.Env(t),
+		ClaudeBin: bin, Env: srv.Env(t),
 		WorkerID: "worker-" + uuid.NewString()[:8], Clock: clock, MaxSessions: 2,
 		IdleTimeout: time.Hour, StopGrace: 5 * time.Second, KillGrace: 2 * time.Second,
 		VerifyKey: botKey.Public().(ed25519.PublicKey), AllowedDirs: []string{dir},

@@ -36,6 +36,10 @@ type ProcessOptions struct {
 	WorkDir        string // where claude runs ("" = the current directory)
 	PermissionMode string // --permission-mode ("" = default)
 	Model          string // --model when set
+	// What the CLI reads besides its built-in defaults: see Args.
+	SettingSources []string // --setting-sources: "user", "project", "local" (nil = none)
+	SettingsFile   string   // --settings when set: the operator's settings file
+	MCPConfigFile  string   // --mcp-config when set: the operator's MCP servers
 	ExtraArgs      []string
 	Env            []string // exactly the CLI's environment (nil = ClaudeEnv of os.Environ())
 	User           *RunAs   // run as this OS user (nil = slackgate's own)
@@ -45,7 +49,15 @@ type ProcessOptions struct {
 	Clock     Clock         // times StopGrace (nil = RealClock)
 }
 
-// Args returns the CLI arguments for these options.
+// Args returns the CLI arguments for these options. The CLI reads no
+// settings, MCP servers, skills or slash commands slackgate did not name:
+// --setting-sources lists only SettingSources (none by default, so neither
+// the repository's .claude/ nor the config directory's settings.json,
+// CLAUDE.md, skills, commands, agents or plugins), --strict-mcp-config
+// drops every MCP server but MCPConfigFile's (.mcp.json, ~/.claude.json),
+// and --disable-slash-commands keeps a prompt starting with "/" from
+// running the CLI's own commands (/config writes its settings) without a
+// card.
 func (o ProcessOptions) Args() []string {
 	mode := o.PermissionMode
 	if mode == "" {
@@ -53,7 +65,14 @@ func (o ProcessOptions) Args() []string {
 	}
 	args := []string{"-p",
 		"--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-		"--permission-prompt-tool", "stdio", "--permission-mode", mode}
+		"--permission-prompt-tool", "stdio", "--permission-mode", mode,
+		"--setting-sources", strings.Join(o.SettingSources, ","), "--strict-mcp-config", "--disable-slash-commands"}
+	if o.SettingsFile != "" {
+		args = append(args, "--settings", o.SettingsFile)
+	}
+	if o.MCPConfigFile != "" {
+		args = append(args, "--mcp-config", o.MCPConfigFile)
+	}
 	if o.Resume {
 		args = append(args, "--resume", o.SessionID)
 	} else {
@@ -179,20 +198,42 @@ func notRunnable(bin string, err error) error {
 }
 
 // childEnv drops variables that would make claude think it runs inside
-// another Claude Code session. Without an environment of its own the CLI
-// gets slackgate's through the allowlist, never all of it.
+// another Claude Code session, and adds each of cliDefaults whose first
+// variable the environment does not set. Without an environment of its
+// own the CLI gets slackgate's through the allowlist, never all of it.
 func childEnv(env []string) []string {
 	if env == nil {
-		return defaultEnv()
+		env = defaultEnv()
 	}
-	out := make([]string, 0, len(env))
+	out := make([]string, 0, len(env)+4)
+	set := map[string]bool{}
 	for _, kv := range env {
 		if strings.HasPrefix(kv, nestedSession+"=") {
 			continue
 		}
+		name, _, _ := strings.Cut(kv, "=")
+		set[name] = true
 		out = append(out, kv)
 	}
+	for _, group := range cliDefaults {
+		if name, _, _ := strings.Cut(group[0], "="); !set[name] {
+			out = append(out, group...)
+		}
+	}
 	return out
+}
+
+// cliDefaults close what the CLI reads from places a session can write,
+// beyond its settings: auto memory (files Claude writes under the config
+// directory without asking, which every later session of the working
+// directory reads as instructions), and core.fsmonitor, a program the
+// repository's .git/config names and which 2.1.197's own `git status` at
+// startup runs (2.1.330 turns it off for its own git calls). An operator's
+// environment that sets a group's first variable keeps its own values
+// (CLAUDE_CODE_DISABLE_AUTO_MEMORY=0 keeps auto memory).
+var cliDefaults = [][]string{
+	{"CLAUDE_CODE_DISABLE_AUTO_MEMORY=1"},
+	{"GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=core.fsmonitor", "GIT_CONFIG_VALUE_0="},
 }
 
 // stopReasons is the human text of each cause we stop a process for; the

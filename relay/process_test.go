@@ -28,14 +28,21 @@ func script(t *testing.T, body string) string {
 
 func TestProcessOptionsArgs(t *testing.T) {
 	base := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--permission-prompt-tool", "stdio"}
+	// What the CLI reads: none of its setting sources, no MCP server but
+	// the operator's, no slash command; always, whatever else is set.
+	closed := []string{"--setting-sources", "", "--strict-mcp-config", "--disable-slash-commands"}
 	tests := []struct {
 		name string
 		opts ProcessOptions
 		tail []string
 	}{
-		{"new session", ProcessOptions{SessionID: "id1"}, []string{"--permission-mode", "default", "--session-id", "id1"}},
+		{"new session", ProcessOptions{SessionID: "id1"}, append(append([]string{"--permission-mode", "default"}, closed...), "--session-id", "id1")},
 		{"resumed session with model and extra args", ProcessOptions{SessionID: "id1", Resume: true, PermissionMode: "plan", Model: "opus", ExtraArgs: []string{"--max-turns", "3"}},
-			[]string{"--permission-mode", "plan", "--resume", "id1", "--model", "opus", "--max-turns", "3"}},
+			append(append([]string{"--permission-mode", "plan"}, closed...), "--resume", "id1", "--model", "opus", "--max-turns", "3")},
+		{"the operator's settings, MCP servers and sources", ProcessOptions{SessionID: "id1", SettingSources: []string{"project", "local"},
+			SettingsFile: "/etc/slackgate/claude-settings.json", MCPConfigFile: "/etc/slackgate/mcp.json"},
+			[]string{"--permission-mode", "default", "--setting-sources", "project,local", "--strict-mcp-config", "--disable-slash-commands",
+				"--settings", "/etc/slackgate/claude-settings.json", "--mcp-config", "/etc/slackgate/mcp.json", "--session-id", "id1"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -43,6 +50,24 @@ func TestProcessOptionsArgs(t *testing.T) {
 				t.Errorf("Args() = %q\nwant %q", got, want)
 			}
 		})
+	}
+}
+
+func TestChildEnvTurnsOffAutoMemoryAndFSMonitorUnlessTheOperatorSetsThem(t *testing.T) {
+	defaults := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY=1", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=core.fsmonitor", "GIT_CONFIG_VALUE_0="}
+	if got, want := childEnv([]string{"PATH=/bin", "CLAUDECODE=1"}), append([]string{"PATH=/bin"}, defaults...); !slices.Equal(got, want) {
+		t.Errorf("childEnv = %q, want %q", got, want)
+	}
+	own := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY=0", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=user.name", "GIT_CONFIG_VALUE_0=ci"}
+	if got := childEnv(own); !slices.Equal(got, own) {
+		t.Errorf("childEnv changed the operator's own values: %q", got)
+	}
+}
+
+func TestConfigRefusesAnUnknownSettingSource(t *testing.T) {
+	cfg := Config{VerifyKey: make([]byte, 32), WorkerID: "w", SettingSources: []string{"project", "policy"}}
+	if err := cfg.normalize(); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), `"policy"`) {
+		t.Fatalf("normalize = %v, want ErrInvalid naming the source", err)
 	}
 }
 

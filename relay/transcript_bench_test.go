@@ -90,8 +90,7 @@ func realTranscript(b *testing.B) []byte {
 	id := uuid.NewString()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	args := append([]string{"-p", "what is in /?", "--session-id", id, "--allowedTools", "Bash"}, relaytest.HermeticArgs()...)
-	cmd := exec.CommandContext(ctx, relaytest.CLI(b), args...)
+	cmd := exec.CommandContext(ctx, relaytest.CLI(b), "-p", "what is in /?", "--session-id", id, "--allowedTools", "Bash")
 	cmd.Dir, cmd.Env = b.TempDir(), srv.Env(b)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		b.Fatalf("claude: %v\n%s", err, out)

@@ -93,8 +93,11 @@ func cliAsks(t *testing.T, bin string) map[string]bool {
 	}
 	srv := relaytest.NewServer(t, append(steps, relaytest.Text("done"))...)
 	settings, _ := json.Marshal(map[string]any{"permissions": map[string]any{"allow": fidelityRules}})
-	args := append([]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-		"--permission-prompt-tool", "stdio", "--permission-mode", "default", "--settings", string(settings)}, relaytest.HermeticArgs()...)
+	// The arguments a worker passes (relay.ProcessOptions.Args, which this
+	// package may not import), with the rules as the operator's settings.
+	args := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
+		"--permission-prompt-tool", "stdio", "--permission-mode", "default",
+		"--setting-sources", "", "--strict-mcp-config", "--disable-slash-commands", "--settings", string(settings)}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)

@@ -39,6 +39,13 @@ type Config struct {
 	ClaudeEnv      string        `env:"CLAUDE_ENV"`
 	ClaudeUser     string        `env:"CLAUDE_USER"`
 
+	// What the Claude Code CLI reads (see claudeconfig.go): nothing by
+	// default but the operator's settings file and MCP servers, when set;
+	// CLAUDE_SETTING_SOURCES opts into user, project or local settings.
+	ClaudeSettings       string `env:"CLAUDE_SETTINGS"`
+	ClaudeMCPConfig      string `env:"CLAUDE_MCP_CONFIG"`
+	ClaudeSettingSources string `env:"CLAUDE_SETTING_SOURCES"`
+
 	// Liveness: a worker silent this long is lost, and the others take
 	// its sessions over (see relay.Config.WorkerTimeout).
 	WorkerTimeout time.Duration `env:"WORKER_TIMEOUT" envDefault:"30s"`
@@ -186,6 +193,7 @@ func (c Config) validate() error {
 	if _, err := c.passEnv(); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, c.validateClaude()...)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("config: %w", err)
 	}

@@ -43,6 +43,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"MAX_SESSIONS_PER_USER=5", "MAX_QUEUED_INPUTS=7", "MAX_PROMPT_BYTES=1000",
 		"API_MAX_SESSIONS=9", "API_MAX_PENDING=8", "API_REQUESTS_PER_MINUTE=7", "API_TOOL_RESULTS_PER_MINUTE=6",
 		"POLICY_FILE=/etc/slackgate/policy.yaml",
+		"CLAUDE_SETTINGS=/etc/slackgate/claude.json", "CLAUDE_MCP_CONFIG=/etc/slackgate/mcp.json", "CLAUDE_SETTING_SOURCES=project",
 	})
 	if err != nil {
 		t.Fatalf("loadConfig: %v", err)
@@ -58,7 +59,8 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		Starters: "U3", AllowedTeams: "T9,E9", AllowedChannels: "C1",
 		AllowDMs: true, DMWorkDir: "/srv/dm", MaxSessionsPerUser: 5, MaxQueuedInputs: 7, MaxPromptBytes: 1000,
 		APIMaxSessions: 9, APIMaxPending: 8, APIRequestsPerMinute: 7, APIToolResultsPerMinute: 6,
-		PolicyFile: "/etc/slackgate/policy.yaml",
+		PolicyFile:     "/etc/slackgate/policy.yaml",
+		ClaudeSettings: "/etc/slackgate/claude.json", ClaudeMCPConfig: "/etc/slackgate/mcp.json", ClaudeSettingSources: "project",
 	}
 	if cfg != want {
 		t.Errorf("\n got %+v\nwant %+v", cfg, want)

@@ -52,7 +52,7 @@ func (p program) doctor(ctx context.Context, args []string, cfg Config) error {
 	}
 	found = append(found, storeCheck(ctx, cfg))
 	if role != "bot" {
-		found = append(found, cliCheck(ctx, cfg), workDirCheck(cfg))
+		found = append(found, cliCheck(ctx, cfg), workDirCheck(cfg), claudeReadsCheck(cfg, p.environ))
 	}
 	failed := 0
 	for _, f := range found {

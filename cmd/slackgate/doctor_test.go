@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -32,7 +33,7 @@ func TestDoctorPassesAGoodConfiguration(t *testing.T) {
 		t.Fatalf("doctor failed a good configuration: %v\n%s", err, out)
 	}
 	for _, want := range []string{"✓ Slack bot token: auth.test: bot " + fakeslack.BotUserID, "✓ Slack scopes", "✓ Socket Mode",
-		"✓ store (bolt ", "✓ Claude Code CLI", "(Claude Code)", "✓ working directories"} {
+		"✓ store (bolt ", "✓ Claude Code CLI", "(Claude Code)", "✓ working directories", "✓ Claude Code settings: setting sources: none"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor's report lacks %q:\n%s", want, out)
 		}
@@ -45,18 +46,24 @@ func TestDoctorPassesAGoodConfiguration(t *testing.T) {
 func TestDoctorSaysWhatToFix(t *testing.T) {
 	slack := fakeslack.New(t, fakeslack.AllowRejections())
 	data := t.TempDir()
+	settings := filepath.Join(filepath.Dir(data), "claude-settings.json") // in the working directory
+	if err := os.WriteFile(settings, []byte(`{"permissions":{"deny":["WebFetch"]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	out, err := doctor(t, []string{
 		"SLACK_BOT_TOKEN=xoxb-revoked", "SLACK_API_URL=" + slack.APIURL(),
 		"DATA_DIR=" + data, "CLAUDE_BIN=" + filepath.Join(t.TempDir(), "no-claude"), "CLAUDE_WORKDIR=" + filepath.Dir(data),
+		"CLAUDE_SETTINGS=" + settings,
 	})
-	if err == nil || !strings.Contains(err.Error(), "3 of 4 checks failed") {
-		t.Errorf("doctor = %v, want 3 of 4 checks failed (a bad token stops the Slack checks at the first)", err)
+	if err == nil || !strings.Contains(err.Error(), "4 of 5 checks failed") {
+		t.Errorf("doctor = %v, want 4 of 5 checks failed (a bad token stops the Slack checks at the first)", err)
 	}
 	for _, want := range []string{
 		"✗ Slack bot token: auth.test: invalid_auth", "fix: check SLACK_BOT_TOKEN",
 		"✓ store (bolt ",
 		"✗ Claude Code CLI", "fix: set CLAUDE_BIN",
 		"✗ working directories", "DATA_DIR, where slackgate keeps its store",
+		"✗ Claude Code settings: CLAUDE_SETTINGS=" + settings + ": lies in the working directory", "fix: keep the files",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor's report lacks %q:\n%s", want, out)

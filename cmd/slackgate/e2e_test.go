@@ -133,7 +133,6 @@ func startApp(t testing.TB, o options, steps ...relaytest.Step) *app {
 		"SLACK_API_URL="+a.slack.APIURL(),
 		"CLAUDE_BIN="+claude,
 		"CLAUDE_WORKDIR="+a.workdir,
-		"CLAUDE_ARGS="+shellJoin(relaytest.HermeticArgs()),
 		"APPROVERS="+cmp.Or(o.approvers, "*"),
 		"WORKER_ID=e2e-"+strings.ReplaceAll(t.Name(), "/", "-"),
 		"LOG_LEVEL=debug",
@@ -323,14 +322,6 @@ func (a *app) noFile(name string) {
 
 func bash(command, description string) map[string]any {
 	return map[string]any{"command": command, "description": description}
-}
-
-func shellJoin(args []string) string {
-	q := make([]string, len(args))
-	for i, a := range args {
-		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(q, " ")
 }
 
 // slackgateVars are the variables loadConfig reads, derived from Config's tags.

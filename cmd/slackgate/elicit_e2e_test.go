@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -15,7 +16,7 @@ import (
 )
 
 // These tests run `slackgate run` with an MCP server registered in the
-// CLI's arguments whose one tool asks the user for input (an MCP
+// operator's MCP config (CLAUDE_MCP_CONFIG) whose one tool asks the user for input (an MCP
 // elicitation). The server is this test binary (elicitSwitch in TestMain);
 // it answers the tool call with what the elicitation returned, so the
 // model's tool result shows exactly what reached the server.
@@ -65,8 +66,8 @@ func runElicitServerIfAsked() {
 }
 
 // startElicitApp runs slackgate with the test server as the CLI's MCP
-// server "deployer", its tool allowed without a card, and approvers only
-// lee and kim.
+// server "deployer" (CLAUDE_MCP_CONFIG), its tool allowed without a card by
+// the operator's settings (CLAUDE_SETTINGS), and approvers only lee and kim.
 func startElicitApp(t *testing.T, serverEnv ...string) *app {
 	t.Helper()
 	self, err := os.Executable()
@@ -78,13 +79,27 @@ func startElicitApp(t *testing.T, serverEnv ...string) *app {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
 	}
-	config, _ := json.Marshal(map[string]any{"mcpServers": map[string]any{
+	ops := t.TempDir() // the operator's files, outside the working directory
+	mcp := writeJSON(t, filepath.Join(ops, "mcp.json"), map[string]any{"mcpServers": map[string]any{
 		"deployer": map[string]any{"type": "stdio", "command": self, "env": env},
 	}})
-	args := append(relaytest.HermeticArgs(), "--mcp-config", string(config), "--allowedTools", "mcp__deployer__deploy")
-	return startApp(t, options{approvers: lee + "," + kim, extraEnv: []string{"CLAUDE_ARGS=" + shellJoin(args)}},
+	settings := writeJSON(t, filepath.Join(ops, "settings.json"), map[string]any{"permissions": map[string]any{"allow": []string{"mcp__deployer__deploy"}}})
+	return startApp(t, options{approvers: lee + "," + kim, extraEnv: []string{"CLAUDE_MCP_CONFIG=" + mcp, "CLAUDE_SETTINGS=" + settings}},
 		relaytest.ToolUse("toolu_el", "mcp__deployer__deploy", map[string]any{}),
 		relaytest.Text("deployed"))
+}
+
+// writeJSON writes v to path and returns path.
+func writeJSON(t *testing.T, path string, v any) string {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 func TestElicitationFormSubmittedInSlackReachesTheMCPServerTyped(t *testing.T) {

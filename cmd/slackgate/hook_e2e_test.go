@@ -102,12 +102,14 @@ func hookEnv(t *testing.T, base, wait string) []string {
 	return []string{"SLACKGATE_URL=" + base, "SLACKGATE_TOKEN_FILE=" + writeTokenFile(t, hookToken, 0o600), "SLACKGATE_WAIT=" + wait}
 }
 
-// startCLI runs claude with args (and the hermetic ones) in a's working
-// directory against a's scripted model, with env added, sends prompt and
-// waits in the background for the turn's result.
+// startCLI runs claude with args in a's working directory against a's
+// scripted model, with env added, sends prompt and waits in the background
+// for the turn's result. It stands for a developer's own Claude Code, so
+// it reads the settings sources a terminal session does (in the model's
+// private HOME and the test's own working directory).
 func startCLI(t *testing.T, a *app, args []string, prompt string, env ...string) *terminalRun {
 	t.Helper()
-	cmd := exec.CommandContext(a.ctx, relaytest.CLI(t), append(args, relaytest.HermeticArgs()...)...)
+	cmd := exec.CommandContext(a.ctx, relaytest.CLI(t), args...)
 	cmd.Dir = a.workdir
 	cmd.Env = append(a.model.Env(t), env...)
 	cmd.WaitDelay = 5 * time.Second

@@ -210,6 +210,9 @@ func (p program) parts(ctx context.Context, cmd string, cfg Config, botCfg bot.C
 		if err != nil {
 			return nil, nil, err
 		}
+		if err := checkClaudeFiles(cfg, runAs, p.environ); err != nil {
+			return nil, nil, err
+		}
 		w, err := relay.NewWorker(p.relayConfig(cfg, runAs, keys.verify), st, log.With().Str("component", "worker").Logger())
 		if err != nil {
 			return nil, nil, err
@@ -295,11 +298,16 @@ func (l redisLogger) Printf(_ context.Context, format string, v ...any) {
 func (p program) relayConfig(cfg Config, runAs *relay.RunAs, verify ed25519.PublicKey) relay.Config {
 	args, _ := splitArgs(cfg.Args) // validated by loadConfig
 	pass, _ := cfg.passEnv()       // validated by loadConfig
+
+	sources, _ := cfg.settingSources() // validated by loadConfig
 	return relay.Config{
 		ClaudeBin:      cfg.ClaudeBin,
 		PermissionMode: cfg.PermissionMode,
 		Model:          cfg.Model,
 		ExtraArgs:      args,
+		SettingSources: sources,
+		SettingsFile:   cfg.ClaudeSettings,
+		MCPConfigFile:  cfg.ClaudeMCPConfig,
 		RequestTimeout: cfg.RequestTimeout,
 		MaxSessions:    cfg.MaxSessions,
 		IdleTimeout:    cfg.IdleTimeout,

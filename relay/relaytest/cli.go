@@ -69,9 +69,3 @@ func missing(tb testing.TB, msg string) {
 	}
 	tb.Skip(msg)
 }
-
-// HermeticArgs are CLI arguments that keep a run independent of the
-// machine's settings and MCP servers.
-func HermeticArgs() []string {
-	return []string{"--setting-sources", "", "--strict-mcp-config"}
-}

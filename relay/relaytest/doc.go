@@ -14,8 +14,8 @@
 //	srv := relaytest.NewServer(t,
 //		relaytest.ToolUse("toolu_1", "Bash", map[string]any{"command": "touch x", "description": "make x"}),
 //		relaytest.Text("done"))
-//	cmd := exec.Command(bin, append([]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json",
-//		"--verbose", "--permission-prompt-tool", "stdio", "--permission-mode", "default"}, relaytest.HermeticArgs()...)...)
+//	cmd := exec.Command(bin, "-p", "--input-format", "stream-json", "--output-format", "stream-json",
+//		"--verbose", "--permission-prompt-tool", "stdio", "--permission-mode", "default")
 //	cmd.Env = srv.Env(t)
 //	// ... write a user line, answer can_use_tool ...
 //	tr, err := srv.WaitToolResult(ctx, "toolu_1") // what the model was told: tr.Content, tr.IsError
@@ -109,9 +109,12 @@
 //
 // # Hermetic runs
 //
-// HermeticArgs (--setting-sources "" --strict-mcp-config) keeps the
-// machine's settings and MCP servers out; Env's private HOME keeps the
-// user's ~/.claude out. IS_SANDBOX=1 is only needed for bypassPermissions
-// as root. Do not use --bare: it cuts the tools to Bash, Edit and Read
-// (checked in both versions), so AskUserQuestion and Write disappear.
+// Env's private HOME keeps the user's ~/.claude and ~/.claude.json out,
+// and a test's own working directory holds no .claude/ or .mcp.json, so a
+// run needs no arguments of its own to ignore the machine's settings;
+// tests of slackgate run the production arguments (relay's
+// ProcessOptions.Args), which read no setting source at all.
+// IS_SANDBOX=1 is only needed for bypassPermissions as root. Do not use
+// --bare: it cuts the tools to Bash, Edit and Read (checked in both
+// versions), so AskUserQuestion and Write disappear.
 package relaytest

@@ -74,8 +74,7 @@ func startCLI(t *testing.T, bin string, srv *relaytest.Server, extra ...string) 
 func startCLIIn(t *testing.T, bin, dir string, env []string, extra ...string) *cliRun {
 	t.Helper()
 	args := append([]string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose",
-		"--permission-prompt-tool", "stdio", "--permission-mode", "default"}, relaytest.HermeticArgs()...)
-	args = append(args, extra...)
+		"--permission-prompt-tool", "stdio", "--permission-mode", "default"}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = env
