@@ -65,7 +65,7 @@ func TestChildEnvTurnsOffAutoMemoryAndFSMonitorUnlessTheOperatorSetsThem(t *test
 }
 
 func TestConfigRefusesAnUnknownSettingSource(t *testing.T) {
-	cfg := Config{VerifyKey: make([]byte, 32), WorkerID: "w", SettingSources: []string{"project", "policy"}}
+	cfg := Config{VerifyKey: make([]byte, 32), WorkerID: "w", AllowedDirs: []string{"/srv/repo"}, SettingSources: []string{"project", "policy"}}
 	if err := cfg.normalize(); !errors.Is(err, store.ErrInvalid) || !strings.Contains(err.Error(), `"policy"`) {
 		t.Fatalf("normalize = %v, want ErrInvalid naming the source", err)
 	}
