@@ -288,10 +288,11 @@ func (c *card) plan(f fields) {
 	plan := f.str("plan")
 	k := known{"plan": jsonString, "planFilePath": jsonString}
 	defer c.extras(f, k)
-	if strings.TrimSpace(plan) == "" {
+	// A plan of only markup ("# ") renders as nothing Slack would take.
+	if md := Markdown(plan); strings.TrimSpace(md) == "" {
 		c.add(section("_Claude wants to leave plan mode and start working; it sent no plan text._"))
 	} else {
-		chunks := splitText(Markdown(plan), previewRunes/2)
+		chunks := splitText(md, previewRunes/2)
 		if len(chunks) > 1 && c.r.Decision == nil {
 			// The first part, and the note, above Slack's "Show more".
 			what := plural(approxLines(chunks[1:len(chunks)-1]), "line")
