@@ -1,4 +1,7 @@
-// Package relaytest runs the real Claude Code CLI offline in tests: a scripted fake of the Anthropic Messages API, and CLI to locate the pinned binary.
+// Package relaytest runs the real Claude Code CLI offline in tests, on a scripted Messages API.
+//
+// NewServer is a scripted fake of the Anthropic Messages API, and CLI
+// locates the pinned binary.
 //
 // It is test code: nothing outside tests imports it. It does not fake Claude
 // Code itself; the CLI under test is always the real one, pinned in the
