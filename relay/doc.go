@@ -80,4 +80,24 @@
 // MaxTranscriptBytes stays on its worker: a resume elsewhere says in the
 // thread that the conversation cannot be resumed there. A worker dying
 // mid-turn leaves the conversation as its last finished turn left it.
+//
+// # Where things live
+//
+//	wire.go        the stream-json messages, decoded and encoded
+//	conn.go        Conn: the control protocol over a reader and a writer
+//	process.go     Process: spawning and stopping one claude -p
+//	worker.go      Worker: claiming sessions, recovery at start, the chores
+//	capacity.go    MAX_SESSIONS: places, idle order, the longest-idle giving way
+//	session.go     one process's life for a session, and what it hands back
+//	turn.go        a turn's state, for the idle timer and stops
+//	bridge.go      output turned into events; a request waited on and expired
+//	request.go     a can_use_tool or elicitation as a store.Request, a decision
+//	               as the control_response (KindOf)
+//	vet.go         what a worker refuses: unsigned sessions, inputs, decisions
+//	liveness.go    heartbeats and taking over a lost worker's sessions
+//	transcript.go  saving and restoring a session's transcript
+//	env.go         the CLI's environment, an allowlist
+//	runas*.go      running the CLI as another OS user, without capabilities
+//	config.go      Config and its defaults
+//	clock.go       the injectable clock
 package relay
