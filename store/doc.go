@@ -19,7 +19,7 @@
 // remembered answers. A record written by anyone without the key is
 // refused, and the refusal audited. A decision's signature covers the
 // request it settles and everything of it that reaches Claude or the audit
-// trail, the exact input that will run included (signedPayload). A forged
+// trail, the exact input that will run included (DecisionPayload). A forged
 // one becomes OutcomeRefused: the audit names the decider it claimed, and
 // Claude is told no in slackgate's own words, never the forger's; an
 // expired, cancelled or ended decision counts only when the worker made it.
