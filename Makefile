@@ -55,7 +55,7 @@ test-go:
 # suites run against it too (relaytest runs both versions itself). Not the
 # hook mode's end-to-end tests: 2.1.197 never calls a settings-file
 # PermissionRequest hook in -p mode (it goes on without asking), so `slackgate
-# hook` needs a newer CLI (README); they run on CLAUDE_CODE_VERSION above. Nor
+# hook` needs a newer CLI (deploy/claude/README.md); they run on CLAUDE_CODE_VERSION above. Nor
 # the URL-mode elicitation test: 2.1.197's MCP client does not offer URL
 # elicitations, so a server cannot ask for one (form ones work on both). Nor
 # the fault suite (TestFault*): it kills slackgate's own processes, Redis
@@ -94,22 +94,27 @@ staticcheck: $(STATICCHECK)
 $(STATICCHECK):
 	GOBIN="$(dir $@)" $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
-## bench: the store round trip on both backends (figures go in README.md).
+## bench: the store round trip on both backends (figures go in the
+## benchmarks' doc comments).
 bench:
 	CLAUDE_BIN="$$(.ci/claude-code.sh $(CLAUDE_CODE_VERSION))" \
 	.ci/with-redis.sh $(GO) test -run '^$$' -bench . -benchmem ./store/...
 
 ## cards: regenerate the card golden files (the realistic set among them)
-## and, when cardview and chromium are at hand, measure them on a 375 px
-## phone: where Approve/Deny end (target: above 553 px, an iPhone SE's first
-## screen) and where a settled card's outcome starts (target: top 150 px).
-## Without them it only regenerates (and says so); make test never needs them.
-CARDVIEW ?= $(firstword $(wildcard $(CURDIR)/../shared/tools/cardview/cardview) $(shell command -v cardview 2>/dev/null))
+## and, when cardview (a phone renderer that approximates Slack's app, not
+## part of this repository) is on PATH or CARDVIEW names it, and chromium
+## is installed, measure them on a 375 px phone: where Approve/Deny end
+## (target: above 553 px, an iPhone SE's first screen) and where a settled
+## card's outcome starts (target: top 150 px). Without them it only
+## regenerates, and says so; make test never needs them.
+CARDVIEW ?= $(shell command -v cardview 2>/dev/null)
 cards:
 	$(GO) test -count=1 -run '^TestGoldenCards$$' ./blocks -update
 	$(GO) test -count=1 -run '^(TestGolden|TestEveryGoldenFileIsValid)' ./blocks
-	@if [ -z "$(CARDVIEW)" ] || ! command -v $${CHROMIUM:-chromium} >/dev/null 2>&1; then \
-		echo "cards: regenerated; not measured (cardview or chromium not found; set CARDVIEW=path/to/cardview)"; \
+	@if [ -z "$(CARDVIEW)" ]; then \
+		echo "cards: regenerated; not measured: no cardview on PATH (or set CARDVIEW=/path/to/cardview)"; \
+	elif ! command -v $${CHROMIUM:-chromium} >/dev/null 2>&1; then \
+		echo "cards: regenerated; not measured: cardview needs chromium (or set CHROMIUM)"; \
 	else \
 		cd blocks/testdata && $(CARDVIEW) measure card_*.golden.json final_*.golden.json | tee /dev/stderr | \
 		awk '/primary_bottom=[0-9]/ { split($$4, p, "="); if (p[2] + 0 > 553) { print "cards: " $$1 " Approve ends at " p[2] " px, below 553"; bad = 1 } } \

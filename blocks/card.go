@@ -55,6 +55,21 @@ type CardOptions struct {
 // Card renders a request as its Slack card: pending (with buttons) while
 // r.Decision is nil, final (outcome, who, when; no buttons) once it is set.
 // s is the request's session, for the context line and the mention.
+//
+// A pending card's first line (also Message.Text, mentioning s.StartedBy)
+// says what Claude wants (for a compound command its weightiest step; a
+// leading `cd <s.WorkDir>` is implied), the project (s.WorkDir's base
+// name) and for whom; then the input once, one context line, Approve and
+// Deny side by side with Edit & approve, and the menu "Approve and allow
+// for this session…", whose options name each suggestion's rules and what
+// they do (a rule set too long for its option is listed in its
+// confirmation). A long input shows its head and tail with how many lines
+// are hidden; Message.FullInput holds the whole, to upload as
+// Message.FullInputName, and Approve, Approve plan and the menu confirm
+// first, saying what is hidden. Three or more questions are answered in the
+// answer modal (ModalFor). A settled card leads with the outcome, who and
+// when and what ran: the applied input, Decision.UpdatedInput when edited
+// (outcomeWith has one case per store.Outcome).
 func Card(r store.Request, s store.Session) Message { return CardWith(r, s, CardOptions{}) }
 
 // CardWith is Card with options (the bot re-renders with

@@ -22,6 +22,13 @@ type Who struct {
 // (next.Modal()) or waits. Errors: ErrMismatch when the click does not fit r,
 // ErrIncomplete (with the unanswered questions) on Submit, and
 // store.ErrAlreadyDecided when r is settled.
+//
+// What a decision carries: "Approve and allow" puts the suggestion, with
+// Destination "session", in Decision.Permissions; "Edit & approve" puts the
+// edited input (same JSON shape, other fields kept) in UpdatedInput;
+// answers map question text to label, several labels joined ", ", free text
+// verbatim; Skip denies with SkipMessage and Decision.Skipped set. A menu
+// change (NextNothing) decides nothing; Submit does.
 func DecideAction(a Action, r store.Request, cb *slack.InteractionCallback, by Who, at time.Time) (store.Decision, Next, error) {
 	r = normalize(r)
 	if a.RequestID != r.ID {

@@ -22,6 +22,11 @@ func reportPercentiles(b *testing.B, lat []time.Duration) {
 
 // BenchmarkMentionToQueuedInput: a person's @mention, through the
 // transport, until a worker holds the prompt (bbolt store, fsync off).
+//
+//	go test -run '^$' -bench . -benchtime 300x ./bot
+//
+// Measured 2026-11-22, 2-core machine otherwise idle, p50 / p99: Socket
+// Mode 0.74 / 2.8 ms, HTTP 0.81 / 2.7 ms.
 func BenchmarkMentionToQueuedInput(b *testing.B) {
 	for _, tr := range transports {
 		b.Run(tr, func(b *testing.B) {
@@ -46,6 +51,9 @@ func BenchmarkMentionToQueuedInput(b *testing.B) {
 
 // BenchmarkClickToDecision: a click on Approve until the worker's
 // WaitDecision returns.
+//
+// Measured 2026-11-22 with the command above, p50 / p99: Socket Mode
+// 0.62 / 1.7 ms, HTTP 0.69 / 2.7 ms.
 func BenchmarkClickToDecision(b *testing.B) {
 	for _, tr := range transports {
 		b.Run(tr, func(b *testing.B) {
@@ -76,7 +84,14 @@ func BenchmarkClickToDecision(b *testing.B) {
 // in a quiet thread, with Slack's budgets modelled on both sides (the
 // bot's defaults, fakeslack's rate model). Each iteration starts once the
 // channel's post budget has refilled, so it measures a quiet thread and
-// not a backlog: that pause is outside the timer.
+// not a backlog: that pause is outside the timer. Target: p99 ≤ 100 ms.
+//
+//	go test -run '^$' -bench RequestToCard -benchtime 20x ./bot
+//
+// Measured 2026-11-22, 2-core machine otherwise idle: p50 1.3 ms, p99
+// 3.0 ms. Before the outbox's lanes the same path took 3.3–3.5 s: the card
+// queued behind a status edit and a tool-use line, each paced one second
+// apart in the channel.
 func BenchmarkRequestToCard(b *testing.B) {
 	h := newHarness(b, transportSocket, harnessOpts{})
 	ctx := testCtx(b)

@@ -1,83 +1,126 @@
-// Package bot is slackgate's Slack side: Socket Mode and HTTP transports around one handler set, sessions started from Slack, the store events shown in threads, the outbox every write goes through, and the approver checks on every decision.
+// Package bot is slackgate's Slack side: transports, sessions, cards, the outbox and who may act.
 //
-// It does not speak to Claude Code and never imports relay: it records
-// sessions and inputs in the store and shows what the store's events say.
-// It does not render or decode Block Kit itself (blocks does), and keeps
-// nothing durable of its own: what must survive a restart or be shared by
-// replicas (sessions, cards, decisions, seen Slack retries) is in the
-// store. Configuration reaches it as a Config from cmd/slackgate.
-package bot
-
-// Where things live:
+// It serves Socket Mode and HTTP around one handler set, starts and
+// continues sessions from Slack, shows what the store's events say in
+// threads, sends every write through one paced outbox, and checks who may
+// act on every message and click. It never imports relay and does not
+// speak to Claude Code: it records sessions and inputs in the store. It
+// renders and decodes no Block Kit itself (blocks does), and keeps nothing
+// durable of its own: sessions, cards, decisions and seen Slack retries
+// live in the store, so replicas share them and a restart loses nothing.
+// Configuration reaches it as a Config from cmd/slackgate.
+//
+// # Who may do what
+//
+// First, only people of the workspace the bot token belongs to act, unless
+// ALLOWED_TEAMS lists their workspace (T…) or organization (E…); people of
+// Slack Connect and shared channels are refused before any other check
+// (teams.go). Then, each checked on every message and click (Bot.may):
+//
+//   - start a session (mention, DM, /claude): STARTERS, which defaults to
+//     APPROVERS; * for anyone. Only in ALLOWED_CHANNELS when set, in DMs
+//     only with ALLOW_DMS, and at most MAX_SESSIONS_PER_USER at once.
+//   - reply in a session's thread (and so use its "Always allow" grants),
+//     or stop it: the session's starter and APPROVERS.
+//   - decide a card, remember or forget an answer: APPROVERS only; * lets
+//     anyone who can see the card decide. APPROVERS is required.
+//   - an approval API token (API_TOKENS) may create, poll and withdraw its
+//     own requests and report tool runs, nothing more (api.go); a token
+//     whose channel is a person's DM grants that person nothing.
+//
+// Anyone else is told, privately, who may; nothing is started, queued or
+// changed. A message over MAX_PROMPT_BYTES, or a reply while
+// MAX_QUEUED_INPUTS already wait, is refused the same way, saying the limit.
+//
+// # Flows
+//
+// A mention, DM, reply or /claude is acked at once; an Events API retry
+// runs once even on another replica (store.FirstSeen on the event id). A
+// new thread gets a signed store.Session and its prompt is enqueued,
+// signed; a reply is enqueued as a follow-up. The status line is posted.
+//
+// The bot consuming a request_created event renders the card, posts it and
+// records where with SetCard. A click is acked at once (a modal submission
+// is decided before its ack: its errors can only travel in it), checked,
+// decoded by blocks into a store.Decision, signed and passed to
+// store.Decide, which settles a request exactly once; a click that loses
+// gets the winning decision and the person is told who decided. The
+// request_settled event makes a bot edit the card in place.
+//
+// The store's "bot" consumer group starts at the oldest event in the log
+// and resumes where it left off, so no event is missed whenever a bot
+// starts. An event is acknowledged once Slack shows it (a card's once its
+// post is on its way), so one a dead bot held is delivered again. A card
+// Slack took but nobody recorded is found in its thread before it is
+// posted again (findcard.go), or adopted at its first click; one that
+// never reached Slack is posted by the reconciler once the dead bot's claim
+// lapses. Stop (the status line's button, or a reply that is just "stop")
+// enqueues a store.ControlInterrupt, so it reaches whichever worker runs
+// the session; the thread then says "Stopped by <@…>".
+//
+// # Slack's budgets
+//
+// The outbox spends budgets modelled on Slack's documented limits
+// (budget.go): chat.postMessage per channel, chat.update per workspace, a
+// 429's Retry-After over both, and one edit per live message (status line,
+// progress) every SLACK_LIVE_EDIT_INTERVAL. Writes have lanes: cards and
+// their outcomes first, then what Claude said, then status and progress; a
+// lower lane leaves tokens for the ones above, and a thread keeps its
+// order within a lane. Edits of one message coalesce to the newest state,
+// an edit equal to what Slack shows is not sent, and tool uses that ran
+// without asking fold into one progress message per turn. Nothing is
+// dropped: short budgets make the lowest lanes wait or fold.
+//
+// # Remembered answers
+//
+// An approver who answers a question card with "Always answer this way"
+// (this repository or this channel) keeps the answer, signed (answers.go).
+// When the same question form (store.QuestionFingerprint: the tool, every
+// header, question, choice kind and option label in order) comes from a
+// session in that repository or channel, the bot answers it before any
+// card, with a decision signed like any other and one thread line; only
+// while who remembered it is still an approver and the answer verifies.
+// Through the approval API the repository is the client's directory, and
+// only answers remembered through the same token meet it. Tool approvals
+// are never remembered (that is "Always allow", per session), nor skips.
+// The App Home lists the answers with Forget for approvers.
+//
+// # Where things live
 //
 //	bot.go           Bot, New, Run; tasks (the work done after an ack)
 //	config.go        Config and its checks
 //	socket.go        the Socket Mode transport
-//	http.go          the HTTP transport (signed requests, /healthz)
-//	slack_events.go  Slack → bot: Events API handlers (mentions, DMs,
-//	                 thread replies) and /claude; starting and continuing
-//	                 sessions (each session and input signed, as workers
-//	                 run only what verifies)
+//	http.go          the HTTP transport (signed requests, replays, /healthz)
+//	slack_events.go  Events API handlers (mentions, DMs, replies) and /claude:
+//	                 starting and continuing sessions, signed
+//	admission.go     the checks in front of a new session (size, place, quota)
 //	dedup.go         Events API redeliveries seen once across replicas
-//	api*.go          the approval API (api.go says what it grants a
-//	                 token); apilimits.go its per-token limits and
-//	                 per-key locks, apiexpire.go the expiry of requests
-//	                 whose client stopped polling
-//	interactions.go  clicks and modal submissions; the one decide pipeline
-//	                 both go through (decision)
-//	approvers.go     who may decide or stop (approvers, guarded, Bot.may)
-//	teams.go         only the installation's team (and ALLOWED_TEAMS) act
-//	stop.go          Stop from the status message or a "stop" reply
-//	store_events.go  store → Slack: the bus consumer that posts cards,
-//	                 settles them and shows what Claude said and did
-//	answers.go       remembered answers: kept (signed) when an approver
-//	                 answers with "Always answer this way", used when the
-//	                 same question's request arrives and the answer
-//	                 verifies, the App Home and Forget
-//	reconcile.go     cards lost in a crash posted at start and every 30 s;
-//	                 one poster per card (a claim in the store)
-//	findcard.go      a card Slack may have without the store knowing,
-//	                 found in its thread before it is posted again
-//	status.go        the one status message per session (statusBook)
-//	outbox.go        every post and edit: paced, coalesced, retried
+//	api.go           the approval API and what it grants a token
+//	apicreate.go     POST /v1/requests
+//	apitoolresult.go POST /v1/tool-results
+//	apitokens.go     API_TOKENS: names, channels, hashed tokens
+//	apilimits.go     per-token limits and per-key locks
+//	apiexpire.go     expiry of requests whose client stopped polling
+//	interactions.go  clicks and modal submissions: the one decide pipeline
+//	approvers.go     who may decide, reply, stop or start (Bot.may)
+//	teams.go         only the bot's team (and ALLOWED_TEAMS) act
+//	stop.go          Stop from the status line or a "stop" reply
+//	store_events.go  store → Slack: the consumer posting cards and results
+//	answers.go       remembered answers, the App Home and Forget
+//	reconcile.go     lost cards posted at start and every 30 s, one poster each
+//	findcard.go      a card Slack may have without the store knowing
+//	status.go        the one status message per session
+//	outbox.go        every post and edit: paced, in lanes, coalesced, retried
+//	budget.go        Slack's budgets as the outbox spends them
+//	live.go          messages kept showing their newest state
 //	ephemeral.go     messages only one person sees
-//	render.go        adapters to package blocks, the only look of things
+//	storefailure.go  a failed store call put into words for people and the API
+//	render.go        adapters to package blocks
+//	metrics.go       what the bot measures (Metrics) and SlackReady
 //	auditseal.go     signed checkpoints of the store's audit chain
 //	clock.go         the injectable clock
 //
-// How to run it (cmd/slackgate does this; tests do the same against
-// bot/fakeslack):
-//
-//	b, err := bot.New(bot.Config{
-//		BotToken: "xoxb-…",
-//		AppToken: "xapp-…",          // Socket Mode; or SigningSecret (+ HTTPAddr or Listener) for HTTP mode
-//		APIURL:   fake.APIURL(),     // tests only
-//		WorkDir:  "/srv/repo",
-//	}, st, log)
-//	err = b.Run(ctx) // nil once ctx is cancelled
-//
 // Readiness: in Socket Mode the bot is ready once its connection is up
-// (fakeslack.WaitConnected); in HTTP mode once GET /healthz answers (with a
-// Listener bound by the caller, that request simply waits until Run serves).
-// The store's "bot" consumer group starts at the oldest event still in the
-// log the first time any bot runs, and resumes where it left off after
-// that, so no event is missed whenever the bot starts. Events API
-// deliveries are deduplicated by event_id in the store (FirstSeen), so a
-// Slack retry runs once even when it reaches another replica.
-//
-// Who may do what: first, only people of the workspace the bot token
-// belongs to act through the bot, unless ALLOWED_TEAMS lists their
-// workspace (T…) or organization (E…); people of Slack Connect and shared
-// channels are refused (teams.go). Then STARTERS may start a session
-// (mention, DM, /claude): the APPROVERS unless set, * for anyone. A
-// session's starter and APPROVERS may continue it (a reply in its thread)
-// and stop it; only APPROVERS decide request cards and forget remembered
-// answers. APPROVERS is required; * lets anyone who can see a card decide.
-//
-// Stopping Claude: the status message offers Stop (with a confirm dialog)
-// while Claude works or waits, and a thread reply that is just "stop"
-// (any case, with or without the bot's mention) does the same. Only the
-// session's starter and APPROVERS may stop it; everyone else is told who
-// may. A stop is a store.ControlInterrupt input on the session's queue, so
-// it reaches whichever worker runs the session; the thread then says
-// "Stopped by <@…>" and the pending cards end cancelled.
+// (fakeslack.WaitConnected in tests); in HTTP mode once GET /healthz
+// answers.
+package bot

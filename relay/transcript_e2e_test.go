@@ -135,7 +135,7 @@ func testTranscriptTravels(t *testing.T, open func(testing.TB) store.Store) {
 	if err != nil || len(files) != 1 {
 		t.Fatalf("B's home holds %v (%v), want the restored transcript", files, err)
 	}
-	// The CLI's rule, as README's Liveness states it (checked on 2.1.197
+	// The CLI's rule, as transcript.go states it (checked on 2.1.197
 	// and 2.1.330): the working directory, symlinks resolved, every
 	// character but an ASCII letter or digit as '-'.
 	real, err := filepath.EvalSymlinks(h.dir)

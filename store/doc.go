@@ -1,7 +1,8 @@
-// Package store is slackgate's domain vocabulary and the one place where the
-// Slack side (bot) and the Claude Code side (relay) meet: the durable record of
-// sessions and pending control requests, and the bus that carries inputs,
-// decisions and session events between processes.
+// Package store is slackgate's vocabulary and where its Slack and Claude Code sides meet.
+//
+// It is the durable record of sessions and pending control requests, and
+// the bus that carries inputs, decisions and session events between bot
+// and relay processes, which never talk to each other directly.
 //
 // It owns the types both sides speak (Request, Decision, Session, Input,
 // Event, AuditEntry), the sentinel errors callers test with errors.Is, and
@@ -16,7 +17,16 @@
 // a domain string per kind, so one kind's signature never verifies as
 // another's). Workers verify sessions, inputs and decisions; bots verify
 // remembered answers. A record written by anyone without the key is
-// refused, and the refusal audited.
+// refused, and the refusal audited. A decision's signature covers the
+// request it settles and everything of it that reaches Claude or the audit
+// trail, the exact input that will run included (DecisionPayload). A forged
+// one becomes OutcomeRefused: the audit names the decider it claimed, and
+// Claude is told no in slackgate's own words, never the forger's; an
+// expired, cancelled or ended decision counts only when the worker made it.
+//
+// Retention is part of the contract (Store): settled requests and sessions
+// at rest expire after RETENTION, the event log is capped, the audit trail
+// is trimmed by age only, and remembered answers stay until forgotten.
 //
 // # Audit chain
 //

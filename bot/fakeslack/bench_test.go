@@ -27,6 +27,14 @@ import (
 // hook that reads every message the way the load run's does. The app's side
 // is as thin as it can be (form bodies encoded once, a bare websocket that
 // acks), so the figure is mostly the fake's.
+//
+//	go test -run '^$' -bench CardRound -benchtime 2000x ./bot/fakeslack
+//
+// Measured 2026-11-23: 526–595 → 435–453 µs a round and 1,875 → 1,245
+// allocations, after blocks were decoded once per message version,
+// messages found by ts through an index and Socket Mode frames written
+// around the payload; 0.52–0.55 ms of CPU a round (cpu-µs/op), every limit
+// still checked on every message and view.
 func BenchmarkCardRound(b *testing.B) {
 	f := fakeslack.New(b, fakeslack.WithoutRateModel(), fakeslack.OnMessage(func(_ string, m fakeslack.Message) {
 		_, _, _ = m.AllText(), m.Buttons(), m.HasText("Approved")

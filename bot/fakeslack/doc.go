@@ -1,4 +1,9 @@
-// Package fakeslack is an in-process Slack for tests: the Web API methods the bot calls, Socket Mode and HTTP delivery, Slack's limits enforced on every message and view, and helpers that act as a person (mention, click, select, submit a modal).
+// Package fakeslack is an in-process Slack for tests that enforces Slack's limits and rate model.
+//
+// It serves the Web API methods the bot calls and delivers events over
+// Socket Mode and HTTP, checks every message and view against Slack's
+// limits, and has helpers that act as a person (mention, click, select,
+// submit a modal).
 //
 // It validates what the bot sends with blocks' validator, the same law the
 // renderers are tested against, and records every call so tests assert on

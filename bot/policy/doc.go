@@ -1,4 +1,10 @@
-// Package policy is the team policy file (POLICY_FILE): which requests run by themselves, which nobody may run, and who, how many and never whom must approve the rest; it parses the file, matches requests in Claude Code's permission-rule syntax, evaluates them and lints the rules, and is pure: no I/O, no logging, no clock.
+// Package policy is the team policy file (POLICY_FILE): which requests need whom; it is pure.
+//
+// The file says which requests run by themselves, which nobody may run,
+// and who, how many and never whom must approve the rest. The package
+// parses it, matches requests in Claude Code's permission-rule syntax,
+// evaluates them and lints the rules; it does no I/O, never logs and reads
+// no clock.
 //
 // # The file
 //

@@ -14,8 +14,8 @@ import (
 const module = "github.com/slackgate/slackgate"
 
 // layers says, for each package, which of our packages and which outside
-// modules it may depend on, directly or through others (README.md, "How it
-// works": dependencies point toward store; bot and relay meet only there;
+// modules it may depend on, directly or through others (doc.go, "How the
+// parts fit": dependencies point toward store; bot and relay meet only there;
 // store and blocks do no I/O and never log, so neither may reach zerolog).
 var layers = map[string]struct {
 	ours    []string // packages of this module, besides itself

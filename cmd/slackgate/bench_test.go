@@ -95,9 +95,26 @@ func approvalScript(n int) []relaytest.Step {
 // fakeslack's rate model: from the mention to "all done" in the thread,
 // and the Slack writes (posts and edits in the thread) per approval.
 // Compare with BenchmarkTwentyApprovalsInProcess (./relay) and the Slack
-// floor: 20 cards at 1 a second with a burst of 4 take 16 s.
+// floor: 20 cards at 1 a second with a burst of 4 take 16 s. Targets: the
+// whole within 1.1 × that floor (17.6 s), and 2 Slack writes an approval.
 //
-//	CLAUDE_BIN=… go test -run '^$' -bench TwentyApprovals -benchtime 1x ./cmd/slackgate
+//	CLAUDE_BIN=… go test -run '^$' -bench 'TwentyApprovals$' -benchtime 1x -count 2 ./cmd/slackgate
+//
+// Measured 2026-11-23, machine shared with other builds, CLI 2.1.330:
+//
+//	through Slack, mention → "all done"              19.0 s (19.01, 19.00)
+//	the same CLI answered in-process (relay)        2.5 s
+//	Slack floor: 20 cards at 1/s, burst 4           16 s
+//	Slack floor of the 22 posts the thread needs    18 s
+//	Slack writes per approval                       2.25–2.3 (22 posts, 23–24 edits)
+//	429s from the fake Slack                        0
+//
+// Both targets are missed by a little. 19.0 s is 1.19 × the card floor but
+// 1.06 × the floor of the 22 posts the thread needs: the status line and
+// Claude's answer take the channel's budget like any card. Each approval
+// costs exactly one post (its card) and one edit (its outcome); the 0.25–0.3
+// over 2 are the session's own writes (the status post and its 3–4 edits,
+// the final answer) spread over 20 approvals.
 func BenchmarkTwentyApprovals(b *testing.B) {
 	const n = 20
 	for range b.N {
@@ -161,9 +178,14 @@ func limited(a *app, from int) int {
 // keep their order in each thread, no 429 surfaces as a failed write. Card
 // latency is measured from the mention (first card) or the previous
 // click (later cards) to the card in Slack, so it includes Claude Code's
-// own turn.
+// own turn. It is the real CLI's fidelity check of
+// BenchmarkFiftySessionsStandIn: 10 CLIs, 2 per channel.
 //
-//	CLAUDE_BIN=… go test -run '^$' -bench ConcurrentSessions -benchtime 1x ./cmd/slackgate
+//	CLAUDE_BIN=… go test -run '^$' -bench 'ConcurrentSessions$' -benchtime 1x ./cmd/slackgate
+//
+// Nothing lost and no 429 on either run. Card latency p50 / p99: 11.9 /
+// 18.4 s on 2026-11-23 under load average 17; 4.3–4.8 / 8.7–12.6 s on an
+// idle machine the day before.
 func BenchmarkConcurrentSessions(b *testing.B) {
 	const sessions, channels, approvals = 10, 5, 2
 	step := relaytest.Func(func(req relaytest.Request) relaytest.Reply {
@@ -250,9 +272,35 @@ func runBenchSession(a *app, channel, name string, approvals int, lat chan<- tim
 // no one gets an error) and measures each card from the moment the
 // stand-in wrote its control_request to the card's chat.postMessage
 // reaching Slack: as is, and less the wait Slack's post budget alone
-// imposes on that card (slackFloor).
+// imposes on that card (slackFloor): a bucket of 4 refilled once a second
+// per channel, spent on cards only, so ten cards asked for at once in one
+// channel wait 0, 0, 0, 0, 1, 2 … 6 s whatever the bot does. Target: card
+// p99 ≤ 1.5 s.
 //
 //	CLAUDE_BIN=… go test -run '^$' -bench FiftySessionsStandIn -benchtime 1x ./cmd/slackgate
+//
+// Measured 2026-11-23 on an otherwise idle machine (load average under 1.5):
+//
+//	                                                 run 1          run 2
+//	lost: cards (100), outcomes (100), answers (50)  0 / 0 / 0      0 / 0 / 0
+//	429s / failed writes or error ephemerals         0 / 0          0 / 0
+//	cards out of order within a thread               0              0
+//	card latency p50 / p99                           8.6 / 10.0 s   8.7 / 10.0 s
+//	the same less Slack's floor, p50 / p99           1.9 / 2.0 s    1.9 / 2.9 s
+//	whole scenario / Slack calls                     96.8 s / 350   96.5 s / 350
+//
+// The p99 target cannot hold as measured: twenty cards a channel at one
+// post a second need 16 s of Slack's budget whatever the bot does, and the
+// p99 of 10.0 s sits on that floor. What is left over the cards-only floor,
+// about 2 s, is the channel's other posts (ten status lines and ten final
+// answers) taking their turn in the same budget, not waiting in slackgate:
+// the outbox keeps cards first, and the event consumer waits only for a
+// write being sent (up to 200 ms), not one queued behind Slack's budget.
+// Before that change the same run measured 41.6–58.8 s card p99 (34.5–53.8
+// s over the floor): outcome edits, which share the workspace's
+// 50-a-minute update budget, held the consumer for about 1.2 s each. The
+// whole scenario is the update budget's floor: 100 outcome edits through a
+// burst of 20 at 50 a minute need 96 s.
 func BenchmarkFiftySessionsStandIn(b *testing.B) {
 	const sessions, channels, approvals = 50, 5, 2
 	standin := buildStandIn(b)

@@ -1,22 +1,102 @@
-// Command slackgate runs Claude Code headless and puts every permission
-// prompt and question it asks into Slack, where people answer with a tap.
+// Command slackgate runs Claude Code headless and puts every prompt it asks on a Slack card.
 //
-//	slackgate run      Slack bot and Claude Code worker in one process (embedded store, or Redis)
-//	slackgate bot      only the Slack side (needs REDIS_URL)
-//	slackgate worker   only the Claude Code side (needs REDIS_URL)
-//	slackgate audit    the audit log as JSON lines; audit verify checks its chain, audit export writes a period
-//	slackgate keygen   print a decision signing key pair for bots and workers
-//	slackgate policy   check the team policy file, or explain what it does with a request
+//	slackgate run       the Slack bot and a Claude Code worker in one process (embedded store, or Redis)
+//	slackgate bot       only the Slack side; any number of them on one REDIS_URL
+//	slackgate worker    only the Claude Code side; any number of them on one REDIS_URL
+//	slackgate keygen    print a decision key pair: DECISION_SIGNING_KEY (bots), DECISION_VERIFY_KEY (workers)
+//	slackgate audit     the audit log as JSON lines [-after ID] [-limit N];
+//	                    audit verify [-from ID] [-file F] checks its chain and signed checkpoints;
+//	                    audit export [-since T] [-until T] [-channel C] [-user U] [-tool NAME]
+//	                    [-outcome O] [-format jsonl|csv] writes a period of it
+//	slackgate answers   list [-json] | forget [-by NAME] ID: the remembered answers
+//	slackgate doctor    [run|bot|worker]: check what that command needs, one ✓/✗ line each
+//	slackgate hook      a Claude Code hook asking through a bot's approval API;
+//	                    hook install [-write FILE] [-wait D] [-command PATH] prints or merges its settings
+//	slackgate mcp       an MCP stdio server whose tool "approve" is a permission prompt tool
+//	slackgate policy    check [FILE] | explain -tool T -input JSON ...: the team policy file, offline
+//
+// The commands that read the store (audit, answers, doctor) open the one
+// the service uses: REDIS_URL, or DATA_DIR once `slackgate run` has
+// stopped, since the embedded file takes one process at a time. doctor
+// checks the bot token (auth.test) and its scopes against the manifest's,
+// Socket Mode or the signing secret, the store (a key written and read
+// back), CLAUDE_BIN --version and the working directories; a worker skips
+// the Slack checks, a bot the CLI's.
 //
 // Before anything else, main locks the process down (lockdown): not
 // dumpable, so a process of the same user reads neither its environment
 // nor its memory, and no ambient or inheritable capabilities, so what it
 // starts inherits none of those it may hold for CLAUDE_USER.
 //
-// It is the only package that reads configuration (environment variables,
-// into Config), builds loggers and picks a store backend; it hands the other
-// packages plain config structs, a zerolog.Logger and a store.Store, and runs
-// the bot and the worker under one errgroup. Nothing imports it. Its tests
-// run the whole program in-process against the real Claude Code CLI and
-// bot/fakeslack, and hold the import rules (architecture_test.go).
+// # Configuration
+//
+// This is the only package that reads configuration (environment
+// variables into Config and HookConfig; README.md's table lists each, and
+// TestREADMEConfigurationMatchesConfig keeps the two in step), builds
+// loggers and picks a store backend. It hands the other packages plain
+// config structs, a zerolog.Logger and a store.Store, and runs the bot and
+// the worker under one errgroup. It also serves /healthz, /readyz and
+// /metrics (health.go, metrics.go): bot and relay know nothing of
+// Prometheus.
+//
+// # How the parts fit
+//
+//	                 Slack (Socket Mode or HTTP)
+//	                          │   ▲  cards, thread messages, ephemerals
+//	                          ▼   │  (every write through the outbox)
+//	                 ┌─────────────────┐
+//	                 │       bot       │── blocks: render, decode, Slack's limits
+//	                 └─────────────────┘
+//	CreateSession, Enqueue,   │   ▲   Consume events,
+//	Decide, SetCard           ▼   │   GetRequest, GetSession
+//	 ┌─────────────────────────────────────────────────────┐
+//	 │ store   sessions · input queue · requests/decisions │
+//	 │         event bus · audit log · dedup               │
+//	 │         boltstore (one machine) │ redisstore (many) │
+//	 └─────────────────────────────────────────────────────┘
+//	Claim, NextInput,         │   ▲   CreateRequest, Publish,
+//	WaitDecision              ▼   │   Decide (expired, cancelled, ended)
+//	                 ┌─────────────────┐
+//	                 │  relay.Worker   │  one relay.Process per session
+//	                 └─────────────────┘
+//	                          │   ▲  stream-json: user messages and
+//	                          ▼   │  control_response in, events and
+//	                 claude -p       control_request can_use_tool out
+//
+// The packages, and which of ours each may import:
+//
+//	store                       the vocabulary, the Store contract, signing     (standard library only)
+//	store/boltstore             the embedded backend: one bbolt file            store
+//	store/redisstore            the Redis backend: server, Sentinel, Cluster    store
+//	store/redisstore/redistest  tests: a redis-server to kill and restart       nothing
+//	store/storetest             the conformance suite every backend passes      store
+//	relay                       the Claude Code side: wire, Process, Worker     store
+//	relay/relaytest             tests: a scripted Messages API for the real CLI relay, store
+//	relay/relaytest/standin     a stand-in CLI for load runs                    relay, store
+//	blocks                      what Slack shows and what a click means; pure   store
+//	bot                         the Slack side: transports, sessions, outbox    store, blocks, bot/approvalapi
+//	bot/approvalapi             the approval API's wire, for both ends          store
+//	bot/policy                  the team policy file; pure                      store
+//	bot/fakeslack               tests: an in-process Slack enforcing limits     store, blocks
+//	cmd/slackgate               configuration, wiring, the subcommands          everything
+//
+// The rules, held by architecture_test.go (TestPackagesKeepTheirLayers with
+// go list -deps; TestNoLongFunctions: no function outside tests over 80
+// lines): dependencies point toward store, and bot and relay never import
+// each other (relay does not import blocks either: it does not know
+// Slack); nothing imports cmd. store and blocks do no I/O and never log. An
+// error is logged once, where it is handled, and wrapped everywhere else.
+// Every long-running part is Run(ctx) error, returns nil when ctx ends and
+// is started under an errgroup; time that matters comes from an injected
+// clock.
+//
+// # Tests
+//
+// The end-to-end tests run the whole program in-process against the real
+// Claude Code CLI on relay/relaytest's scripted model, bot/fakeslack, real
+// Redis and bbolt on disk. The fault suite (faults_test.go) runs the bot
+// and the worker as processes and breaks them; its doc comment lists each
+// fault and what it costs. docs_test.go holds README.md and the
+// deployment READMEs to the code: the configuration table, links, named
+// tests, and the package docs' indexes.
 package main

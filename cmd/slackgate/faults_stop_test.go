@@ -11,7 +11,7 @@ import (
 	"github.com/slackgate/slackgate/store/redisstore"
 )
 
-// How long each process may take to end after SIGTERM (README, "Faults"),
+// How long each process may take to end after SIGTERM (faults_test.go),
 // from what it finishes first. A worker: its Claude processes, each given
 // stdin's end, then SIGTERM, then SIGKILL (relay's StopGrace and
 // KillGrace), and the store writes that end their requests. A bot: the

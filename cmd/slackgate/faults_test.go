@@ -1,14 +1,112 @@
 package main
 
 // The fault suite: slackgate's bot and worker run as real child processes
-// (one binary, built once), on a redis-server of each test's own that
-// writes an fsynced append-only file, against bot/fakeslack and the real
-// Claude Code CLI on relay/relaytest's scripted model, both in the test
-// process. Each test breaks one thing at one moment (SIGKILL a process,
-// kill Redis, drop Slack's connection, fail or lose a Web API call) and
-// then checks the same promises: no decision lost, none applied twice, no
-// duplicate card, every card ends in a final state, and the session goes
-// on. README.md, "Faults", lists each fault and the test that pins it.
+// (one binary, built once, with -race under -race), on a redis-server of
+// each test's own that writes an fsynced append-only file, against
+// bot/fakeslack and the real Claude Code CLI on relay/relaytest's scripted
+// model, both in the test process. Each test breaks one thing at one moment
+// (SIGKILL; SIGSTOP then SIGKILL for "just before"; Redis killed; Slack's
+// connection dropped; a Web API call held, failed or its answer lost) and
+// then checks the same promises: no decision lost, none applied twice (the
+// approved command appends a line to a file: one line), no second card,
+// every card ends in a final state, and the next reply is answered.
+//
+//	CLAUDE_BIN=$(make -s claude-code) SLACKGATE_REQUIRE_INTEGRATION=1 go test -race -run TestFault ./cmd/slackgate
+//
+// Each fault, what happens, and the test that pins it:
+//
+//   - Worker (and its Claude) SIGKILLed while a card waits: the worker
+//     started again under its WORKER_ID ends the request ("the slackgate
+//     worker restarted"), says Claude was stopped, and the next reply
+//     resumes; the command never runs. TestFaultWorkerKilledWithACardPending.
+//   - Worker SIGKILLed after a person decided, before Claude got the
+//     answer: the card shows the decision; the restarted worker says an
+//     answer given in the last moments may not have reached Claude; the
+//     command runs at most once. TestFaultWorkerKilledWhileTheDecisionIsBeingWritten.
+//   - Bot SIGKILLed with the card's post in flight, and Slack posts it: the
+//     first click adopts the card, decides, and shows the outcome on it; no
+//     second card. TestFaultBotKilledWhileACardIsBeingPosted.
+//   - The same, and Slack never got it: the next bot's reconciler posts the
+//     card once the dead bot's claim lapses, within 90 s (a 60 s claim and
+//     a pass every 30 s). TestFaultCardPostNeverAnswered/killed_before_Slack_had_the_card.
+//   - Bot SIGKILLed while a click is on its way to it: nothing is decided
+//     and the card keeps its buttons (Slack tells the person the app did
+//     not respond); the same click on the restarted bot decides it, once.
+//     TestFaultBotKilledWhileAClickIsInFlight.
+//   - Bot SIGKILLed between the click and the card's update: the decision
+//     stands and the command runs once; a settled event is acknowledged only
+//     once its edit is in Slack, so the next bot makes the edit.
+//     TestFaultBotKilledBetweenClickAndCardUpdate.
+//   - Redis SIGKILLed and restarted while a card waits: the append-only file
+//     keeps the request; bot and worker reconnect; the click decides it.
+//     TestFaultRedisRestartedWithACardPending.
+//   - Redis down during a click: the person is told the answer could not be
+//     recorded and to try again; the card keeps its buttons; the same click
+//     decides once Redis is back. TestFaultRedisDownDuringAClick.
+//   - Redis down during the card's post: Slack shows the card but the store
+//     cannot record where; the first click once Redis is back adopts it.
+//     TestFaultRedisDownDuringAPost.
+//   - Socket Mode connection dropped: the bot reconnects; the click decides.
+//     TestFaultSocketModeDropped.
+//   - Web API 5xx on posts or edits: retried with backoff (0.5 s doubling,
+//     8 attempts); one card, settled. TestFaultSlackWebAPIErrors/503_on_posts
+//     and /502_on_edits.
+//   - A post or edit Slack carried out whose answer is lost: before a card is
+//     posted again the bot reads the thread (conversations.replies) for its
+//     card and records it instead; an edit is simply sent again.
+//     TestFaultSlackWebAPIErrors/the_card_posted_and_its_answer_lost and
+//     /the_outcome_edited_and_its_answer_lost.
+//   - SIGTERM to a worker with a card pending: it ends the request
+//     ("slackgate stopped before anyone answered"), stops Claude, releases
+//     the session and exits 0; the next worker resumes the session.
+//     TestFaultSIGTERMWorkerEndsItsRequestsAndExits.
+//   - SIGTERM to a full worker with a session queued behind its running one:
+//     it claims nothing more; the queued session waits for another worker.
+//     TestStoppingWorkerLeavesTheQueuedSessionForOthers (relay).
+//   - SIGTERM to a bot with a card's post in flight: it takes no new
+//     events, finishes the post, records the card and exits 0.
+//     TestFaultSIGTERMBotFinishesTheCardInFlight.
+//   - SIGTERM to a bot while Slack does not answer the card's post: the call
+//     gives up after 15 s and the bot exits 0; when Slack posts the card
+//     after all, the next bot's reconciler finds it in the thread (no second
+//     card). TestFaultCardPostNeverAnswered/SIGTERM_while_Slack_hangs,_then_Slack_posts_it.
+//   - SIGTERM to `slackgate run` with a card pending: both of the above in
+//     one process. TestFaultSIGTERMRunEndsItsRequestsAndExits.
+//
+// Stopping is bounded, and each SIGTERM test asserts its bound
+// (faults_stop_test.go): a worker within 12 s (each Claude gets 5 s after
+// its stdin closes, then SIGTERM and 5 s more before SIGKILL, then the
+// requests are ended), a bot and `slackgate run` within 20 s (a Slack call
+// in flight gets up to 15 s, then the store write recording it). At the
+// signal a process logs "stopping: taking no new work, finishing what is in
+// flight"; a second SIGTERM ends it at once.
+//
+// What the faults still cost:
+//
+//   - A card whose post never reached Slack because its bot died shows up
+//     to 90 s late: the reconciler waits out the dead bot's claim, so that a
+//     live replica still posting it is not doubled.
+//   - An answer stored just before its worker died may never reach Claude;
+//     the card still shows the decision and the thread notice says so.
+//   - A bot killed after it acknowledged a click but before it stored the
+//     decision leaves the person without an ephemeral; a second click
+//     decides.
+//   - An outcome edit still waiting for Slack's update budget after every
+//     redelivery of its event (five, about 15 s) is lost if its bot then
+//     dies: the card keeps its buttons until the next click, which says who
+//     decided and refreshes it.
+//   - Posts other than cards whose answer is lost are sent again and may
+//     show twice.
+//   - A worker killed before Claude Code wrote its first turn to its session
+//     file leaves a session nothing can resume: the next reply says so and a
+//     new mention starts afresh. The kill tests wait for that write, so that
+//     they test the fault they name.
+//   - A worker killed while an approved command runs (not in the suite): the
+//     command may have run, or half of it; Claude resumes without its result
+//     and may ask again, which is a new card.
+//   - The two TestFaultCardPostNeverAnswered cases wait out the dead bot's
+//     60 s claim and hold both of go test's parallel slots meanwhile, which
+//     is most of the suite's time; every other fault test takes seconds.
 
 import (
 	"errors"

@@ -1,4 +1,7 @@
-// Package relaytest runs the real Claude Code CLI offline in tests: a scripted fake of the Anthropic Messages API, and CLI to locate the pinned binary.
+// Package relaytest runs the real Claude Code CLI offline in tests, on a scripted Messages API.
+//
+// NewServer is a scripted fake of the Anthropic Messages API, and CLI
+// locates the pinned binary.
 //
 // It is test code: nothing outside tests imports it. It does not fake Claude
 // Code itself; the CLI under test is always the real one, pinned in the
@@ -48,7 +51,7 @@
 // reach other than the fake (Env routes them to a proxy that refuses);
 // Calls lists every HTTP call with its arrival time.
 //
-// # What the CLI does against the fake (2.1.330 and 2.1.197, measured here)
+// # What the CLI does against the fake (2.1.330 and 2.1.197, as seen here)
 //
 //   - Endpoints: only POST /v1/messages with "stream": true for the agent
 //     loop. 2.1.197 also sends HEAD / at startup to warm the connection
@@ -90,12 +93,8 @@
 //   - Resume: --resume <session id> needs the same HOME (Env gives every
 //     process of one server the same) and, for 2.1.197, the same working
 //     directory; 2.1.330 also found the session from another directory.
-//   - Timing (spawn, prompt, can_use_tool, allow, tool result, final text,
-//     result line; TestCLIRunsApprovedBashThroughFake logs its figures):
-//     about 0.9–1.2 s on a quiet 2-core machine and 2–3.4 s under load
-//     (load average 6–10), for both versions. Most of it is startup: the
-//     first API call comes 0.6–2.9 s after spawn; the rest of the turn takes
-//     0.3–0.7 s.
+//   - Timing: most of a one-command turn is the CLI starting up;
+//     TestCLIRunsApprovedBashThroughFake logs each step's time.
 //   - AskUserQuestion arrives as can_use_tool with tool_name
 //     "AskUserQuestion" and input {questions:[{question, header,
 //     options:[{label, description}], multiSelect}]}, identical in both

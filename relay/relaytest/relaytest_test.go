@@ -280,6 +280,12 @@ func assertOffline(t *testing.T, srv *relaytest.Server) {
 	}
 }
 
+// TestCLIRunsApprovedBashThroughFake runs one approved command through
+// the fake and logs how long each step took (spawn, prompt, can_use_tool,
+// allow, tool result, final text, result line). Seen on both versions:
+// about 0.9–1.2 s on a quiet 2-core machine and 2–3.4 s under load (load
+// average 6–10); the first API call comes 0.6–2.9 s after spawn, and the
+// rest of the turn takes 0.3–0.7 s.
 func TestCLIRunsApprovedBashThroughFake(t *testing.T) {
 	forEachCLI(t, func(t *testing.T, bin string) {
 		srv := relaytest.NewServer(t,

@@ -1,7 +1,7 @@
-// Package redisstore is the Redis backend of store.Store, for bots and workers
-// spread over several processes and machines, on one Redis server, a
-// Sentinel-managed primary or a Redis Cluster (url.go lists the REDIS_URL
-// forms).
+// Package redisstore is the Redis backend of store.Store, for bots and workers on many machines.
+//
+// It runs on one Redis server, a Sentinel-managed primary or a Redis
+// Cluster (url.go lists the REDIS_URL forms).
 //
 // It owns everything Redis-specific: every key name, built in one file
 // (keys.go), hash-tagged per session, per request and per pending-index
@@ -20,6 +20,10 @@
 // later call repairs: index entries are written before their records and
 // removed after, and readers check the record (keys.go gives the argument
 // in full).
+//
+// Redis expires records itself: the scripts that settle a request or leave
+// a session at rest set the TTL, and the audit stream is trimmed with
+// XTRIM MINID as entries are appended.
 //
 // It does not decide what the transitions mean (store's contract does, checked
 // by store/storetest) and never logs: errors go back to the caller wrapped
