@@ -116,6 +116,16 @@
 // button (ActionForget, Action.AnswerID) for approvers only; HomeClosed(why)
 // the tab of someone who may not see it.
 //
+// # Audit channel
+//
+//	AuditMessage(lines []AuditLine) Message   // up to AuditLinesPerMessage lines, block_id AuditLineMarker(entry)
+//	AuditShown(action) bool; Permalink(teamURL, ref, thread) (string, bool)
+//
+// One line per settled request and per refused record (audit.go): outcome,
+// what it was about, who decided (named, never mentioned, and only when
+// the bot verified their signed decision; otherwise whom the record
+// claims), how long it waited, a link to its card and the entry's seq.
+//
 // # Thread
 //
 //	EventMessages(e store.Event) []Message        // assistant text (Markdown → mrkdwn, split), tool-use line, failed tool result, result, exit, error, "Stopped by <@U…>"
