@@ -43,6 +43,8 @@ package bot
 //	ephemeral.go     messages only one person sees
 //	render.go        adapters to package blocks, the only look of things
 //	auditseal.go     signed checkpoints of the store's audit chain
+//	auditchannel.go  AUDIT_CHANNEL: a line per settled request and refusal,
+//	                 delivered in order from the audit log (auditsink)
 //	clock.go         the injectable clock
 //
 // How to run it (cmd/slackgate does this; tests do the same against
