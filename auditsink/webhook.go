@@ -62,6 +62,10 @@ type WebhookConfig struct {
 func CheckWebhookURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL, whose query may hold a token
+		}
 		return fmt.Errorf("not a URL: %w", err)
 	}
 	host := u.Hostname()
