@@ -103,8 +103,9 @@ func (c *auditChannel) Begin(ctx context.Context, s store.AuditSink) (store.Audi
 		if err != nil {
 			return store.AuditCursor{}, fmt.Errorf("read the log's head: %w", err)
 		}
-		c.lastTS, c.posted, c.look = "", nil, true
-		return store.AuditCursor{Entry: head.Entry, Seq: head.Seq, At: c.b.clock.Now()}, nil
+		// Nothing was posted for it yet: no look before the first post.
+		c.lastTS, c.posted, c.look = "", nil, false
+		return store.AuditCursor{Entry: head.Entry, Seq: head.Seq}, nil
 	}
 	c.lastTS, c.look = s.Cursor.Note, true
 	return s.Cursor, nil
