@@ -64,11 +64,11 @@ test-go:
 test-cli-197:
 	CLAUDE_BIN="$$CLAUDE_BIN_197" $(GO) test -race -count=1 -timeout 10m -skip '^TestHook.*(Slack|Session|Model)|^TestElicitationLink|^TestFault' ./relay ./cmd/...
 
-# Each fuzz target runs briefly: the wire decoder, the card and thread-line
-# renderers (never over Slack's limits, never an unescaped mention or an
+# Each fuzz target runs briefly: the wire decoder, the card, thread-line
+# and audit-line renderers (never over Slack's limits, never an unescaped mention or an
 # invisible character), the Slack payload decoders, and the policy file's
 # shell reader (an allow match means every part matched) and parser.
-FUZZ_TARGETS := relay:FuzzDecodeLine blocks:FuzzCard blocks:FuzzEventLine blocks:FuzzDecodeBlockActions blocks:FuzzDecodeViewSubmission blocks:FuzzMaskSecrets bot/policy:FuzzShell bot/policy:FuzzParse
+FUZZ_TARGETS := relay:FuzzDecodeLine blocks:FuzzCard blocks:FuzzEventLine blocks:FuzzAuditLine blocks:FuzzDecodeBlockActions blocks:FuzzDecodeViewSubmission blocks:FuzzMaskSecrets bot/policy:FuzzShell bot/policy:FuzzParse
 fuzz:
 	for t in $(FUZZ_TARGETS); do \
 		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; \

@@ -15,6 +15,7 @@ import (
 	"github.com/slack-go/slack"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/slackgate/slackgate/bot/auditsink"
 	"github.com/slackgate/slackgate/store"
 )
 
@@ -46,8 +47,10 @@ type Bot struct {
 	apiRates   apiRates
 	apiOpening apiOpening
 	apiExpiry  apiExpiry
-	status     statusBook
-	posting    cardsPosting
+	// auditChannel posts the audit log's lines (nil: no AUDIT_CHANNEL).
+	auditChannel *auditsink.Follower
+	status       statusBook
+	posting      cardsPosting
 	// starting and queueing serialise the session-count and backlog
 	// checks with the writes they admit (see stripes); two sets, so a
 	// start that turns into a follow-up never waits on itself.
@@ -116,6 +119,7 @@ func New(cfg Config, st store.Store, log zerolog.Logger) (*Bot, error) {
 	if cfg.Metrics != nil {
 		b.out.metrics = cfg.Metrics
 	}
+	b.auditChannel = b.newAuditChannel()
 	list := func(ctx context.Context, g string) ([]string, error) {
 		return api.GetUserGroupMembersContext(ctx, g)
 	}
@@ -161,6 +165,9 @@ func (b *Bot) Run(ctx context.Context) error {
 	g.Go(func() error { return b.reconcile(gctx) })
 	if b.cfg.SealAudit {
 		g.Go(func() error { return b.auditSealer().Run(gctx) })
+	}
+	if b.auditChannel != nil {
+		g.Go(func() error { return b.runAuditChannel(gctx, auth.URL) })
 	}
 	if b.cfg.socketMode() {
 		g.Go(func() error { return b.runSocketMode(gctx) })

@@ -79,6 +79,7 @@ const (
 	laneCard     lane = iota // a new card, a card's outcome: someone waits on it
 	laneResult               // what Claude said, the end of a turn, errors
 	laneProgress             // the status line and the folded progress of a turn
+	laneAudit                // the audit channel's lines: a record, read later
 	numLanes
 )
 

@@ -97,6 +97,11 @@ type Config struct {
 	// often the chain's head is looked at (0: DefaultAuditSealEvery).
 	SealAudit      bool
 	AuditSealEvery time.Duration
+	// AuditChannel is where each settled request and refused record gets
+	// a line (auditchannel.go); "": none. AuditEvery is how often the
+	// audit log is looked at for new entries (0: auditsink.DefaultEvery).
+	AuditChannel string
+	AuditEvery   time.Duration
 
 	// ReconcileInterval is how often pending requests without a card are
 	// looked for (0: DefaultReconcileInterval); CardClaimTTL how long a
@@ -152,6 +157,9 @@ func (c Config) validateAccess() error {
 		if !isChannelID(ch) {
 			return fmt.Errorf("%w: ALLOWED_CHANNELS entry %q is not a Slack channel id (C…, G…)", ErrConfig, ch)
 		}
+	}
+	if c.AuditChannel != "" && !isChannelID(c.AuditChannel) {
+		return fmt.Errorf("%w: AUDIT_CHANNEL %q is not a Slack channel id (C…, G…)", ErrConfig, c.AuditChannel)
 	}
 	if c.AllowDMs && !filepath.IsAbs(c.DMWorkDir) {
 		return fmt.Errorf("%w: DM_WORKDIR must be an absolute path when ALLOW_DMS=true: DM sessions never run in CLAUDE_WORKDIR", ErrConfig)

@@ -118,6 +118,8 @@
 //	render.go        adapters to package blocks
 //	metrics.go       what the bot measures (Metrics) and SlackReady
 //	auditseal.go     signed checkpoints of the store's audit chain
+//	auditchannel.go  AUDIT_CHANNEL: a line per settled request and refusal,
+//	                 delivered in order from the audit log (bot/auditsink)
 //	clock.go         the injectable clock
 //
 // Readiness: in Socket Mode the bot is ready once its connection is up

@@ -30,8 +30,10 @@ func (l lane) String() string {
 		return "card"
 	case laneResult:
 		return "result"
-	default:
+	case laneProgress:
 		return "progress"
+	default:
+		return "audit"
 	}
 }
 

@@ -67,7 +67,10 @@
 // from that checkpoint on. Retention cuts the log only at a checkpoint
 // whose entries are all due, and keeps that checkpoint, so the kept part
 // verifies from it; before the first checkpoint nothing is trimmed.
-// AuditVerifier walks a chain and names the first break.
+// AuditVerifier walks a chain and names the first break. AuditSinks keep,
+// for each place the log is delivered beyond the store (a Slack channel, a
+// webhook), who delivers it now (a claim that lapses) and how far it got
+// (a cursor only the claim's holder moves).
 //
 // It does not store anything itself: store/boltstore (one machine) and
 // store/redisstore (several) implement Store, and store/storetest holds them

@@ -770,6 +770,7 @@ type Store interface {
 	Transcripts
 	Answers
 	AuditChain
+	AuditSinks
 	// AuditLog returns up to limit entries with ids after `after` ("" = from
 	// the start), oldest first. Audit and event ids are opaque strings that
 	// sort in the order the entries were appended.

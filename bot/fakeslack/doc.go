@@ -16,7 +16,9 @@
 // chat.update, chat.postEphemeral, views.open (one modal per person; a
 // submission is answered with errors or closes it), the two-step file
 // upload (files.getUploadURLExternal, files.completeUploadExternal),
-// conversations.replies (a thread, paged) and apps.connections.open. Any
+// conversations.replies (a thread, paged), conversations.history (a
+// channel's top-level messages, newest first, paged) and
+// apps.connections.open. Any
 // other method answers unknown_method, which fails the test: a new call in
 // the bot needs its fake here first.
 //

@@ -290,6 +290,8 @@ func (f *Fake) dispatchLocked(method, token string, p params) (map[string]any, e
 		return f.completeUploadLocked(p)
 	case "conversations.replies":
 		return f.repliesLocked(p)
+	case "conversations.history":
+		return f.historyLocked(p)
 	}
 	return nil, fail("unknown_method")
 }
@@ -617,4 +619,52 @@ func (f *Fake) repliesLocked(p params) (map[string]any, error) {
 		out["response_metadata"] = map[string]any{"next_cursor": strconv.Itoa(to)}
 	}
 	return out, nil
+}
+
+// historyLocked answers conversations.history: a channel's top-level
+// messages newer than oldest (exclusive), newest first, paged by cursor.
+func (f *Fake) historyLocked(p params) (map[string]any, error) {
+	c, err := f.resolveChannelLocked(p.get("channel"))
+	if err != nil {
+		return nil, err
+	}
+	oldest := p.get("oldest")
+	var top []*Message
+	for i := len(c.messages) - 1; i >= 0; i-- {
+		m := c.messages[i]
+		if (m.ThreadTS == "" || m.ThreadTS == m.TS) && (oldest == "" || tsLess(oldest, m.TS)) {
+			top = append(top, m)
+		}
+	}
+	limit, _ := strconv.Atoi(p.get("limit"))
+	if limit <= 0 || limit > 1000 {
+		limit = 100
+	}
+	from, _ := strconv.Atoi(p.get("cursor"))
+	if from < 0 || from > len(top) {
+		return nil, fail("invalid_cursor")
+	}
+	to := min(from+limit, len(top))
+	msgs := make([]any, 0, to-from)
+	for _, m := range top[from:to] {
+		msgs = append(msgs, m.wire())
+	}
+	out := map[string]any{"messages": msgs, "has_more": to < len(top)}
+	if to < len(top) {
+		out["response_metadata"] = map[string]any{"next_cursor": strconv.Itoa(to)}
+	}
+	return out, nil
+}
+
+// tsLess orders two Slack timestamps ("seconds.micros") numerically.
+func tsLess(a, b string) bool {
+	as, af, _ := strings.Cut(a, ".")
+	bs, bf, _ := strings.Cut(b, ".")
+	if len(as) != len(bs) {
+		return len(as) < len(bs)
+	}
+	if as != bs {
+		return as < bs
+	}
+	return af < bf
 }

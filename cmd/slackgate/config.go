@@ -14,6 +14,7 @@ import (
 	"github.com/caarlos0/env/v11"
 	"github.com/rs/zerolog"
 
+	"github.com/slackgate/slackgate/bot/auditsink"
 	"github.com/slackgate/slackgate/bot"
 	"github.com/slackgate/slackgate/relay"
 )
@@ -62,6 +63,14 @@ type Config struct {
 	// audit trail stay (see store.Store); 0 keeps them forever.
 	Retention      time.Duration `env:"RETENTION" envDefault:"720h"`
 	AuditRetention time.Duration `env:"AUDIT_RETENTION" envDefault:"8760h"`
+
+	// The audit trail beyond the store (package auditsink): a line per
+	// settled request and refusal in a channel, every entry POSTed to a
+	// webhook; /readyz notes a backlog past AuditMaxBacklog entries.
+	AuditChannel       string `env:"AUDIT_CHANNEL"`
+	AuditWebhookURL    string `env:"AUDIT_WEBHOOK_URL"`
+	AuditWebhookSecret string `env:"AUDIT_WEBHOOK_SECRET"`
+	AuditMaxBacklog    int    `env:"AUDIT_MAX_BACKLOG" envDefault:"1000"`
 
 	// Slack.
 	SlackBotToken      string `env:"SLACK_BOT_TOKEN"`
@@ -181,6 +190,7 @@ func (c Config) validate() error {
 			errs = append(errs, fmt.Errorf("%s=%d: must be at least 1", name, v))
 		}
 	}
+	errs = append(errs, c.validateAuditOut()...)
 	if _, err := zerolog.ParseLevel(strings.ToLower(c.LogLevel)); err != nil || c.LogLevel == "" {
 		errs = append(errs, fmt.Errorf("LOG_LEVEL=%q: want trace, debug, info, warn or error", c.LogLevel))
 	}
@@ -198,6 +208,35 @@ func (c Config) validate() error {
 		return fmt.Errorf("config: %w", err)
 	}
 	return nil
+}
+
+// validateAuditOut checks the audit channel's and webhook's settings. The
+// URL is not repeated in an error: its query may hold a token.
+func (c Config) validateAuditOut() []error {
+	var errs []error
+	if c.AuditChannel != "" {
+		if _, err := bot.ParseChannels(c.AuditChannel); err != nil || strings.ContainsAny(c.AuditChannel, ", *") {
+			errs = append(errs, fmt.Errorf("AUDIT_CHANNEL=%q: want one Slack channel id (C…, G…)", c.AuditChannel))
+		}
+	}
+	switch {
+	case c.AuditWebhookURL == "" && c.AuditWebhookSecret != "":
+		errs = append(errs, errors.New("AUDIT_WEBHOOK_SECRET is set without AUDIT_WEBHOOK_URL: set the URL too, or unset the secret"))
+	case c.AuditWebhookURL == "":
+	case c.AuditWebhookSecret == "":
+		errs = append(errs, errors.New("AUDIT_WEBHOOK_URL needs AUDIT_WEBHOOK_SECRET, the key of its signatures (openssl rand -hex 32)"))
+	default:
+		if err := auditsink.CheckWebhookURL(c.AuditWebhookURL); err != nil {
+			errs = append(errs, fmt.Errorf("AUDIT_WEBHOOK_URL: %w", err))
+		}
+		if err := auditsink.CheckWebhookSecret(c.AuditWebhookSecret); err != nil {
+			errs = append(errs, fmt.Errorf("AUDIT_WEBHOOK_SECRET: %w", err))
+		}
+	}
+	if c.AuditMaxBacklog < 1 {
+		errs = append(errs, fmt.Errorf("AUDIT_MAX_BACKLOG=%d: must be at least 1", c.AuditMaxBacklog))
+	}
+	return errs
 }
 
 // passEnv is CLAUDE_ENV: the names the operator lets through to the CLI

@@ -16,7 +16,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		MaxSessions: 8, IdleTimeout: 10 * time.Minute, WorkerTimeout: 30 * time.Second, MaxTranscriptBytes: 32 << 20, DataDir: "./data", RedisKeyPrefix: "slackgate", HTTPAddr: ":3000",
 		LogLevel: "info", LogFormat: "json", HealthAddr: "127.0.0.1:9090",
 		SlackPostsPerSecond: 1, SlackPostBurst: 4, SlackUpdatesPerMinute: 50, SlackUpdateBurst: 20, SlackLiveEditInterval: 3 * time.Second,
-		Retention: 30 * 24 * time.Hour, AuditRetention: 365 * 24 * time.Hour,
+		Retention: 30 * 24 * time.Hour, AuditRetention: 365 * 24 * time.Hour, AuditMaxBacklog: 1000,
 		MaxSessionsPerUser: 3, MaxQueuedInputs: 20, MaxPromptBytes: 16 << 10,
 		APIMaxSessions: 100, APIMaxPending: 100, APIRequestsPerMinute: 60, APIToolResultsPerMinute: 120,
 	}
@@ -39,6 +39,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"CHANNEL_WORKDIRS=C1=/a", "UNRELATED=x",
 		"SLACK_POSTS_PER_SECOND=2", "SLACK_POST_BURST=3", "SLACK_UPDATES_PER_MINUTE=100", "SLACK_UPDATE_BURST=5", "SLACK_LIVE_EDIT_INTERVAL=1s",
 		"RETENTION=48h", "AUDIT_RETENTION=0",
+		"AUDIT_CHANNEL=C9", "AUDIT_WEBHOOK_URL=https://logs.example.com/sg?token=t", "AUDIT_WEBHOOK_SECRET=" + strings.Repeat("s", 32), "AUDIT_MAX_BACKLOG=50",
 		"STARTERS=U3", "ALLOWED_TEAMS=T9,E9", "ALLOWED_CHANNELS=C1", "ALLOW_DMS=true", "DM_WORKDIR=/srv/dm",
 		"MAX_SESSIONS_PER_USER=5", "MAX_QUEUED_INPUTS=7", "MAX_PROMPT_BYTES=1000",
 		"API_MAX_SESSIONS=9", "API_MAX_PENDING=8", "API_REQUESTS_PER_MINUTE=7", "API_TOOL_RESULTS_PER_MINUTE=6",
@@ -56,6 +57,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		ChannelWorkDirs: "C1=/a", LogLevel: "debug", LogFormat: "console", HealthAddr: "127.0.0.1:9191",
 		SlackPostsPerSecond: 2, SlackPostBurst: 3, SlackUpdatesPerMinute: 100, SlackUpdateBurst: 5, SlackLiveEditInterval: time.Second,
 		Retention: 48 * time.Hour, AuditRetention: 0,
+		AuditChannel: "C9", AuditWebhookURL: "https://logs.example.com/sg?token=t", AuditWebhookSecret: strings.Repeat("s", 32), AuditMaxBacklog: 50,
 		Starters: "U3", AllowedTeams: "T9,E9", AllowedChannels: "C1",
 		AllowDMs: true, DMWorkDir: "/srv/dm", MaxSessionsPerUser: 5, MaxQueuedInputs: 7, MaxPromptBytes: 1000,
 		APIMaxSessions: 9, APIMaxPending: 8, APIRequestsPerMinute: 7, APIToolResultsPerMinute: 6,
@@ -91,6 +93,11 @@ func TestLoadConfigRejectsBadValuesNamingTheVariable(t *testing.T) {
 		{"LOG_LEVEL=loud", "LOG_LEVEL"},
 		{"LOG_FORMAT=xml", "LOG_FORMAT"},
 		{`CLAUDE_ARGS=--append-system-prompt "unterminated`, "CLAUDE_ARGS"},
+		{"AUDIT_CHANNEL=general", "AUDIT_CHANNEL"},
+		{"AUDIT_CHANNEL=C1,C2", "AUDIT_CHANNEL"},
+		{"AUDIT_MAX_BACKLOG=0", "AUDIT_MAX_BACKLOG"},
+		{"AUDIT_WEBHOOK_URL=https://logs.example.com/", "AUDIT_WEBHOOK_SECRET"},
+		{"AUDIT_WEBHOOK_SECRET=" + strings.Repeat("s", 32), "AUDIT_WEBHOOK_URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env, func(t *testing.T) {
@@ -99,6 +106,34 @@ func TestLoadConfigRejectsBadValuesNamingTheVariable(t *testing.T) {
 				t.Errorf("loadConfig(%s) = %v, want an error naming %s", tt.env, err, tt.want)
 			}
 		})
+	}
+}
+
+// TestAuditWebhookSettingsAreChecked: the webhook needs https (plain http
+// only to this host) and a secret of 32 bytes or more; an error never
+// repeats the URL, whose query may hold a token.
+func TestAuditWebhookSettingsAreChecked(t *testing.T) {
+	secret := "AUDIT_WEBHOOK_SECRET=" + strings.Repeat("k", 32)
+	for _, tt := range []struct {
+		env  []string
+		want string // "" for accepted
+	}{
+		{[]string{"AUDIT_WEBHOOK_URL=https://siem.example.com/in?token=hunter2", secret}, ""},
+		{[]string{"AUDIT_WEBHOOK_URL=http://127.0.0.1:9880/in", secret}, ""},
+		{[]string{"AUDIT_WEBHOOK_URL=http://siem.example.com/in?token=hunter2", secret}, "AUDIT_WEBHOOK_URL: http to siem.example.com would send the audit trail in the clear"},
+		{[]string{"AUDIT_WEBHOOK_URL=siem.example.com/in?token=hunter2", secret}, "AUDIT_WEBHOOK_URL: not an absolute URL"},
+		{[]string{"AUDIT_WEBHOOK_URL=https://siem.example.com/in?token=hunter2", "AUDIT_WEBHOOK_SECRET=short"}, "AUDIT_WEBHOOK_SECRET: 5 bytes; at least 32"},
+		{[]string{"AUDIT_WEBHOOK_URL=https://siem.example.com/%zz?token=hunter2", secret}, "AUDIT_WEBHOOK_URL: not a URL"},
+	} {
+		_, err := loadConfig(tt.env)
+		switch {
+		case tt.want == "" && err != nil:
+			t.Errorf("loadConfig(%q) = %v, want it accepted", tt.env, err)
+		case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+			t.Errorf("loadConfig(%q) = %v, want %q", tt.env, err, tt.want)
+		case err != nil && strings.Contains(err.Error(), "hunter2"):
+			t.Errorf("loadConfig(%q) = %v: the error repeats the URL's token", tt.env, err)
+		}
 	}
 }
 

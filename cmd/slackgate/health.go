@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,7 +16,10 @@ import (
 	"github.com/slackgate/slackgate/store"
 )
 
-// healthCheck is one dependency /readyz asks about.
+// healthCheck is one dependency /readyz asks about, or one note: a note
+// that fails is named under "notes" and leaves the process ready, for
+// what an operator should look at that restarting or routing around this
+// process would not mend (an audit sink's backlog).
 type healthCheck struct {
 	name  string
 	ready func(ctx context.Context) error
@@ -32,20 +36,22 @@ const (
 // readiness is /readyz's body.
 type readiness struct {
 	Ready bool     `json:"ready"`
-	Down  []string `json:"down,omitempty"` // the names of the checks that failed
+	Down  []string `json:"down,omitempty"`  // the names of the checks that failed
+	Notes []string `json:"notes,omitempty"` // the names of the notes that apply
 }
 
 // opsHandler serves GET /healthz (the process answers), GET /readyz (every
-// check passes, else 503 naming what is down) and, when given, GET /metrics.
+// check passes, else 503 naming what is down; notes that apply are named,
+// still 200) and, when given, GET /metrics.
 // Whoever reaches the port (a command Claude runs, on the same host) learns
 // only names: why a check failed goes to log, once when it starts failing.
-func opsHandler(checks []healthCheck, metrics http.Handler, log zerolog.Logger) http.Handler {
+func opsHandler(checks []healthCheck, metrics http.Handler, log zerolog.Logger, notes ...healthCheck) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("GET /readyz", readyz(checks, log))
+	mux.HandleFunc("GET /readyz", readyz(checks, notes, log))
 	if metrics != nil {
 		mux.Handle("GET /metrics", metrics)
 	}
@@ -55,27 +61,34 @@ func opsHandler(checks []healthCheck, metrics http.Handler, log zerolog.Logger) 
 // readyz runs every check and answers 200, or 503 naming the ones that
 // failed. A check's error is logged when it starts failing, and its
 // recovery when it passes again, not at every probe.
-func readyz(checks []healthCheck, log zerolog.Logger) http.HandlerFunc {
+func readyz(checks, notes []healthCheck, log zerolog.Logger) http.HandlerFunc {
 	var mu sync.Mutex
 	failing := map[string]bool{}
 	return func(w http.ResponseWriter, r *http.Request) {
 		res := readiness{Ready: true}
-		for _, c := range checks {
+		for i, c := range append(slices.Clip(checks), notes...) {
 			ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 			err := c.ready(ctx)
 			cancel()
-			if err != nil {
+			switch {
+			case err != nil && i >= len(checks):
+				res.Notes = append(res.Notes, c.name)
+			case err != nil:
 				res.Ready, res.Down = false, append(res.Down, c.name)
 			}
 			mu.Lock()
 			was := failing[c.name]
 			failing[c.name] = err != nil
 			mu.Unlock()
+			what := "readiness check"
+			if i >= len(checks) {
+				what = "readiness note"
+			}
 			switch {
 			case err != nil && !was:
-				log.Warn().Err(err).Str("check", c.name).Msg("readiness check failing")
+				log.Warn().Err(err).Str("check", c.name).Msg(what + " failing")
 			case err == nil && was:
-				log.Info().Str("check", c.name).Msg("readiness check passing again")
+				log.Info().Str("check", c.name).Msg(what + " passing again")
 			}
 		}
 		w.Header().Set("Content-Type", "application/json")

@@ -162,7 +162,7 @@ func (p program) serve(ctx context.Context, cmd string, cfg Config, botCfg bot.C
 	m := newMetrics()
 	m.watchPending(st)
 	m.watchQueued(st)
-	runs, checks, err := p.parts(ctx, cmd, cfg, botCfg, keys, timedStore{Store: st, m: m}, m, log)
+	runs, checks, notes, err := p.parts(ctx, cmd, cfg, botCfg, keys, timedStore{Store: st, m: m}, m, log)
 	if err != nil {
 		return err
 	}
@@ -171,7 +171,7 @@ func (p program) serve(ctx context.Context, cmd string, cfg Config, botCfg bot.C
 		return err
 	}
 	if ln != nil {
-		h := opsHandler(append([]healthCheck{{"store", storeReady(st)}}, checks...), m.handler(), log.With().Str("component", "health").Logger())
+		h := opsHandler(append([]healthCheck{{"store", storeReady(st)}}, checks...), m.handler(), log.With().Str("component", "health").Logger(), notes...)
 		runs = append(runs, func(ctx context.Context) error { return serveOps(ctx, ln, h) })
 	}
 	g, gctx := errgroup.WithContext(ctx)
@@ -199,23 +199,23 @@ func (p program) serve(ctx context.Context, cmd string, cfg Config, botCfg bot.C
 }
 
 // parts builds the halves cmd runs, measured by m, over st: what to run,
-// and the readiness checks they add to the store's.
+// and the readiness checks and notes they add to the store's.
 func (p program) parts(ctx context.Context, cmd string, cfg Config, botCfg bot.Config, keys decisionKeys, st store.Store, m *metrics, log zerolog.Logger) (
-	runs []func(context.Context) error, checks []healthCheck, err error) {
+	runs []func(context.Context) error, checks, notes []healthCheck, err error) {
 	if cmd == "run" || cmd == "worker" {
 		if err := keepOut(cfg); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		runAs, err := p.claudeUser(ctx, cfg)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if err := checkClaudeFiles(cfg, runAs, p.environ); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		w, err := relay.NewWorker(p.relayConfig(cfg, runAs, keys.verify), st, log.With().Str("component", "worker").Logger())
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		m.watchSessions(w.Sessions)
 		runs = append(runs, w.Run)
@@ -228,13 +228,21 @@ func (p program) parts(ctx context.Context, cmd string, cfg Config, botCfg bot.C
 		botCfg.SealAudit = !keys.generated
 		b, err := bot.New(botCfg, st, log.With().Str("component", "bot").Logger())
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		m.watchOutbox(b.OutboxDepth)
 		checks = append(checks, healthCheck{"slack", func(context.Context) error { return b.SlackReady() }})
 		runs = append(runs, b.Run)
+		webhook, err := auditWebhook(cfg, st, log)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if webhook != nil {
+			runs = append(runs, webhook.Run)
+		}
+		notes = auditSinks(cfg, b, webhook, m)
 	}
-	return runs, checks, nil
+	return runs, checks, notes, nil
 }
 
 // sides checks the configuration of the halves cmd runs: the Slack side's
@@ -453,6 +461,7 @@ func (p program) botConfig(cfg Config, sign ed25519.PrivateKey) (bot.Config, err
 			UpdateBurst:      cfg.SlackUpdateBurst,
 			LiveEditInterval: cfg.SlackLiveEditInterval,
 		},
-		SigningKey: sign,
+		SigningKey:   sign,
+		AuditChannel: cfg.AuditChannel,
 	}, nil
 }

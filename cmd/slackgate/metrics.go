@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/slack-go/slack"
 
+	"github.com/slackgate/slackgate/bot/auditsink"
 	"github.com/slackgate/slackgate/store"
 )
 
@@ -183,4 +184,28 @@ func (m *metrics) watchOutbox(depth func() map[string]int) {
 		}
 		return n
 	})
+}
+
+// watchAuditSinks exports, per audit sink (channel, webhook), the entries
+// not yet delivered and when one last was, as the store holds them (every
+// process sees the same figures: aggregate with max). A sink whose last
+// look at the store failed has no sample.
+func (m *metrics) watchAuditSinks(sinks map[string]func() auditsink.Status) {
+	read := func(v func(auditsink.Status) (float64, bool)) func() map[string]float64 {
+		return func() map[string]float64 {
+			out := map[string]float64{}
+			for name, status := range sinks {
+				if x, ok := v(status()); ok {
+					out[name] = x
+				}
+			}
+			return out
+		}
+	}
+	m.gauge("audit_backlog", "Audit entries not yet delivered to an audit sink (channel: AUDIT_CHANNEL, webhook: AUDIT_WEBHOOK_URL), installation-wide.", "sink",
+		read(func(s auditsink.Status) (float64, bool) { return float64(s.Backlog), s.Looked }))
+	m.gauge("audit_last_delivery_timestamp_seconds", "When an audit sink last took an entry (unix seconds), installation-wide.", "sink",
+		read(func(s auditsink.Status) (float64, bool) {
+			return float64(s.Delivered.UnixNano()) / 1e9, s.Looked && !s.Delivered.IsZero()
+		}))
 }

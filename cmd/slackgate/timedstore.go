@@ -168,3 +168,13 @@ func (t timedStore) AuditLog(ctx context.Context, after string, limit int) ([]st
 	defer t.time("audit_log")()
 	return t.Store.AuditLog(ctx, after, limit)
 }
+
+func (t timedStore) ClaimAuditSink(ctx context.Context, sink, holder string, ttl time.Duration) (store.AuditSink, error) {
+	defer t.time("claim_audit_sink")()
+	return t.Store.ClaimAuditSink(ctx, sink, holder, ttl)
+}
+
+func (t timedStore) AdvanceAuditSink(ctx context.Context, sink, holder string, cur store.AuditCursor) error {
+	defer t.time("advance_audit_sink")()
+	return t.Store.AdvanceAuditSink(ctx, sink, holder, cur)
+}

@@ -49,6 +49,7 @@ var errNothing = errors.New("boltstore: nothing to do")
 //	heartbeats: liveness (workers.go)
 //	transcripts  session id → the session's transcript as the worker saved it (transcripts.go)
 //	answers, answeridx: remembered answers (answers.go)
+//	auditsinks   sink name → its claim and cursor (auditsink.go)
 var (
 	bktRequests    = []byte("requests")
 	bktPending     = []byte("pending")
@@ -154,7 +155,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bktRequests, bktPending, bktSessions, bktThreads, bktQState, bktReady, bktInbox, bktOwned, bktEvents, bktGroups, bktAudit, bktDedup, bktDedupExpiry, bktExpiry, bktExpiryOf, bktAuditMarks, bktHeartbeats, bktTranscripts, bktAnswers, bktAnswerIndex, bktAuditChain, bktAuditCheckpoints} {
+		for _, name := range [][]byte{bktRequests, bktPending, bktSessions, bktThreads, bktQState, bktReady, bktInbox, bktOwned, bktEvents, bktGroups, bktAudit, bktDedup, bktDedupExpiry, bktExpiry, bktExpiryOf, bktAuditMarks, bktHeartbeats, bktTranscripts, bktAnswers, bktAnswerIndex, bktAuditChain, bktAuditCheckpoints, bktAuditSinks} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}

@@ -53,10 +53,10 @@ func (s *Store) PendingIDs(group string) ([]string, error) {
 }
 
 // Records counts the keys of every bucket except the capped event log, the
-// audit log, its marks, head and checkpoints, and consumer groups; nested buckets (inboxes,
+// audit log, its marks, head, checkpoints and sinks, and consumer groups; nested buckets (inboxes,
 // owned sets) count as one each plus their keys.
 func (s *Store) Records() (int, error) {
-	skip := map[string]bool{"events": true, "audit": true, "auditmarks": true, "auditchain": true, "auditcps": true, "groups": true}
+	skip := map[string]bool{"events": true, "audit": true, "auditmarks": true, "auditchain": true, "auditcps": true, "auditsinks": true, "groups": true}
 	n := 0
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {

@@ -31,7 +31,8 @@ func Dial(rawURL string) (redis.UniversalClient, error) { return dial(rawURL) }
 // Key names one of a prefix's keys, for tests that look at them: kind is
 // "request", "session", "thread" (id "channel:ts"), "heartbeat", "owned"
 // (id a worker), "pending-shard" (the shard holding request id),
-// "session-pending", "events", "audit", "audithead" or "auditcps".
+// "session-pending", "events", "audit", "audithead", "auditcps", or
+// "sink-claim" and "sink-cursor" (id an audit sink).
 func Key(prefix, kind, id string) string {
 	k := newKeys(prefix)
 	switch kind {
@@ -69,6 +70,10 @@ func Key(prefix, kind, id string) string {
 		return k.auditHead()
 	case "auditcps":
 		return k.auditCheckpoints()
+	case "sink-claim":
+		return k.sinkClaim(id)
+	case "sink-cursor":
+		return k.sinkCursor(id)
 	}
 	panic("redisstore.Key: unknown kind " + kind)
 }

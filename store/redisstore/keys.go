@@ -22,6 +22,7 @@ import (
 //	{P:t:<chan>:<ts>}   the thread → session index entry of one Slack thread
 //	{P:u:<user>}        the set of sessions one Slack user started
 //	{P:d:<key>}         one dedup mark
+//	{P:a:<sink>}        one audit sink: its claim and its cursor
 //
 // (P is the prefix.) Sessions and requests, the bulk of the data and of the
 // commands, spread over the cluster with their ids. What stays in {P} is
@@ -195,6 +196,11 @@ func (k keys) requestIDFromChannel(channel string) (string, bool) {
 
 // dedup marks a key FirstSeen has seen; it expires with the caller's ttl.
 func (k keys) dedup(key string) string { return k.in("d", key, "dedup") }
+
+// sinkClaim holds the name of an audit sink's holder, with the claim's
+// ttl; sinkCursor the sink's store.AuditCursor (JSON), kept for good.
+func (k keys) sinkClaim(sink string) string  { return k.in("a", sink, "claim") }
+func (k keys) sinkCursor(sink string) string { return k.in("a", sink, "cursor") }
 
 // slot is the Redis Cluster slot of key: CRC16 (XMODEM) of its hash tag, or
 // of the whole key when it has none, modulo 16384.

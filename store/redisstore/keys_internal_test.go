@@ -33,6 +33,7 @@ func TestScriptKeysShareASlot(t *testing.T) {
 		groups := map[string][]string{
 			"session": {k.session(id), k.inbox(id), k.owner(id), k.sessionPending(id)},
 			"request": {k.request(id)},
+			"sink":    {k.sinkClaim(id), k.sinkCursor(id)},
 			"global": {k.events(), k.audit(), k.ready(), k.owners(), k.owned(id), k.heartbeat(id),
 				k.owned("other"), k.heartbeat("other")},
 		}

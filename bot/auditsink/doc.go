@@ -1,0 +1,45 @@
+// Package auditsink delivers the audit log beyond the store, in order.
+//
+// Delivery is at least once: a Follower reads the log from a sink's
+// cursor, hands each entry to a Sink (the bot's audit channel, the Webhook
+// here), and moves the cursor only once the sink accepted it.
+//
+// One replica delivers to a sink at a time: the one holding the sink's
+// claim in the store (store.AuditSinks), which it renews while it runs and
+// releases when it stops. Every replica runs a Follower; the others look
+// at the sink each poll, report its backlog, and take the claim over once
+// it is released or lapses (a crashed holder's after the claim's ttl).
+// The new holder resumes at the cursor, so the entry the old one was
+// delivering when it died may be delivered twice: that is what at least
+// once means here, and why every delivery carries the entry's own
+// identity (the webhook's Idempotency-Key, the audit channel's block_id).
+// A sink that cannot take an entry holds the log there, retrying with
+// backoff, and never skips it: the backlog grows and shows (Status).
+//
+// # The webhook's receiver
+//
+// The Webhook POSTs each entry, one at a time and in the log's order, as
+// the JSON of a store.AuditEntry (chain fields included, so a receiver can
+// check the chain as `slackgate audit verify` does; see store's "Audit
+// chain"), with these headers:
+//
+//	Content-Type: application/json
+//	X-Slackgate-Timestamp: 1763803862            (unix seconds, when sent)
+//	X-Slackgate-Signature: sha256=<hex HMAC-SHA256(secret, timestamp + "." + body)>
+//	Idempotency-Key: <the entry's chain hash>     (its store id for an entry from before the chain)
+//
+// A receiver recomputes the HMAC over the timestamp header, a ".", and the
+// raw body bytes with the shared secret (AUDIT_WEBHOOK_SECRET), compares it
+// with the signature in constant time, and refuses a timestamp more than a
+// few minutes from its clock, so a captured request cannot be replayed
+// later (a retry is signed anew, with a new timestamp). It answers 2xx once
+// the entry is stored, also for an Idempotency-Key it has stored already:
+// that is a redelivery, to be acknowledged and dropped. Entries arrive in
+// seq order; a seq that skips ahead means older entries were trimmed from
+// the store (AUDIT_RETENTION) before they could be delivered. Any other
+// answer is retried: a network error, 408, 429 (Retry-After is honoured)
+// and 5xx with exponential backoff and jitter; any other status too, but
+// logged as an error, since it usually means a wrong URL or secret and the
+// log waits at that entry until the receiver takes it. Redirects are not
+// followed.
+package auditsink
