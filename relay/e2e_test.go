@@ -23,6 +23,7 @@ import (
 	"github.com/slackgate/slackgate/store"
 	"github.com/slackgate/slackgate/store/boltstore"
 	"github.com/slackgate/slackgate/store/redisstore"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
 )
 
 // e2eTimeout bounds one end-to-end test; every wait inside is a blocking
@@ -71,15 +72,7 @@ func openBolt(t testing.TB) store.Store {
 // a key prefix of its own so parallel tests do not meet.
 func openRedis(t testing.TB) store.Store {
 	t.Helper()
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		msg := "set REDIS_URL to run the relay against redis (.ci/with-redis.sh go test -race ./relay/ does)"
-		if relaytest.RequireIntegration() {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	st, err := redisstore.New(context.Background(), url, redisstore.WithPrefix("relaytest:"+uuid.NewString()[:8]+":"))
+	st, err := redisstore.New(context.Background(), redistest.URL(t), redisstore.WithPrefix("relaytest:"+uuid.NewString()[:8]+":"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/slackgate/slackgate/relay/relaytest"
 	"github.com/slackgate/slackgate/store"
 	"github.com/slackgate/slackgate/store/redisstore"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
 )
 
 // BenchmarkTranscript measures what a turn's save and a resume's restore
@@ -25,10 +26,7 @@ import (
 //
 //	CLAUDE_BIN=… REDIS_URL=… go test -run '^$' -bench Transcript -benchtime 20x ./relay
 func BenchmarkTranscript(b *testing.B) {
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		b.Skip("set REDIS_URL (.ci/with-redis.sh)")
-	}
+	url := redistest.URL(b)
 	real := realTranscript(b)
 	st, err := redisstore.New(context.Background(), url, redisstore.WithPrefix("bench:"+uuid.NewString()[:8]))
 	if err != nil {

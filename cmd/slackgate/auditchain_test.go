@@ -19,6 +19,7 @@ import (
 	"github.com/slackgate/slackgate/store"
 	"github.com/slackgate/slackgate/store/boltstore"
 	"github.com/slackgate/slackgate/store/redisstore"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
 )
 
 // trailDay is when the recorded trail begins.
@@ -55,16 +56,9 @@ func newTrail(t *testing.T, be backend) *trail {
 		tr.dir = t.TempDir()
 		tr.env = []string{"DATA_DIR=" + tr.dir}
 	case redisBackend, clusterBackend:
-		name := "REDIS_URL"
+		tr.url = redistest.URL(t)
 		if be == clusterBackend {
-			name = "REDIS_CLUSTER_URL"
-		}
-		tr.url = os.Getenv(name)
-		if tr.url == "" {
-			if relaytest.RequireIntegration() {
-				t.Fatalf("%s is not set; make test starts a private redis-server and cluster", name)
-			}
-			t.Skipf("%s is not set; run `make test`, or .ci/with-redis.sh go test ./cmd/...", name)
+			tr.url = redistest.ClusterURL(t)
 		}
 		tr.prefix = testPrefix("audit")
 		tr.env = []string{"REDIS_URL=" + tr.url, "REDIS_KEY_PREFIX=" + tr.prefix}

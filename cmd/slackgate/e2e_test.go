@@ -23,6 +23,7 @@ import (
 
 	"github.com/slackgate/slackgate/bot/fakeslack"
 	"github.com/slackgate/slackgate/relay/relaytest"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
 )
 
 const (
@@ -146,23 +147,13 @@ func startApp(t testing.TB, o options, steps ...relaytest.Step) *app {
 	case boltBackend:
 		env = append(env, "DATA_DIR="+t.TempDir())
 	case redisBackend:
-		url := cmp.Or(o.redisURL, os.Getenv("REDIS_URL"))
+		url := o.redisURL
 		if url == "" {
-			if relaytest.RequireIntegration() {
-				t.Fatal("REDIS_URL is not set; make test starts a private redis-server")
-			}
-			t.Skip("REDIS_URL is not set; run `make test`, or .ci/with-redis.sh go test ./cmd/...")
+			url = redistest.URL(t)
 		}
 		env = append(env, "REDIS_URL="+url, "REDIS_KEY_PREFIX="+testPrefix("e2e"))
 	case clusterBackend:
-		url := os.Getenv("REDIS_CLUSTER_URL")
-		if url == "" {
-			if relaytest.RequireIntegration() {
-				t.Fatal("REDIS_CLUSTER_URL is not set; make test starts a private 3-node redis cluster")
-			}
-			t.Skip("REDIS_CLUSTER_URL is not set; run `make test`, or .ci/with-redis.sh go test ./cmd/...")
-		}
-		env = append(env, "REDIS_URL="+url, "REDIS_KEY_PREFIX="+testPrefix("e2e"))
+		env = append(env, "REDIS_URL="+redistest.ClusterURL(t), "REDIS_KEY_PREFIX="+testPrefix("e2e"))
 	}
 	if o.command != "" && o.command != "run" {
 		// Split mode: bots and workers launched beside them share one pair,

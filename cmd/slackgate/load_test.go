@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -16,7 +15,7 @@ import (
 	"time"
 
 	"github.com/slackgate/slackgate/bot/fakeslack"
-	"github.com/slackgate/slackgate/relay/relaytest"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
 )
 
 // BenchmarkDecisionsUnderLoad measures decisions per second end to end with
@@ -48,12 +47,9 @@ import (
 //
 //	.ci/with-redis.sh go test -run '^$' -bench DecisionsUnderLoad -benchtime 1x ./cmd/slackgate
 func BenchmarkDecisionsUnderLoad(b *testing.B) {
-	redisURL := cmp.Or(os.Getenv("SLACKGATE_LOAD_REDIS_URL"), os.Getenv("REDIS_URL"))
+	redisURL := os.Getenv("SLACKGATE_LOAD_REDIS_URL")
 	if redisURL == "" {
-		if relaytest.RequireIntegration() {
-			b.Fatal("neither SLACKGATE_LOAD_REDIS_URL nor REDIS_URL is set; .ci/with-redis.sh starts a redis-server")
-		}
-		b.Skip("SLACKGATE_LOAD_REDIS_URL or REDIS_URL is not set; run under .ci/with-redis.sh")
+		redisURL = redistest.URL(b)
 	}
 	cfg := loadSettings{
 		redisURL:  redisURL,

@@ -24,6 +24,7 @@ import (
 
 	"github.com/slackgate/slackgate/relay/relaytest"
 	"github.com/slackgate/slackgate/store/boltstore"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
 )
 
 // get fetches url and returns its status and body.
@@ -108,13 +109,7 @@ func TestReadyzNamesWhatIsDownAndNothingMore(t *testing.T) {
 // TestWorkerServesHealthAndReadiness runs `slackgate worker` on the real
 // Redis: a worker has no Slack side, and still answers its probes.
 func TestWorkerServesHealthAndReadiness(t *testing.T) {
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		if relaytest.RequireIntegration() {
-			t.Fatal("REDIS_URL is not set; make test starts a private redis-server")
-		}
-		t.Skip("REDIS_URL is not set; run .ci/with-redis.sh go test ./cmd/...")
-	}
+	url := redistest.URL(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

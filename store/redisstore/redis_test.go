@@ -13,6 +13,7 @@ import (
 
 	"github.com/slackgate/slackgate/store"
 	"github.com/slackgate/slackgate/store/redisstore"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
 )
 
 func newTestRequest(id, sessionID string) store.Request {
@@ -20,7 +21,7 @@ func newTestRequest(id, sessionID string) store.Request {
 }
 
 func TestSettledRequestsExpireAfterTheRetention(t *testing.T) {
-	url := redisURL(t)
+	url := redistest.URL(t)
 	for _, tc := range []struct {
 		name      string
 		retention time.Duration
@@ -54,7 +55,7 @@ func TestSettledRequestsExpireAfterTheRetention(t *testing.T) {
 }
 
 func TestEventsStreamIsCappedAndAuditIsNot(t *testing.T) {
-	url := redisURL(t)
+	url := redistest.URL(t)
 	ctx := t.Context()
 	prefix := uniquePrefix()
 	t.Cleanup(func() { dropPrefix(t, url, prefix) })
@@ -132,7 +133,7 @@ func TestEveryKeyCarriesThePrefixInItsHashTag(t *testing.T) {
 // and on every node of the 3-node cluster, and the store computes each
 // key's slot as the server does.
 func TestKeysSpreadOverTheCluster(t *testing.T) {
-	url := clusterURL(t)
+	url := redistest.ClusterURL(t)
 	ctx := t.Context()
 	prefix := uniquePrefix()
 	t.Cleanup(func() { dropPrefix(t, url, prefix) })
@@ -184,7 +185,7 @@ func TestKeysSpreadOverTheCluster(t *testing.T) {
 }
 
 func TestWaitersShareOneConnection(t *testing.T) {
-	url := redisURL(t)
+	url := redistest.URL(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	prefix := uniquePrefix()

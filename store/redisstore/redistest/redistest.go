@@ -2,7 +2,9 @@
 // port, in its own directory, with an append-only file fsynced on every
 // write, so that what it acknowledged survives a SIGKILL and a restart on
 // the same port. Tests use it to take Redis away under the code they test.
-// It is test code: nothing outside tests imports it.
+// URL and ClusterURL are the shared servers .ci/with-redis.sh starts, for
+// tests that need Redis but not one of their own. It is test code: nothing
+// outside tests imports it.
 package redistest
 
 import (
@@ -51,7 +53,7 @@ func serverBin(t testing.TB) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		if os.Getenv("SLACKGATE_REQUIRE_INTEGRATION") == "1" || os.Getenv("CI") == "true" {
+		if required() {
 			t.Fatal("redis-server not found; install it (apt-get install redis-server)")
 		}
 		t.Skip("redis-server not found; install it to run the tests that take Redis away")
