@@ -30,7 +30,7 @@ type Bot struct {
 	st    store.Store
 	log   zerolog.Logger
 	api   *slack.Client
-	clock Clock
+	clock store.Clock
 
 	out       *outbox
 	approvers *approvers
@@ -73,7 +73,7 @@ func New(cfg Config, st store.Store, log zerolog.Logger) (*Bot, error) {
 		return nil, fmt.Errorf("%w: no store", ErrConfig)
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = wallClock{}
+		cfg.Clock = store.WallClock{}
 	}
 	if cfg.HTTPAddr == "" {
 		cfg.HTTPAddr = DefaultHTTPAddr

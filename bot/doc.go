@@ -43,7 +43,6 @@ package bot
 //	ephemeral.go     messages only one person sees
 //	render.go        adapters to package blocks, the only look of things
 //	auditseal.go     signed checkpoints of the store's audit chain
-//	clock.go         the injectable clock
 //
 // How to run it (cmd/slackgate does this; tests do the same against
 // bot/fakeslack):

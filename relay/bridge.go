@@ -295,7 +295,7 @@ func (b *bridge) checked(ctx context.Context, req store.Request, d store.Decisio
 // expireOn decides the request as expired when timer fires, unless ctx
 // ends first (the decision came, or Claude no longer waits). It reports
 // whether its expiry settled the request.
-func (b *bridge) expireOn(ctx context.Context, timer Timer, requestID string, log zerolog.Logger) bool {
+func (b *bridge) expireOn(ctx context.Context, timer store.Timer, requestID string, log zerolog.Logger) bool {
 	defer timer.Stop()
 	select {
 	case <-timer.C():

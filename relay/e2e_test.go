@@ -24,6 +24,7 @@ import (
 	"github.com/slackgate/slackgate/store/boltstore"
 	"github.com/slackgate/slackgate/store/redisstore"
 	"github.com/slackgate/slackgate/store/redisstore/redistest"
+	"github.com/slackgate/slackgate/store/storetest"
 )
 
 // e2eTimeout bounds one end-to-end test; every wait inside is a blocking
@@ -42,7 +43,7 @@ type harness struct {
 	srv    *relaytest.Server
 	st     store.Store
 	w      *relay.Worker
-	clock  *relay.FakeClock
+	clock  *storetest.Clock
 	cfg    relay.Config
 	events chan store.Event
 	seen   []store.Event
@@ -100,7 +101,7 @@ func newHarness(t testing.TB, bin string, steps []relaytest.Step, opts ...option
 func newHarnessOn(t testing.TB, open func(testing.TB) store.Store, bin string, steps []relaytest.Step, opts ...option) *harness {
 	t.Helper()
 	st := open(t)
-	return newHarnessWith(t, st, relay.NewFakeClock(time.Date(2026, 7, 1, 9, 0, 0, 0, time.UTC)), bin, steps, opts...)
+	return newHarnessWith(t, st, storetest.NewClock(time.Date(2026, 7, 1, 9, 0, 0, 0, time.UTC)), bin, steps, opts...)
 }
 
 // livenessTimers is how many timers of the fake clock a running worker
@@ -109,7 +110,7 @@ const livenessTimers = 1
 
 // newHarnessWith starts a worker on st with clock, for a test that shares
 // the clock with the store.
-func newHarnessWith(t testing.TB, st store.Store, clock *relay.FakeClock, bin string, steps []relaytest.Step, opts ...option) *harness {
+func newHarnessWith(t testing.TB, st store.Store, clock *storetest.Clock, bin string, steps []relaytest.Step, opts ...option) *harness {
 	t.Helper()
 	if bin == "" {
 		bin = relaytest.CLI(t)

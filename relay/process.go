@@ -46,7 +46,7 @@ type ProcessOptions struct {
 
 	StopGrace time.Duration // stdin closed → SIGTERM (0 = DefaultStopGrace)
 	KillGrace time.Duration // SIGTERM → SIGKILL (0 = DefaultKillGrace)
-	Clock     Clock         // times StopGrace (nil = RealClock)
+	Clock     store.Clock   // times StopGrace (nil = store.WallClock)
 }
 
 // Args returns the CLI arguments for these options. The CLI reads no
@@ -120,7 +120,7 @@ func StartProcess(ctx context.Context, opts ProcessOptions, h ConnHandlers, log 
 		opts.KillGrace = DefaultKillGrace
 	}
 	if opts.Clock == nil {
-		opts.Clock = RealClock{}
+		opts.Clock = store.WallClock{}
 	}
 	pctx, kill := context.WithCancel(context.WithoutCancel(ctx))
 	cmd := exec.CommandContext(pctx, opts.Bin, opts.Args()...)

@@ -85,7 +85,7 @@ type processRun struct {
 	feeder *inputFeeder
 	saver  *transcriptSaver
 
-	idle      Timer         // runs between turns; nil during a turn
+	idle      store.Timer   // runs between turns; nil during a turn
 	leftovers []store.Input // follow-ups refused while the process gave way, oldest first
 }
 

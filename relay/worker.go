@@ -17,7 +17,7 @@ type Worker struct {
 	cfg   Config
 	st    store.Store
 	log   zerolog.Logger
-	clock Clock
+	clock store.Clock
 	cap   *capacity
 	tr    *transcripts
 

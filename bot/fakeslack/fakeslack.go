@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/slackgate/slackgate/store"
 )
 
 // Identities of the fake workspace and its app. Tests configure the app
@@ -43,7 +45,7 @@ type Option func(*Fake)
 // WithClock replaces the wall clock the fake uses for trigger_id expiry and
 // for the times it records. Signatures on HTTP deliveries always use the
 // real time, because the app checks them against its own clock.
-func WithClock(now func() time.Time) Option { return func(f *Fake) { f.now = now } }
+func WithClock(c store.Clock) Option { return func(f *Fake) { f.now = c.Now } }
 
 // WithAckTimeout changes how long the fake waits for an ack (Socket Mode) or
 // an HTTP response (HTTP delivery) before it counts the delivery as failed.

@@ -20,6 +20,7 @@ import (
 	"github.com/slackgate/slackgate/store/boltstore"
 	"github.com/slackgate/slackgate/store/redisstore"
 	"github.com/slackgate/slackgate/store/redisstore/redistest"
+	"github.com/slackgate/slackgate/store/storetest"
 )
 
 // trailDay is when the recorded trail begins.
@@ -479,15 +480,14 @@ func csvRows(s string) ([][]string, error) {
 // checkpoint, the rest still verifies from it.
 func TestAuditRetentionKeepsWhatVerifies(t *testing.T) {
 	tr := newTrail(t, boltBackend)
-	now := trailDay
-	clock := func() time.Time { return now }
+	clock := storetest.NewClock(trailDay)
 	st := tr.open(t, boltstore.WithClock(clock), boltstore.WithSweepEvery(0), boltstore.WithAuditRetention(24*time.Hour))
 	ctx := context.Background()
 	record(t, st, trailDay, 0, 6)
 	tr.sealAt(t, st, 8)
 	must(t, st.(*boltstore.Store).Sweep(ctx)) // marks where the log stands
-	now = now.Add(25 * time.Hour)
-	record(t, st, now, 6, 2)
+	clock.Advance(25 * time.Hour)
+	record(t, st, clock.Now(), 6, 2)
 	must(t, st.(*boltstore.Store).Sweep(ctx))
 	must(t, st.Close())
 	out, err := runProgram(t, tr.env, "audit", "verify")

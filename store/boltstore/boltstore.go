@@ -100,7 +100,7 @@ type options struct {
 	redeliveryDelay time.Duration
 	retention       time.Duration
 	auditRetention  time.Duration
-	now             func() time.Time
+	clock           store.Clock
 	sweepEvery      time.Duration
 }
 
@@ -124,7 +124,7 @@ func WithRedeliveryDelay(d time.Duration) Option { return func(o *options) { o.r
 // Open opens (creating it and its directory if needed) the store file at path.
 func Open(path string, opts ...Option) (*Store, error) {
 	o := options{
-		lockTimeout: time.Second, redeliveryDelay: store.DefaultRedeliveryDelay, now: time.Now,
+		lockTimeout: time.Second, redeliveryDelay: store.DefaultRedeliveryDelay, clock: store.WallClock{},
 		retention: store.DefaultRetention, auditRetention: store.DefaultAuditRetention, sweepEvery: DefaultSweepEvery,
 	}
 	for _, opt := range opts {
