@@ -27,7 +27,7 @@ const consumerGroup = "bot"
 // current, and the outbox every write goes through.
 type Bot struct {
 	cfg   Config
-	st    store.Store
+	st    Store
 	log   zerolog.Logger
 	api   *slack.Client
 	clock store.Clock
@@ -65,7 +65,7 @@ type Bot struct {
 }
 
 // New checks cfg and builds a Bot; nothing talks to Slack until Run.
-func New(cfg Config, st store.Store, log zerolog.Logger) (*Bot, error) {
+func New(cfg Config, st Store, log zerolog.Logger) (*Bot, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

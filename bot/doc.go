@@ -43,6 +43,7 @@ package bot
 //	ephemeral.go     messages only one person sees
 //	render.go        adapters to package blocks, the only look of things
 //	auditseal.go     signed checkpoints of the store's audit chain
+//	store.go         what the bot reads and writes in the store (Store)
 //
 // How to run it (cmd/slackgate does this; tests do the same against
 // bot/fakeslack):
