@@ -42,7 +42,7 @@ func (a *app) noCardIn(thread, text string) {
 func (a *app) cli(args ...string) string {
 	a.t.Helper()
 	var out, errs bytes.Buffer
-	p := program{environ: a.prog.environ, stdout: &out, stderr: &errs}
+	p := program{environ: a.environ, config: &a.cfg, stdout: &out, stderr: &errs}
 	if err := p.run(context.WithoutCancel(a.ctx), args); err != nil {
 		a.t.Fatalf("slackgate %s: %v\n%s", strings.Join(args, " "), err, errs.String())
 	}
@@ -51,7 +51,7 @@ func (a *app) cli(args ...string) string {
 
 func TestARememberedAnswerAnswersTheSameQuestionUntilForgotten(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, options{approvers: "S0LEADS", extraEnv: []string{"MAX_SESSIONS_PER_USER=10"}},
+	a := startApp(t, options{approvers: "S0LEADS", configure: func(c *Config) { c.MaxSessionsPerUser = 10 }},
 		relaytest.ToolUse("toolu_q1", "AskUserQuestion", ask(dbQuestion)), relaytest.Text("first done"),
 		relaytest.ToolUse("toolu_q2", "AskUserQuestion", ask(dbQuestion)), relaytest.Text("second done"),
 		relaytest.ToolUse("toolu_q3", "AskUserQuestion", ask(otherDBQuestion)), relaytest.Text("third done"),

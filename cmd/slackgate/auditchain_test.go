@@ -519,8 +519,8 @@ func TestE2EApprovalsAreSealedAndVerify(t *testing.T) {
 	for _, be := range []backend{boltBackend, redisBackend} {
 		t.Run(string(be), func(t *testing.T) {
 			t.Parallel()
-			keys := []string{"DECISION_SIGNING_KEY=" + testKeys.sign, "DECISION_VERIFY_KEY=" + testKeys.verify}
-			a := startApp(t, options{backend: be, approvers: lee, extraEnv: keys},
+			keys := func(c *Config) { c.DecisionSigningKey, c.DecisionVerifyKey = testKeys.sign, testKeys.verify }
+			a := startApp(t, options{backend: be, approvers: lee, configure: keys},
 				relaytest.ToolUse("toolu_1", "Bash", bash("echo shipped > deploy.txt", "Deploy")),
 				relaytest.Text("Deployed."))
 			thread := a.mention("please deploy")
@@ -532,11 +532,9 @@ func TestE2EApprovalsAreSealedAndVerify(t *testing.T) {
 			a.settled(card.Ref(), "Approved")
 			a.stop()
 
-			env := []string{"DECISION_VERIFY_KEY=" + testKeys.verify}
-			for _, name := range []string{"DATA_DIR", "REDIS_URL", "REDIS_KEY_PREFIX"} {
-				if v := envValue(a.prog.environ, name); v != "" {
-					env = append(env, name+"="+v)
-				}
+			env := []string{"DECISION_VERIFY_KEY=" + testKeys.verify, "DATA_DIR=" + a.cfg.DataDir}
+			if a.cfg.RedisURL != "" {
+				env = append(env, "REDIS_URL="+a.cfg.RedisURL, "REDIS_KEY_PREFIX="+a.cfg.RedisKeyPrefix)
 			}
 			out, err := runProgram(t, env, "audit", "verify")
 			if err != nil {

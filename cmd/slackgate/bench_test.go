@@ -43,7 +43,7 @@ func BenchmarkApprovalRoundTrip(b *testing.B) {
 			}
 			// Finished sessions give their process up quickly, so the
 			// machine runs one or two claude processes at a time.
-			a := startApp(b, options{transport: tr, extraEnv: []string{"SESSION_IDLE_TIMEOUT=1s"}}, steps...)
+			a := startApp(b, options{transport: tr, configure: func(c *Config) { c.IdleTimeout = time.Second }}, steps...)
 			toCard := make([]time.Duration, 0, b.N)
 			toResult := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
@@ -180,7 +180,7 @@ func BenchmarkConcurrentSessions(b *testing.B) {
 		for i := range steps {
 			steps[i] = step
 		}
-		a := startApp(b, options{approvers: lee, extraEnv: []string{"MAX_SESSIONS=" + fmt.Sprint(sessions)}}, steps...)
+		a := startApp(b, options{approvers: lee, configure: func(c *Config) { c.MaxSessions = sessions }}, steps...)
 		for c := range channels {
 			a.slack.AddChannel(fmt.Sprintf("CB%d", c), fmt.Sprintf("bench-%d", c))
 		}
@@ -258,11 +258,9 @@ func BenchmarkFiftySessionsStandIn(b *testing.B) {
 	standin := buildStandIn(b)
 	for range b.N {
 		b.StopTimer()
-		a := startApp(b, options{approvers: lee, timeout: 5 * time.Minute, extraEnv: []string{
-			"CLAUDE_BIN=" + standin,
-			"CLAUDE_CODE_STANDIN_REQUESTS=" + fmt.Sprint(approvals),
-			"MAX_SESSIONS=" + fmt.Sprint(sessions),
-		}})
+		a := startApp(b, options{approvers: lee, timeout: 5 * time.Minute,
+			configure: func(c *Config) { c.ClaudeBin, c.MaxSessions = standin, sessions },
+			environ:   []string{"CLAUDE_CODE_STANDIN_REQUESTS=" + fmt.Sprint(approvals)}})
 		for c := range channels {
 			a.slack.AddChannel(fmt.Sprintf("CL%d", c), fmt.Sprintf("load-%d", c))
 		}

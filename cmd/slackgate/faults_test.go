@@ -102,12 +102,12 @@ type child struct {
 }
 
 // spawn starts `slackgate command` as a child process with the app's
-// environment plus env (later values win). The test's cleanup kills it if
-// it still runs and shows its logs when the test failed.
-func (a *app) spawn(name, command string, env ...string) *child {
+// configuration and environment (see processEnv). The test's cleanup
+// kills it if it still runs and shows its logs when the test failed.
+func (a *app) spawn(name, command string) *child {
 	a.t.Helper()
 	cmd := exec.Command(slackgateBinary(a.t), command)
-	cmd.Env = append(append([]string(nil), a.prog.environ...), env...)
+	cmd.Env = a.processEnv(nil)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return a.start(name, cmd)
 }
@@ -191,7 +191,7 @@ type faultApp struct {
 	redis *redistest.Server
 }
 
-// startFaults sets the stage: o (its timeout and extraEnv) with the
+// startFaults sets the stage: o (its timeout and configuration) with the
 // test's own Redis, APPROVERS=lee and no program. The fake Slack tolerates
 // deliveries that were never acknowledged: a bot killed while an event or
 // a click is on its way cannot acknowledge it, which is the fault itself;

@@ -146,10 +146,12 @@ func startLoad(b *testing.B, cfg loadSettings) *loadRun {
 		r.slack.AddChannel(loadChannel(s), fmt.Sprintf("load-%d", s))
 		r.slack.AddUser(loadStarter(s), fmt.Sprintf("starter-%d", s))
 	}
-	env := r.environ()
+	config := r.config()
 	for i := range 2 {
-		r.launch(fmt.Sprintf("bot-%d", i), "bot", env)
-		r.launch(fmt.Sprintf("worker-%d", i), "worker", append(env, fmt.Sprintf("WORKER_ID=load-worker-%d", i)))
+		r.launch(fmt.Sprintf("bot-%d", i), "bot", config)
+		worker := config
+		worker.WorkerID = fmt.Sprintf("load-worker-%d", i)
+		r.launch(fmt.Sprintf("worker-%d", i), "worker", worker)
 	}
 	if err := r.slack.WaitConnections(ctx, 2); err != nil {
 		r.fatal("the bots never connected: %v", err)
@@ -160,27 +162,37 @@ func startLoad(b *testing.B, cfg loadSettings) *loadRun {
 func loadChannel(s int) string { return fmt.Sprintf("CLD%04d", s) }
 func loadStarter(s int) string { return fmt.Sprintf("U2S%04d", s) }
 
-// environ is what every process of the run gets.
+// config is the configuration every process of the run gets.
+func (r *loadRun) config() Config {
+	cfg, err := loadConfig(nil)
+	if err != nil {
+		r.fatal("%v", err)
+	}
+	cfg.SlackBotToken, cfg.SlackAppToken, cfg.SlackAPIURL = fakeslack.BotToken, fakeslack.AppToken, r.slack.APIURL()
+	cfg.RedisURL, cfg.RedisKeyPrefix = r.cfg.redisURL, testPrefix("load")
+	cfg.DecisionSigningKey, cfg.DecisionVerifyKey = testKeys.sign, testKeys.verify
+	// STARTERS: the load's starters are many people, none an approver.
+	cfg.Approvers, cfg.Starters = lee, "*"
+	cfg.ClaudeBin, cfg.WorkDir, cfg.MaxSessions = r.cfg.standin, r.b.TempDir(), r.cfg.sessions
+	cfg.HealthAddr = "off"
+	// The bots' own Slack pacing, out of the way (see the benchmark's doc).
+	const high = 1000000
+	cfg.SlackPostsPerSecond, cfg.SlackPostBurst, cfg.SlackUpdatesPerMinute, cfg.SlackUpdateBurst = high, high, high, high
+	return cfg
+}
+
+// environ is the environment every process of the run gets beside its
+// configuration: what the stand-in CLI reads.
 func (r *loadRun) environ() []string {
-	const high = "1000000" // the bots' own Slack pacing, out of the way (see the benchmark's doc)
 	return []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"SLACK_BOT_TOKEN=" + fakeslack.BotToken, "SLACK_APP_TOKEN=" + fakeslack.AppToken,
-		"SLACK_API_URL=" + r.slack.APIURL(),
-		"REDIS_URL=" + r.cfg.redisURL, "REDIS_KEY_PREFIX=" + testPrefix("load"),
-		"DECISION_SIGNING_KEY=" + testKeys.sign, "DECISION_VERIFY_KEY=" + testKeys.verify,
-		// STARTERS: the load's starters are many people, none an approver.
-		"APPROVERS=" + lee, "STARTERS=*", "CLAUDE_BIN=" + r.cfg.standin, "CLAUDE_WORKDIR=" + r.b.TempDir(),
 		"CLAUDE_CODE_STANDIN_REQUESTS=" + strconv.Itoa(r.cfg.requests), "CLAUDE_CODE_STANDIN_TIMES=" + r.times,
-		"MAX_SESSIONS=" + strconv.Itoa(r.cfg.sessions), "HEALTH_ADDR=off", "LOG_LEVEL=info", "LOG_FORMAT=json",
-		"SLACK_POSTS_PER_SECOND=" + high, "SLACK_POST_BURST=" + high,
-		"SLACK_UPDATES_PER_MINUTE=" + high, "SLACK_UPDATE_BURST=" + high,
 	}
 }
 
-// launch starts one slackgate process (or program, in-process) with its
-// log in r.logs.
-func (r *loadRun) launch(name, cmd string, env []string) {
+// launch starts one slackgate process (or program, in-process) configured
+// with cfg, with its log in r.logs.
+func (r *loadRun) launch(name, cmd string, cfg Config) {
 	log, err := os.Create(filepath.Join(r.logs, name+".log"))
 	if err != nil {
 		r.fatal("%v", err)
@@ -188,7 +200,9 @@ func (r *loadRun) launch(name, cmd string, env []string) {
 	if r.cfg.inProcess {
 		ctx, cancel := context.WithCancel(r.ctx)
 		done := make(chan error, 1)
-		go func() { done <- program{environ: env, stdout: log, stderr: log}.run(ctx, []string{cmd}) }()
+		go func() {
+			done <- program{environ: r.environ(), config: &cfg, stdout: log, stderr: log}.run(ctx, []string{cmd})
+		}()
 		r.stops = append(r.stops, func() {
 			cancel()
 			if err := <-done; err != nil {
@@ -199,7 +213,7 @@ func (r *loadRun) launch(name, cmd string, env []string) {
 		return
 	}
 	c := exec.Command(r.cfg.slackgate, cmd)
-	c.Env, c.Stdout, c.Stderr = env, log, log
+	c.Env, c.Stdout, c.Stderr = append(r.environ(), cfg.environ()...), log, log
 	if err := c.Start(); err != nil {
 		r.fatal("start %s: %v", name, err)
 	}

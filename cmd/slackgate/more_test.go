@@ -6,7 +6,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -15,65 +14,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/slackgate/slackgate/bot/fakeslack"
 	"github.com/slackgate/slackgate/relay/relaytest"
 )
-
-// launch starts another slackgate program beside the app's: the app's
-// environment plus env (later values win), running cmd, until the test
-// ends or the returned stop is called (stop waits for it to return). Its
-// logs go to their own buffer, shown when the test fails.
-func (a *app) launch(name, cmd string, env ...string) (stop func()) {
-	a.t.Helper()
-	t := a.t
-	p := a.prog
-	if p.listener != nil && cmd != "worker" {
-		t.Fatalf("launch %s: HTTP mode serves on the app's one listener; launch bots in Socket Mode only", name)
-	}
-	p.listener = nil
-	p.environ = append(append([]string(nil), a.prog.environ...), env...)
-	logs := &syncBuffer{}
-	p.stdout, p.stderr = logs, logs
-	ctx, cancel := context.WithCancel(a.ctx)
-	done := make(chan error, 1)
-	go func() { done <- p.run(ctx, []string{cmd}) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("%s (slackgate %s) returned %v", name, cmd, err)
-			}
-		})
-	}
-	t.Cleanup(func() {
-		stop()
-		if t.Failed() {
-			t.Logf("%s (slackgate %s) logs:\n%s", name, cmd, logs.String())
-		}
-	})
-	return stop
-}
-
-// restart stops the app's program and starts a new one on the same
-// environment (DATA_DIR, WORKER_ID, the same fake Slack and model), the way
-// a redeploy or a crash-and-restart would, and returns once the new one is
-// connected over Socket Mode.
-func (a *app) restart() {
-	a.t.Helper()
-	a.stop()
-	// The old connection died with its program; make the fake forget it
-	// now so WaitConnected can only see the new one.
-	a.slack.DropConnections()
-	a.stop = a.launch("restarted", "run")
-	if err := a.slack.WaitConnected(a.ctx); err != nil {
-		a.t.Fatalf("the restarted slackgate never connected: %v", err)
-	}
-}
 
 // cardIn is card for any channel: it waits for a bot message with buttons
 // in the thread (channel, thread) that contains text.
@@ -182,9 +128,12 @@ func (a *app) signedClick(user string, m fakeslack.Message, label string) {
 	}
 }
 
+// planMode has Claude plan first: CLAUDE_PERMISSION_MODE=plan.
+func planMode(c *Config) { c.PermissionMode = "plan" }
+
 func TestPlanApprovedLetsClaudeStartWorking(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, options{approvers: lee, extraEnv: []string{"CLAUDE_PERMISSION_MODE=plan"}},
+	a := startApp(t, options{approvers: lee, configure: planMode},
 		relaytest.WritePlan("toolu_w", "# Plan\n1. add x\n"),
 		relaytest.ToolUse("toolu_p", "ExitPlanMode", map[string]any{}),
 		relaytest.Text("on it"))
@@ -211,7 +160,7 @@ func TestPlanApprovedLetsClaudeStartWorking(t *testing.T) {
 
 func TestKeepPlanningSendsTheFeedbackToClaude(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, options{approvers: lee, extraEnv: []string{"CLAUDE_PERMISSION_MODE=plan"}},
+	a := startApp(t, options{approvers: lee, configure: planMode},
 		relaytest.WritePlan("toolu_w", "# Plan\n1. add x\n"),
 		relaytest.ToolUse("toolu_p", "ExitPlanMode", map[string]any{}),
 		relaytest.Text("revising the plan"))
@@ -239,7 +188,7 @@ func TestUnansweredRequestExpiresAndALateClickChangesNothing(t *testing.T) {
 	t.Parallel()
 	// HTTP mode: the late click is delivered from the card as it looked
 	// while pending, the way a client that has not refreshed sends it.
-	a := startApp(t, options{transport: httpMode, approvers: lee, extraEnv: []string{"REQUEST_TIMEOUT=2s"}},
+	a := startApp(t, options{transport: httpMode, approvers: lee, configure: func(c *Config) { c.RequestTimeout = 2 * time.Second }},
 		relaytest.ToolUse("toolu_1", "Bash", bash("echo late > late.txt", "Too late")),
 		relaytest.Text("skipping it"))
 	thread := a.mention("write late.txt")
@@ -281,7 +230,7 @@ func TestUnansweredRequestExpiresAndALateClickChangesNothing(t *testing.T) {
 func TestDirectMessageStartsASessionInTheDM(t *testing.T) {
 	t.Parallel()
 	dmDir := t.TempDir()
-	a := startApp(t, options{extraEnv: []string{"ALLOW_DMS=true", "DM_WORKDIR=" + dmDir}},
+	a := startApp(t, options{configure: func(c *Config) { c.AllowDMs, c.DMWorkDir = true, dmDir }},
 		relaytest.ToolUse("toolu_1", "Bash", bash("echo private > dm.txt", "Write dm.txt")),
 		relaytest.Text("Done in the DM."))
 	dm := fakeslack.DMChannel(dana)
@@ -372,7 +321,7 @@ func botAndWorkersAsSeparatePrograms(t *testing.T, be backend) {
 	// Each worker's CLI has a home of its own, as on two machines: the
 	// second resumes the session from the transcript the first saved to
 	// Redis.
-	stopFirst := a.launch("worker-1", "worker", "WORKER_ID=worker-1", "HOME="+t.TempDir())
+	stopFirst := a.launch("worker-1", "worker", withWorkerID("worker-1"), "HOME="+t.TempDir())
 	thread := a.mention("build it")
 	card := a.card(thread, "echo built")
 	a.click(lee, card.Ref(), "Approve")
@@ -386,7 +335,7 @@ func botAndWorkersAsSeparatePrograms(t *testing.T, be backend) {
 	a.threadText(thread, "Built.")
 	a.threadText(thread, "Done: reply in this thread") // the turn has ended
 
-	a.launch("worker-2", "worker", "WORKER_ID=worker-2", "HOME="+t.TempDir())
+	a.launch("worker-2", "worker", withWorkerID("worker-2"), "HOME="+t.TempDir())
 	stopFirst() // its idle claude stops with it; the session is released
 	if _, err := a.slack.Reply(a.ctx, dana, general, thread, "what did the build write?"); err != nil {
 		t.Fatal(err)
