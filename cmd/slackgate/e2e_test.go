@@ -498,3 +498,36 @@ func TestApproveRunsTheCommandAndTheCardNamesTheApprover(t *testing.T) {
 		}
 	}
 }
+
+// cardIn is card for any channel: it waits for a bot message with buttons
+// in the thread (channel, thread) that contains text.
+func (a *app) cardIn(channel, thread, text string) fakeslack.Message {
+	a.t.Helper()
+	m, err := a.slack.WaitThread(a.ctx, channel, thread, func(m fakeslack.Message) bool {
+		return m.FromBot() && m.HasText(text) && len(m.Buttons()) > 0
+	})
+	if err != nil {
+		a.t.Fatalf("no card with %q in %s/%s: %v", text, channel, thread, err)
+	}
+	return m
+}
+
+// lastRequest is the newest main call the model got.
+func (a *app) lastRequest() relaytest.Request {
+	a.t.Helper()
+	reqs := a.model.Requests()
+	if len(reqs) == 0 {
+		a.t.Fatal("the model got no request")
+	}
+	return reqs[len(reqs)-1]
+}
+
+// view waits for the modal the app opened for user.
+func (a *app) view(user string) fakeslack.View {
+	a.t.Helper()
+	v, err := a.slack.WaitView(a.ctx, user)
+	if err != nil {
+		a.t.Fatalf("no modal opened for %s: %v", user, err)
+	}
+	return v
+}
