@@ -20,20 +20,20 @@ import (
 
 // syncBuffer is a log sink the sealer and the test share.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.b.Write(p)
+	return s.buf.Write(p)
 }
 
 func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.b.String()
+	return s.buf.String()
 }
 
 func newSealer(t *testing.T, st auditSealStore, clock store.Clock) (*auditSealer, *syncBuffer) {

@@ -59,7 +59,7 @@ func TestE2ELostWorkerIsTakenOverAndTheSessionResumesElsewhere(t *testing.T) {
 	if err := clock.WaitTimers(h.ctx, armed+livenessTimers); err != nil {
 		t.Fatal(err)
 	}
-	h.w.Silence()
+	h.worker.Silence()
 	clock.Advance(relay.DefaultWorkerTimeout + time.Second)
 
 	d, err := st.WaitDecision(h.ctx, r.ID)

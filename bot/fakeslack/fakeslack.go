@@ -127,7 +127,7 @@ func (u *User) external() bool { return u.team() != TeamID }
 // Fake is a Slack workspace with one app installed. Create it with New; it
 // stops when the test ends (or on Close).
 type Fake struct {
-	t                     testing.TB
+	tb                    testing.TB
 	srv                   *httptest.Server
 	now                   func() time.Time
 	triggerTTL            time.Duration
@@ -207,7 +207,7 @@ type trigger struct {
 }
 
 type rateLimit struct {
-	n          int
+	left       int
 	retryAfter time.Duration
 }
 
@@ -220,7 +220,7 @@ type stateKey struct {
 // matching Allow option is given.
 func New(t testing.TB, opts ...Option) *Fake {
 	f := &Fake{
-		t:            t,
+		tb:           t,
 		now:          time.Now,
 		triggerTTL:   DefaultTriggerTTL,
 		ackTimeout:   DefaultAckTimeout,
@@ -442,7 +442,7 @@ func (f *Fake) recordFailure(d DeliveryFailure) {
 	f.notifyLocked()
 	f.mu.Unlock()
 	if !f.allowDeliveryFailures {
-		f.t.Errorf("fakeslack: delivery of %s %s failed: %s", d.Type, d.ID, d.Reason)
+		f.tb.Errorf("fakeslack: delivery of %s %s failed: %s", d.Type, d.ID, d.Reason)
 	}
 }
 
@@ -452,7 +452,7 @@ func (f *Fake) recordFailure(d DeliveryFailure) {
 func (f *Fake) RateLimit(method string, n int, retryAfter time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.rateLimits[method] = &rateLimit{n: n, retryAfter: retryAfter}
+	f.rateLimits[method] = &rateLimit{left: n, retryAfter: retryAfter}
 }
 
 // FailNext makes the next n calls to method fail with Slack error code
@@ -462,11 +462,11 @@ func (f *Fake) RateLimit(method string, n int, retryAfter time.Duration) {
 func (f *Fake) FailNext(method string, n int, code string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.failNext[method] = &injectedFailure{n: n, code: code}
+	f.failNext[method] = &injectedFailure{left: n, code: code}
 }
 
 type injectedFailure struct {
-	n    int
+	left int
 	code string
 }
 

@@ -595,7 +595,7 @@ func TestTriggerIDsAreSingleUseAndExpire(t *testing.T) {
 
 // httpApp is an HTTP-mode app built from slack-go's verifier and parsers.
 type httpApp struct {
-	t      *testing.T
+	tb     *testing.T
 	secret string
 	mu     sync.Mutex
 	got    []string
@@ -658,7 +658,7 @@ func TestHTTPDeliveryIsSignedAndParsesWithSlackGo(t *testing.T) {
 	f := fakeslack.New(t)
 	f.AddUser("U1", "alice")
 	f.AddChannel("C1", "general")
-	h := &httpApp{t: t, secret: "s3cret"}
+	h := &httpApp{tb: t, secret: "s3cret"}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	f.UseHTTP(srv.URL, "s3cret")

@@ -19,21 +19,21 @@ import (
 
 // told waits for the ephemeral user gets that contains text.
 func (a *app) told(user, text string) fakeslack.Message {
-	a.t.Helper()
+	a.tb.Helper()
 	m, err := a.slack.WaitEphemeral(a.ctx, user, fakeslack.Text(text))
 	if err != nil {
-		a.t.Fatalf("%s was never told %q: %v", user, text, err)
+		a.tb.Fatalf("%s was never told %q: %v", user, text, err)
 	}
 	return m
 }
 
 // modelNeverGot checks that no call to the model carried text.
 func (a *app) modelNeverGot(text string) {
-	a.t.Helper()
+	a.tb.Helper()
 	for _, r := range a.model.Requests() {
 		for _, u := range r.UserTexts() {
 			if strings.Contains(u, text) {
-				a.t.Errorf("the model got %q, which was refused", u)
+				a.tb.Errorf("the model got %q, which was refused", u)
 			}
 		}
 	}

@@ -160,8 +160,8 @@ func recordSealed(t *testing.T, be backend) *trail {
 
 // rawEntry is one entry as the backend keeps it.
 type rawEntry struct {
-	id string
-	e  store.AuditEntry
+	id    string
+	entry store.AuditEntry
 }
 
 // entries reads the log as stored.
@@ -206,10 +206,10 @@ func (tr *trail) rewrite(t *testing.T, es []rawEntry, renumber bool) []rawEntry 
 		c, key := tr.redis(t)
 		must(t, c.Del(ctx, key).Err())
 		for _, r := range es {
-			body, _, err := store.AuditBody(r.e)
+			body, _, err := store.AuditBody(r.entry)
 			must(t, err)
 			must(t, c.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: r.id,
-				Values: []any{"a", string(body), "n", fmt.Sprint(r.e.Seq), "p", r.e.Prev, "h", r.e.Hash}}).Err())
+				Values: []any{"a", string(body), "n", fmt.Sprint(r.entry.Seq), "p", r.entry.Prev, "h", r.entry.Hash}}).Err())
 		}
 		return es
 	}
@@ -224,8 +224,8 @@ func (tr *trail) rewrite(t *testing.T, es []rawEntry, renumber bool) []rawEntry 
 			if n == 0 {
 				n = i + 1
 			}
-			r.e.ID = r.id
-			raw, err := json.Marshal(r.e)
+			r.entry.ID = r.id
+			raw, err := json.Marshal(r.entry)
 			must(t, err)
 			must(t, b.Put(beKey(uint64(n)), raw))
 		}
@@ -310,7 +310,7 @@ func TestAuditVerifyNamesWhatWasTamperedWith(t *testing.T) {
 			t.Run("FieldChanged", func(t *testing.T) {
 				tr := recordSealed(t, be)
 				es := tr.entries(t)
-				es[4].e.By, es[4].e.Outcome = "U0EVE", store.OutcomeAllow
+				es[4].entry.By, es[4].entry.Outcome = "U0EVE", store.OutcomeAllow
 				tr.rewrite(t, es, false)
 				requireAll(t, verifyFails(t, tr.env), "BROKEN: entry "+es[4].id+" (seq 5) was changed", "proven by the checkpoint at seq 8")
 			})
@@ -326,11 +326,11 @@ func TestAuditVerifyNamesWhatWasTamperedWith(t *testing.T) {
 				es := tr.entries(t)
 				// A forged approval, linked after entry 7 as the store
 				// would have: the hash needs no key.
-				forged := store.AuditEntry{At: es[6].e.At, Action: store.AuditSettled, RequestID: "req-3", SessionID: "sess-b",
-					Kind: store.KindTool, Tool: "Bash", Outcome: store.OutcomeAllow, By: "U0EVE", Channel: "C2", ThreadTS: es[6].e.ThreadTS}
+				forged := store.AuditEntry{At: es[6].entry.At, Action: store.AuditSettled, RequestID: "req-3", SessionID: "sess-b",
+					Kind: store.KindTool, Tool: "Bash", Outcome: store.OutcomeAllow, By: "U0EVE", Channel: "C2", ThreadTS: es[6].entry.ThreadTS}
 				d, err := store.AuditDigest(forged)
 				must(t, err)
-				forged.Seq, forged.Prev = 8, es[6].e.Hash
+				forged.Seq, forged.Prev = 8, es[6].entry.Hash
 				forged.Hash, err = store.AuditLinkHash(8, forged.Prev, d)
 				must(t, err)
 				es = tr.rewrite(t, append(es[:7:7], append([]rawEntry{{"", forged}}, es[7:]...)...), true)

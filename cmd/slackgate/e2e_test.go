@@ -95,7 +95,7 @@ type options struct {
 
 // app is one running `slackgate run` with its fake Slack and fake model.
 type app struct {
-	t       testing.TB
+	tb      testing.TB
 	ctx     context.Context
 	slack   *fakeslack.Fake
 	model   *relaytest.Server
@@ -121,7 +121,7 @@ func startApp(t testing.TB, o options, steps ...relaytest.Step) *app {
 	o.transport, o.backend = cmp.Or(o.transport, socketMode), cmp.Or(o.backend, boltBackend)
 	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(o.timeout, e2eTimeout))
 	t.Cleanup(cancel)
-	a := &app{t: t, ctx: ctx, workdir: t.TempDir(), logs: &syncBuffer{}}
+	a := &app{tb: t, ctx: ctx, workdir: t.TempDir(), logs: &syncBuffer{}}
 	a.slack = fakeslack.New(t, o.slackOpts...)
 	for id, name := range map[string]string{dana: "dana", lee: "lee", kim: "kim", sam: "sam"} {
 		a.slack.AddUser(id, name)
@@ -164,7 +164,7 @@ func startApp(t testing.TB, o options, steps ...relaytest.Step) *app {
 // test needs on top: the fake Slack and model, the real CLI, a working
 // directory and store of the test's own, and o's choices.
 func (a *app) testConfig(o options) Config {
-	t := a.t
+	t := a.tb
 	t.Helper()
 	cfg, err := loadConfig(nil)
 	if err != nil {
@@ -216,7 +216,7 @@ func (a *app) testConfig(o options) Config {
 // run runs the app's program as cmd until the test ends or a.stop is
 // called; cancel ends the app's context after it stopped.
 func (a *app) run(cmd string, cancel context.CancelFunc) {
-	t := a.t
+	t := a.tb
 	t.Helper()
 	p := a.prog // the health listener is this program's alone, not launch's
 	health, err := net.Listen("tcp", "127.0.0.1:0")
@@ -249,15 +249,15 @@ func (a *app) run(cmd string, cancel context.CancelFunc) {
 // waitServing returns once Slack sees the app connected (Socket Mode) or
 // serving (HTTP).
 func (a *app) waitServing(tr transport) {
-	a.t.Helper()
+	a.tb.Helper()
 	switch tr {
 	case socketMode:
 		if err := a.slack.WaitConnected(a.ctx); err != nil {
-			a.t.Fatalf("slackgate never connected over Socket Mode: %v", err)
+			a.tb.Fatalf("slackgate never connected over Socket Mode: %v", err)
 		}
 	case httpMode:
 		if err := a.slack.VerifyURL(a.ctx); err != nil {
-			a.t.Fatalf("slackgate did not answer url_verification: %v", err)
+			a.tb.Fatalf("slackgate did not answer url_verification: %v", err)
 		}
 	}
 }
@@ -280,8 +280,8 @@ func (a *app) processEnv(configure func(*Config), env ...string) []string {
 // returned stop is called (stop waits for it to return). Its logs go to
 // their own buffer, shown when the test fails.
 func (a *app) launch(name, cmd string, configure func(*Config), env ...string) (stop func()) {
-	a.t.Helper()
-	t := a.t
+	a.tb.Helper()
+	t := a.tb
 	p := a.prog
 	if p.listener != nil && cmd != "worker" {
 		t.Fatalf("launch %s: HTTP mode serves on the app's one listener; launch bots in Socket Mode only", name)
@@ -326,14 +326,14 @@ func withWorkerID(id string) func(*Config) { return func(c *Config) { c.WorkerID
 // way a redeploy or a crash-and-restart would, and returns once the new
 // one is connected over Socket Mode.
 func (a *app) restart() {
-	a.t.Helper()
+	a.tb.Helper()
 	a.stop()
 	// The old connection died with its program; make the fake forget it
 	// now so WaitConnected can only see the new one.
 	a.slack.DropConnections()
 	a.stop = a.launch("restarted", "run", nil)
 	if err := a.slack.WaitConnected(a.ctx); err != nil {
-		a.t.Fatalf("the restarted slackgate never connected: %v", err)
+		a.tb.Fatalf("the restarted slackgate never connected: %v", err)
 	}
 }
 
@@ -341,33 +341,33 @@ func (a *app) restart() {
 // what the programs left there or to write into it as an attacker who
 // reached it would (without a bot's key); the test's cleanup closes it.
 func (a *app) redisStore() store.Store {
-	a.t.Helper()
+	a.tb.Helper()
 	st, err := redisstore.New(a.ctx, a.cfg.RedisURL, redisstore.WithPrefix(a.cfg.RedisKeyPrefix))
 	if err != nil {
-		a.t.Fatal(err)
+		a.tb.Fatal(err)
 	}
-	a.t.Cleanup(func() { _ = st.Close() })
+	a.tb.Cleanup(func() { _ = st.Close() })
 	return st
 }
 
 // mention starts a session: dana mentions the bot in #general.
 func (a *app) mention(text string) (thread string) {
-	a.t.Helper()
+	a.tb.Helper()
 	ts, err := a.slack.Mention(a.ctx, dana, general, text)
 	if err != nil {
-		a.t.Fatalf("mention: %v", err)
+		a.tb.Fatalf("mention: %v", err)
 	}
 	return ts
 }
 
 // card waits for a bot message in the thread that contains text.
 func (a *app) card(thread, text string) fakeslack.Message {
-	a.t.Helper()
+	a.tb.Helper()
 	m, err := a.slack.WaitThread(a.ctx, general, thread, func(m fakeslack.Message) bool {
 		return m.FromBot() && m.HasText(text) && len(m.Buttons()) > 0
 	})
 	if err != nil {
-		a.t.Fatalf("no card with %q in the thread: %v\nthread: %s", text, err, a.dump(thread))
+		a.tb.Fatalf("no card with %q in the thread: %v\nthread: %s", text, err, a.dump(thread))
 	}
 	return m
 }
@@ -375,41 +375,41 @@ func (a *app) card(thread, text string) fakeslack.Message {
 // settled waits until the card at ref shows text (its final state) and has
 // no buttons left.
 func (a *app) settled(ref fakeslack.MessageRef, text string) fakeslack.Message {
-	a.t.Helper()
+	a.tb.Helper()
 	m, err := a.slack.WaitMessage(a.ctx, func(m fakeslack.Message) bool {
 		return m.Ref() == ref && m.HasText(text) && len(m.Buttons()) == 0
 	})
 	if err != nil {
 		cur, _ := a.slack.Message(ref)
-		a.t.Fatalf("card never settled showing %q: %v\ncard now: %s", text, err, cur.AllText())
+		a.tb.Fatalf("card never settled showing %q: %v\ncard now: %s", text, err, cur.AllText())
 	}
 	return m
 }
 
 // threadText waits until some bot message in the thread contains text.
 func (a *app) threadText(thread, text string) fakeslack.Message {
-	a.t.Helper()
+	a.tb.Helper()
 	m, err := a.slack.WaitThread(a.ctx, general, thread, func(m fakeslack.Message) bool {
 		return m.FromBot() && m.HasText(text)
 	})
 	if err != nil {
-		a.t.Fatalf("nothing in the thread says %q: %v\nthread: %s", text, err, a.dump(thread))
+		a.tb.Fatalf("nothing in the thread says %q: %v\nthread: %s", text, err, a.dump(thread))
 	}
 	return m
 }
 
 func (a *app) click(user string, ref fakeslack.MessageRef, label string) {
-	a.t.Helper()
+	a.tb.Helper()
 	if err := a.slack.Click(a.ctx, user, ref, label); err != nil {
-		a.t.Fatalf("%s clicking %q: %v", user, label, err)
+		a.tb.Fatalf("%s clicking %q: %v", user, label, err)
 	}
 }
 
 func (a *app) toolResult(id string) relaytest.ToolResult {
-	a.t.Helper()
+	a.tb.Helper()
 	tr, err := a.model.WaitToolResult(a.ctx, id)
 	if err != nil {
-		a.t.Fatalf("the model never got a result for %s: %v", id, err)
+		a.tb.Fatalf("the model never got a result for %s: %v", id, err)
 	}
 	return tr
 }
@@ -423,18 +423,18 @@ func (a *app) dump(thread string) string {
 }
 
 func (a *app) file(name string) string {
-	a.t.Helper()
+	a.tb.Helper()
 	b, err := os.ReadFile(filepath.Join(a.workdir, name))
 	if err != nil {
-		a.t.Fatalf("reading %s: %v", name, err)
+		a.tb.Fatalf("reading %s: %v", name, err)
 	}
 	return string(b)
 }
 
 func (a *app) noFile(name string) {
-	a.t.Helper()
+	a.tb.Helper()
 	if _, err := os.Stat(filepath.Join(a.workdir, name)); !os.IsNotExist(err) {
-		a.t.Fatalf("%s exists (err %v); the command must not have run", name, err)
+		a.tb.Fatalf("%s exists (err %v); the command must not have run", name, err)
 	}
 }
 
@@ -449,20 +449,20 @@ func testPrefix(kind string) string { return kind + "-" + rand.Text()[:12] }
 
 // syncBuffer collects the program's logs from several goroutines.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.b.Write(p)
+	return s.buf.Write(p)
 }
 
 func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.b.String()
+	return s.buf.String()
 }
 
 // TestApproveRunsTheCommandAndTheCardNamesTheApprover is the product's core
@@ -502,32 +502,32 @@ func TestApproveRunsTheCommandAndTheCardNamesTheApprover(t *testing.T) {
 // cardIn is card for any channel: it waits for a bot message with buttons
 // in the thread (channel, thread) that contains text.
 func (a *app) cardIn(channel, thread, text string) fakeslack.Message {
-	a.t.Helper()
+	a.tb.Helper()
 	m, err := a.slack.WaitThread(a.ctx, channel, thread, func(m fakeslack.Message) bool {
 		return m.FromBot() && m.HasText(text) && len(m.Buttons()) > 0
 	})
 	if err != nil {
-		a.t.Fatalf("no card with %q in %s/%s: %v", text, channel, thread, err)
+		a.tb.Fatalf("no card with %q in %s/%s: %v", text, channel, thread, err)
 	}
 	return m
 }
 
 // lastRequest is the newest main call the model got.
 func (a *app) lastRequest() relaytest.Request {
-	a.t.Helper()
+	a.tb.Helper()
 	reqs := a.model.Requests()
 	if len(reqs) == 0 {
-		a.t.Fatal("the model got no request")
+		a.tb.Fatal("the model got no request")
 	}
 	return reqs[len(reqs)-1]
 }
 
 // view waits for the modal the app opened for user.
 func (a *app) view(user string) fakeslack.View {
-	a.t.Helper()
+	a.tb.Helper()
 	v, err := a.slack.WaitView(a.ctx, user)
 	if err != nil {
-		a.t.Fatalf("no modal opened for %s: %v", user, err)
+		a.tb.Fatalf("no modal opened for %s: %v", user, err)
 	}
 	return v
 }

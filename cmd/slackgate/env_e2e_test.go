@@ -19,7 +19,7 @@ import (
 // approve waits for the card showing text, approves it as lee and returns
 // what the model got back for toolUseID.
 func (a *app) approve(thread, text, toolUseID string) relaytest.ToolResult {
-	a.t.Helper()
+	a.tb.Helper()
 	card := a.card(thread, text)
 	a.click(lee, card.Ref(), "Approve")
 	res := a.toolResult(toolUseID)
@@ -30,17 +30,17 @@ func (a *app) approve(thread, text, toolUseID string) relaytest.ToolResult {
 // stillAsks proves the request after an escape attempt waits for a person:
 // its card is posted and its command has not run until the card is approved.
 func (a *app) stillAsks(thread, dir string) {
-	a.t.Helper()
+	a.tb.Helper()
 	card := a.card(thread, "touch after.txt")
 	if _, err := os.Stat(filepath.Join(dir, "after.txt")); !os.IsNotExist(err) {
-		a.t.Fatalf("after.txt exists before anyone approved (err %v)", err)
+		a.tb.Fatalf("after.txt exists before anyone approved (err %v)", err)
 	}
 	a.click(lee, card.Ref(), "Approve")
 	if res := a.toolResult("toolu_after"); res.IsError {
-		a.t.Fatalf("the approved command failed: %q", res.Content)
+		a.tb.Fatalf("the approved command failed: %q", res.Content)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "after.txt")); err != nil {
-		a.t.Fatalf("the approved command did not run: %v", err)
+		a.tb.Fatalf("the approved command did not run: %v", err)
 	}
 }
 

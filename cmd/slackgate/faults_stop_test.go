@@ -25,15 +25,15 @@ const (
 // pendingIn returns the pending requests of the session in thread, read
 // straight from the test's Redis.
 func (a *faultApp) pendingIn(thread string) []store.Request {
-	a.t.Helper()
+	a.tb.Helper()
 	st := a.redisStore()
 	s, err := st.SessionByThread(a.ctx, store.MessageRef{Channel: general, TS: thread})
 	if err != nil {
-		a.t.Fatalf("the thread's session: %v", err)
+		a.tb.Fatalf("the thread's session: %v", err)
 	}
 	rs, err := st.ListPending(a.ctx, s.ID)
 	if err != nil {
-		a.t.Fatal(err)
+		a.tb.Fatal(err)
 	}
 	return rs
 }

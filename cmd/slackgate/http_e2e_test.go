@@ -70,14 +70,14 @@ func blockActions(t testing.TB, user string, m fakeslack.Message, label string) 
 // with the given signature headers (none when sig is "") and returns the
 // status code.
 func (a *app) postInteractive(body []byte, ts time.Time, sig string) int {
-	a.t.Helper()
+	a.tb.Helper()
 	if a.prog.listener == nil {
-		a.t.Fatal("postInteractive needs an app in HTTP mode")
+		a.tb.Fatal("postInteractive needs an app in HTTP mode")
 	}
 	req, err := http.NewRequestWithContext(a.ctx, http.MethodPost,
 		"http://"+a.prog.listener.Addr().String()+fakeslack.DefaultInteractivePath, bytes.NewReader(body))
 	if err != nil {
-		a.t.Fatal(err)
+		a.tb.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	if sig != "" {
@@ -86,7 +86,7 @@ func (a *app) postInteractive(body []byte, ts time.Time, sig string) int {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		a.t.Fatalf("POST /slack/interactive: %v", err)
+		a.tb.Fatalf("POST /slack/interactive: %v", err)
 	}
 	resp.Body.Close()
 	return resp.StatusCode
@@ -95,11 +95,11 @@ func (a *app) postInteractive(body []byte, ts time.Time, sig string) int {
 // signedClick delivers a click on m as it looked (see blockActions),
 // correctly signed, the way Slack delivers a click on an old rendering.
 func (a *app) signedClick(user string, m fakeslack.Message, label string) {
-	a.t.Helper()
-	body := blockActions(a.t, user, m, label)
+	a.tb.Helper()
+	body := blockActions(a.tb, user, m, label)
 	now := time.Now()
 	if code := a.postInteractive(body, now, fakeslack.Sign(signingSecret, now, body)); code != http.StatusOK {
-		a.t.Fatalf("a correctly signed click got HTTP %d, want 200", code)
+		a.tb.Fatalf("a correctly signed click got HTTP %d, want 200", code)
 	}
 }
 

@@ -45,8 +45,8 @@ func runWorkerIfAsked() {
 // processEnv). The returned kill ends the whole group with SIGKILL, as a
 // machine dying would: nothing of it shuts down cleanly.
 func (a *app) spawnWorker(name string, configure func(*Config), env ...string) (kill func()) {
-	a.t.Helper()
-	t := a.t
+	a.tb.Helper()
+	t := a.tb
 	cmd := exec.Command(os.Args[0])
 	cmd.Env = append(a.processEnv(configure, env...), workerSwitch+"=1")
 	logs := &syncBuffer{}

@@ -105,7 +105,7 @@ type loadSettings struct {
 // loadRun is one run: the fake Slack, the processes, and what the fake
 // Slack saw, gathered by its OnMessage hook.
 type loadRun struct {
-	b     *testing.B
+	bench *testing.B
 	cfg   loadSettings
 	ctx   context.Context
 	slack *fakeslack.Fake
@@ -138,7 +138,7 @@ func startLoad(b *testing.B, cfg loadSettings) *loadRun {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	b.Cleanup(cancel)
-	r := &loadRun{b: b, cfg: cfg, ctx: ctx, times: b.TempDir(), logs: b.TempDir(),
+	r := &loadRun{bench: b, cfg: cfg, ctx: ctx, times: b.TempDir(), logs: b.TempDir(),
 		cpu: map[string]time.Duration{}, cards: map[int64]*loadCard{}, cardTS: map[string]bool{}, outcomes: map[string]bool{}, finished: map[string]bool{}, done: make(chan struct{})}
 	r.slack = fakeslack.New(b, fakeslack.WithoutRateModel(), fakeslack.OnMessage(r.onMessage))
 	r.slack.AddUser(lee, "lee")
@@ -173,7 +173,7 @@ func (r *loadRun) config() Config {
 	cfg.DecisionSigningKey, cfg.DecisionVerifyKey = testKeys.sign, testKeys.verify
 	// STARTERS: the load's starters are many people, none an approver.
 	cfg.Approvers, cfg.Starters = lee, "*"
-	cfg.ClaudeBin, cfg.WorkDir, cfg.MaxSessions = r.cfg.standin, r.b.TempDir(), r.cfg.sessions
+	cfg.ClaudeBin, cfg.WorkDir, cfg.MaxSessions = r.cfg.standin, r.bench.TempDir(), r.cfg.sessions
 	cfg.HealthAddr = "off"
 	// The bots' own Slack pacing, out of the way (see the benchmark's doc).
 	const high = 1000000
@@ -206,7 +206,7 @@ func (r *loadRun) launch(name, cmd string, cfg Config) {
 		r.stops = append(r.stops, func() {
 			cancel()
 			if err := <-done; err != nil {
-				r.b.Errorf("%s: %v", name, err)
+				r.bench.Errorf("%s: %v", name, err)
 			}
 			log.Close()
 		})
@@ -220,7 +220,7 @@ func (r *loadRun) launch(name, cmd string, cfg Config) {
 	r.stops = append(r.stops, func() {
 		_ = c.Process.Signal(syscall.SIGTERM)
 		if err := c.Wait(); err != nil {
-			r.b.Errorf("%s: %v", name, err)
+			r.bench.Errorf("%s: %v", name, err)
 		}
 		log.Close()
 		r.mu.Lock()
@@ -238,16 +238,16 @@ func (r *loadRun) stopAll() {
 	}
 	wg.Wait()
 	r.clicks.Wait()
-	if r.b.Failed() {
+	if r.bench.Failed() {
 		r.dumpLogs()
 	}
 }
 
 func (r *loadRun) fatal(format string, args ...any) {
-	r.b.Helper()
+	r.bench.Helper()
 	r.stopAll()
 	r.dumpLogs()
-	r.b.Fatalf(format, args...)
+	r.bench.Fatalf(format, args...)
 }
 
 func (r *loadRun) dumpLogs() {
@@ -255,7 +255,7 @@ func (r *loadRun) dumpLogs() {
 	for _, e := range entries {
 		raw, _ := os.ReadFile(filepath.Join(r.logs, e.Name()))
 		lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
-		r.b.Logf("%s, last lines:\n%s", e.Name(), strings.Join(lines[max(0, len(lines)-30):], "\n"))
+		r.bench.Logf("%s, last lines:\n%s", e.Name(), strings.Join(lines[max(0, len(lines)-30):], "\n"))
 	}
 }
 
@@ -280,7 +280,7 @@ func (r *loadRun) drive() {
 	case <-r.done:
 	case <-r.ctx.Done():
 		r.mu.Lock()
-		r.b.Errorf("after %s: %d of %d cards, %d outcomes, %d of %d final answers", time.Since(r.start).Round(time.Second),
+		r.bench.Errorf("after %s: %d of %d cards, %d outcomes, %d of %d final answers", time.Since(r.start).Round(time.Second),
 			len(r.cards), r.cfg.sessions*r.cfg.requests, len(r.outcomes), len(r.finished), r.cfg.sessions)
 		r.mu.Unlock()
 	}
@@ -344,7 +344,7 @@ func (r *loadRun) click(c *loadCard, ref fakeslack.MessageRef) {
 // report reads when each stand-in read its answers, checks that nothing
 // was lost and reports the figures.
 func (r *loadRun) report() {
-	b := r.b
+	b := r.bench
 	answered := r.answers()
 	want := r.cfg.sessions * r.cfg.requests
 	for _, f := range r.failures {
@@ -389,18 +389,18 @@ func (r *loadRun) answers() map[int64]time.Time {
 	out := map[int64]time.Time{}
 	entries, err := os.ReadDir(r.times)
 	if err != nil {
-		r.b.Fatal(err)
+		r.bench.Fatal(err)
 	}
 	for _, e := range entries {
 		f, err := os.Open(filepath.Join(r.times, e.Name()))
 		if err != nil {
-			r.b.Fatal(err)
+			r.bench.Fatal(err)
 		}
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
 			var asked, at int64
 			if _, err := fmt.Sscanf(sc.Text(), "%d %d", &asked, &at); err != nil {
-				r.b.Errorf("%s: %q: %v", e.Name(), sc.Text(), err)
+				r.bench.Errorf("%s: %q: %v", e.Name(), sc.Text(), err)
 				continue
 			}
 			out[asked] = time.Unix(0, at)

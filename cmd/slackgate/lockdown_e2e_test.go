@@ -114,7 +114,7 @@ func setFileCaps(t *testing.T, path string) {
 // given, in dir, with the app's configuration changed by configure and
 // its environment plus env (see processEnv).
 func (a *app) spawnAs(name string, u *relay.RunAs, ambient []uintptr, dir string, bin string, args []string, configure func(*Config), env ...string) *child {
-	a.t.Helper()
+	a.tb.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
 	cmd.Env = a.processEnv(configure, env...)

@@ -176,7 +176,7 @@ func (p program) serve(ctx context.Context, cmd string, cfg Config, botCfg bot.C
 	m := newMetrics()
 	m.watchPending(st)
 	m.watchQueued(st)
-	runs, checks, err := p.parts(ctx, cmd, cfg, botCfg, keys, timedStore{Store: st, m: m}, m, log)
+	runs, checks, err := p.parts(ctx, cmd, cfg, botCfg, keys, timedStore{Store: st, metrics: m}, m, log)
 	if err != nil {
 		return err
 	}

@@ -214,25 +214,25 @@ func (s *Store) wait(ctx context.Context, wake <-chan struct{}, timer <-chan tim
 // signal is a broadcast: every channel handed out by ch is closed by the next
 // broadcast.
 type signal struct {
-	mu sync.Mutex
-	c  chan struct{}
+	mu   sync.Mutex
+	next chan struct{}
 }
 
 func (g *signal) ch() <-chan struct{} {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.c == nil {
-		g.c = make(chan struct{})
+	if g.next == nil {
+		g.next = make(chan struct{})
 	}
-	return g.c
+	return g.next
 }
 
 func (g *signal) broadcast() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.c != nil {
-		close(g.c)
-		g.c = nil
+	if g.next != nil {
+		close(g.next)
+		g.next = nil
 	}
 }
 

@@ -74,7 +74,7 @@ func TestConsumeAcknowledgesABatchTogether(t *testing.T) {
 	url := redistest.URL(t)
 	prefix := uniquePrefix()
 	s := open(t, url, prefix)
-	hook := &countHook{n: map[string]int{}}
+	hook := &countHook{calls: map[string]int{}}
 	s.Client().AddHook(hook)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

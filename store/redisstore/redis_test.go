@@ -253,8 +253,8 @@ func TestScriptsComeBackAfterAFlush(t *testing.T) {
 
 // countHook counts the commands a client sends, by name, pipelined or not.
 type countHook struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu    sync.Mutex
+	calls map[string]int
 }
 
 func (h *countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -278,13 +278,13 @@ func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 func (h *countHook) add(cmd redis.Cmder) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.n[cmd.Name()]++
+	h.calls[cmd.Name()]++
 }
 
 func (h *countHook) count(name string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.n[name]
+	return h.calls[name]
 }
 
 // TestWaitDecisionAfterCreateRequestDoesNotRead: the worker that created a
@@ -300,7 +300,7 @@ func TestWaitDecisionAfterCreateRequestDoesNotRead(t *testing.T) {
 			prefix := uniquePrefix()
 			t.Cleanup(func() { dropPrefix(t, url, prefix) })
 			worker, bot := open(t, url, prefix, testOptions...), open(t, url, prefix, testOptions...)
-			hook := &countHook{n: map[string]int{}}
+			hook := &countHook{calls: map[string]int{}}
 			worker.Client().AddHook(hook)
 			mine, theirs := newTestRequest("req-mine", "sess-1"), newTestRequest("req-theirs", "sess-1")
 			if err := worker.CreateRequest(ctx, mine); err != nil {

@@ -25,7 +25,7 @@ import (
 // Server is one redis-server, started by Start and killed when the test
 // ends.
 type Server struct {
-	t      testing.TB
+	tb     testing.TB
 	bin    string
 	dir    string
 	port   int
@@ -41,7 +41,7 @@ type Server struct {
 // SLACKGATE_REQUIRE_INTEGRATION=1 or CI=true.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	srv := &Server{t: t, bin: serverBin(t), dir: t.TempDir(), port: FreePort(t)}
+	srv := &Server{tb: t, bin: serverBin(t), dir: t.TempDir(), port: FreePort(t)}
 	srv.Restart()
 	t.Cleanup(srv.Kill)
 	return srv
@@ -66,7 +66,7 @@ func serverBin(t testing.TB) string {
 // monitors it.
 func StartSentinel(t testing.TB, primaryPort int) *Server {
 	t.Helper()
-	srv := &Server{t: t, bin: serverBin(t), dir: t.TempDir(), port: FreePort(t), ready: "+monitor master main"}
+	srv := &Server{tb: t, bin: serverBin(t), dir: t.TempDir(), port: FreePort(t), ready: "+monitor master main"}
 	conf := filepath.Join(srv.dir, "sentinel.conf")
 	body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor main 127.0.0.1 %d 1\n", srv.port, srv.dir, primaryPort)
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
@@ -91,7 +91,7 @@ func (srv *Server) Running() bool { return srv.cmd != nil }
 // its append-only file, and returns once it logs that it accepts
 // connections.
 func (srv *Server) Restart() {
-	t := srv.t
+	t := srv.tb
 	t.Helper()
 	if srv.cmd != nil {
 		t.Fatal("redistest: Restart while the server runs; Kill it first")
