@@ -58,8 +58,8 @@ var toolBodies = map[string]func(*card, fields){
 }
 
 func (c *card) body() {
-	f := decodeInput(c.r.Input)
-	switch c.r.Kind {
+	f := decodeInput(c.req.Input)
+	switch c.req.Kind {
 	case store.KindPlan:
 		c.plan(f)
 		return
@@ -71,12 +71,12 @@ func (c *card) body() {
 		return
 	}
 	c.sensitive(f)
-	if render, ok := toolBodies[c.r.ToolName]; ok && len(f) > 0 {
+	if render, ok := toolBodies[c.req.ToolName]; ok && len(f) > 0 {
 		render(c, f)
 		return
 	}
-	full := pretty(c.r.Input)
-	c.add(c.codeSection("", keyValues(c.r.Input), previewLines, previewRunes, full, "input.json", "input"))
+	full := pretty(c.req.Input)
+	c.add(c.codeSection("", keyValues(c.req.Input), previewLines, previewRunes, full, "input.json", "input"))
 }
 
 // keyValues shows an object input as "key: value" lines (a multi-line
@@ -116,8 +116,8 @@ func (c *card) bash(f fields) {
 	cmd := f.str("command")
 	c.add(c.codeSection("", cmd, previewLines, previewRunes, cmd, "command.sh", "command"))
 	desc := f.str("description")
-	if desc == "" && c.r.Description != cmd {
-		desc = c.r.Description
+	if desc == "" && c.req.Description != cmd {
+		desc = c.req.Description
 	}
 	if strings.TrimSpace(desc) != "" {
 		c.said = "_" + c.oneLine("description", desc, 300) + "_"
@@ -147,7 +147,7 @@ func (c *card) edit(f fields) {
 	if truthy(f["replace_all"]) {
 		label = strings.TrimPrefix(label+" · replace all", " · ")
 	}
-	full := pretty(c.r.Input)
+	full := pretty(c.req.Input)
 	c.add(c.codeSection(label, diff(f.str("old_string"), f.str("new_string")), previewLines, previewRunes, full, "input.json", "edit"))
 	c.extras(f, known{"file_path": jsonString, "old_string": jsonString, "new_string": jsonString, "replace_all": jsonBool})
 }
@@ -159,7 +159,7 @@ func (c *card) multiEdit(f fields) {
 		c.extras(f, known{"file_path": jsonString})
 		return
 	}
-	full := pretty(c.r.Input)
+	full := pretty(c.req.Input)
 	var other []string
 	for i, e := range edits {
 		if len(edits) > maxEdits && i == maxEdits-1 {
@@ -254,13 +254,13 @@ func (c *card) extras(f fields, k known, more ...string) {
 	if len(lines) == 0 {
 		return
 	}
-	c.add(c.codeSection("*Other input:*", strings.Join(lines, "\n"), 20, 1500, pretty(c.r.Input), "input.json", "other input"))
+	c.add(c.codeSection("*Other input:*", strings.Join(lines, "\n"), 20, 1500, pretty(c.req.Input), "input.json", "other input"))
 }
 
 // pathLabel repeats a file path under the headline only when the headline
 // could not show it whole; it ends with " · " when not empty.
 func (c *card) pathLabel(p string) string {
-	if rel := relPath(p, c.s.WorkDir); runes(rel) <= headRunes && !strings.Contains(rel, "\n") && rel == strings.TrimSpace(rel) {
+	if rel := relPath(p, c.sess.WorkDir); runes(rel) <= headRunes && !strings.Contains(rel, "\n") && rel == strings.TrimSpace(rel) {
 		return ""
 	}
 	return "*File:* " + c.inline("file_path", p, 500) + " · "
@@ -269,7 +269,7 @@ func (c *card) pathLabel(p string) string {
 // inline quotes one field as `code`, recording when the card shortened it.
 func (c *card) inline(field, raw string, max int) string {
 	if runes(raw) > max || strings.Contains(strings.TrimSpace(raw), "\n") {
-		c.hide(field+": shortened", pretty(c.r.Input), "input.json")
+		c.hide(field+": shortened", pretty(c.req.Input), "input.json")
 	}
 	return inlineCode(raw, max)
 }
@@ -279,7 +279,7 @@ func (c *card) inline(field, raw string, max int) string {
 func (c *card) oneLine(field, raw string, max int) string {
 	line := oneLine(raw)
 	if runes(line) > max {
-		c.hide(field+": shortened", pretty(c.r.Input), "input.json")
+		c.hide(field+": shortened", pretty(c.req.Input), "input.json")
 	}
 	return codeSafe(cut(line, max))
 }
@@ -293,7 +293,7 @@ func (c *card) plan(f fields) {
 		c.add(section("_Claude wants to leave plan mode and start working; it sent no plan text._"))
 	} else {
 		chunks := splitText(md, previewRunes/2)
-		if len(chunks) > 1 && c.r.Decision == nil {
+		if len(chunks) > 1 && c.req.Decision == nil {
 			// The first part, and the note, above Slack's "Show more".
 			what := plural(approxLines(chunks[1:len(chunks)-1]), "line")
 			c.hide("plan: "+what+" hidden", plan, "plan.md")
@@ -310,17 +310,17 @@ func (c *card) plan(f fields) {
 }
 
 func (c *card) questions(f fields) {
-	if server, _, ok := mcpName(c.r.ToolName); ok {
+	if server, _, ok := mcpName(c.req.ToolName); ok {
 		c.add(slack.NewContextBlock("", mrkdwn("Asked through MCP server "+inlineCode(server, 200)+
-			" (tool "+inlineCode(c.r.ToolName, 300)+"), not Claude Code's own question tool")))
+			" (tool "+inlineCode(c.req.ToolName, 300)+"), not Claude Code's own question tool")))
 	}
-	qs := questions(c.r)
+	qs := questions(c.req)
 	if len(qs) == 0 {
-		full := pretty(c.r.Input)
+		full := pretty(c.req.Input)
 		c.add(c.codeSection("", full, codeLines, codeRunes, full, "input.json", "input"))
 		return
 	}
-	pending := c.r.Decision == nil
+	pending := c.req.Decision == nil
 	if pending && formOnly(qs) {
 		var b strings.Builder
 		for i, q := range qs {
@@ -345,7 +345,7 @@ func (c *card) questions(f fields) {
 				c.add(section(list))
 			}
 		case len(q.Options) > 0:
-			c.add(slack.NewActionBlock(questionBlockID(i, c.r.ID), picker(q)))
+			c.add(slack.NewActionBlock(questionBlockID(i, c.req.ID), picker(q)))
 		}
 	}
 	c.extras(f, known{"questions": jsonArray})

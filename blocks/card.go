@@ -78,16 +78,16 @@ func CardWith(r store.Request, s store.Session, o CardOptions) Message {
 	r = normalize(r)
 	shown := r
 	shown.Input = maskJSON(r.Input) // a private key spans lines: mask before clipping
-	c := &card{r: shown, real: r, s: s, o: o}
+	c := &card{req: shown, real: r, sess: s, opts: o}
 	c.render()
 	return c.msg
 }
 
 type card struct {
-	r        store.Request // what the card shows: secrets masked
+	req      store.Request // what the card shows: secrets masked
 	real     store.Request // as stored: what decisions are made from
-	s        store.Session
-	o        CardOptions
+	sess     store.Session
+	opts     CardOptions
 	msg      Message
 	hidden   []string // what the card left out, for the Approve confirmation
 	full     string   // what FullInput holds when something is hidden
@@ -105,9 +105,9 @@ func (c *card) act(input json.RawMessage) act {
 	if a, ok := c.acts[string(input)]; ok {
 		return a
 	}
-	r := c.r
+	r := c.req
 	r.Input = input
-	a := toolAct(r, c.s.WorkDir)
+	a := toolAct(r, c.sess.WorkDir)
 	if c.acts == nil {
 		c.acts = map[string]act{}
 	}
@@ -119,16 +119,16 @@ func (c *card) render() {
 	c.add(section(c.lead()))
 	top := len(c.msg.Blocks)
 	c.body()
-	if c.r.Decision != nil {
+	if c.req.Decision != nil {
 		// A settled card keeps only its lead: what the body would have
 		// hidden still decides whether the thread holds the full input.
 		c.msg.Blocks = c.msg.Blocks[:top]
 		c.settledNote()
-	} else if len(c.hidden) > 0 && c.o.AttachmentFailed {
+	} else if len(c.hidden) > 0 && c.opts.AttachmentFailed {
 		c.add(slack.NewContextBlock("", mrkdwn(c.attachNote())))
 	}
 	c.add(c.context())
-	if c.r.Decision == nil {
+	if c.req.Decision == nil {
 		c.controls()
 		if len(c.hidden) > 0 {
 			c.msg.FullInput = c.full
@@ -146,29 +146,29 @@ func (c *card) render() {
 // lead is the card's first block: pending, what Claude wants (where, for
 // whom); settled, the outcome and what ran.
 func (c *card) lead() string {
-	if c.r.Decision != nil {
-		return cutSafe(outcomeWith(c.r, c.ran()), MaxText)
+	if c.req.Decision != nil {
+		return cutSafe(outcomeWith(c.req, c.ran()), MaxText)
 	}
 	return cutSafe(c.headline()+c.where(), MaxText)
 }
 
 // headline is what Claude wants in the session's terms.
 func (c *card) headline() string {
-	if c.r.Kind != store.KindTool {
-		return headline(c.r)
+	if c.req.Kind != store.KindTool {
+		return headline(c.req)
 	}
-	a := c.act(c.r.Input)
+	a := c.act(c.req.Input)
 	return "Claude wants to " + a.verb + " " + a.object
 }
 
 // ran words, for a settled tool card, what was done (the input actually
 // applied, edited or not) or what was not.
 func (c *card) ran() string {
-	d := c.r.Decision
-	if c.r.Kind != store.KindTool {
+	d := c.req.Decision
+	if c.req.Kind != store.KindTool {
 		return ""
 	}
-	applied := c.r.Input
+	applied := c.req.Input
 	edited := d.Outcome == store.OutcomeAllow && len(d.UpdatedInput) > 0
 	if edited {
 		applied = maskJSON(d.UpdatedInput)
@@ -191,24 +191,24 @@ func (c *card) ran() string {
 // a one-line command of one step.
 func (c *card) ranWhole(input json.RawMessage) bool {
 	cmd := decodeInput(input).str("command")
-	_, others := mainStep(cmd, c.s.WorkDir)
-	return c.r.ToolName == "Bash" && others == 0 && runes(cmd) <= headRunes && !strings.Contains(strings.TrimSpace(cmd), "\n")
+	_, others := mainStep(cmd, c.sess.WorkDir)
+	return c.req.ToolName == "Bash" && others == 0 && runes(cmd) <= headRunes && !strings.Contains(strings.TrimSpace(cmd), "\n")
 }
 
 // settledNote says where the whole input is once the card shows only its
 // summary: in the thread when the pending card attached it.
 func (c *card) settledNote() {
-	if c.r.Kind == store.KindQuestion {
+	if c.req.Kind == store.KindQuestion {
 		return
 	}
 	note := ""
 	switch {
-	case len(c.hidden) > 0 && !c.o.AttachmentFailed:
+	case len(c.hidden) > 0 && !c.opts.AttachmentFailed:
 		note = "Full input in the thread."
 	case len(c.hidden) > 0:
 		note = "⚠️ The full input could not be attached to the thread."
 	}
-	if d := c.r.Decision; d.Outcome == store.OutcomeAllow && len(d.UpdatedInput) > 0 && !c.ranWhole(d.UpdatedInput) {
+	if d := c.req.Decision; d.Outcome == store.OutcomeAllow && len(d.UpdatedInput) > 0 && !c.ranWhole(d.UpdatedInput) {
 		// What ran is the edited input, and the lead shows only part of
 		// it: it is the card's full input now. The thread's attachment,
 		// if any, is the input as Claude asked.
@@ -242,7 +242,7 @@ func (c *card) warnings() json.RawMessage {
 		c.flag("⚠️ *Contains invisible or bidirectional characters*: shown as "+invisibleMark+"…⟧ escapes; "+
 			"they can make text read differently from what runs", "contains invisible or bidirectional characters")
 	}
-	if string(c.r.Input) != string(c.real.Input) ||
+	if string(c.req.Input) != string(c.real.Input) ||
 		(strings.Contains(shown, mask) && !strings.Contains(string(c.real.Input), mask)) {
 		c.flags = append(c.flags, "🔒 Secrets in the input are masked on this card; Claude gets the input unchanged")
 	}
@@ -251,7 +251,7 @@ func (c *card) warnings() json.RawMessage {
 
 // whereFull says, next to what a preview hides, where the rest is.
 func (c *card) whereFull() string {
-	if c.o.AttachmentFailed {
+	if c.opts.AttachmentFailed {
 		return "the full input could not be attached"
 	}
 	return "full input in the thread"
@@ -259,7 +259,7 @@ func (c *card) whereFull() string {
 
 // attachNote says where the full input is.
 func (c *card) attachNote() string {
-	if c.o.AttachmentFailed {
+	if c.opts.AttachmentFailed {
 		return "⚠️ *Part of the input is not shown, and the full input could not be attached to the thread.*"
 	}
 	return "Part of the input is not shown here: the full input is attached in the thread."
@@ -267,20 +267,20 @@ func (c *card) attachNote() string {
 
 func (c *card) fallback() string {
 	t := c.headline()
-	if c.r.Decision != nil {
-		t = outcomeWord(c.r)
+	if c.req.Decision != nil {
+		t = outcomeWord(c.req)
 		if ran := c.ran(); ran != "" {
 			t += ": " + ran
 		}
 	}
-	if p := project(c.s); p != "" {
+	if p := project(c.sess); p != "" {
 		t += " in " + Escape(cut(p, 60))
 	}
 	if len(c.short) > 0 {
 		t += " (" + strings.Join(c.short, ", ") + ")"
 	}
-	if c.s.StartedBy != "" {
-		t = starter(c.s.StartedBy) + " " + t
+	if c.sess.StartedBy != "" {
+		t = starter(c.sess.StartedBy) + " " + t
 	}
 	return cutSafe(t, 1000)
 }
@@ -354,7 +354,7 @@ func (c *card) hide(what, full, name string) {
 	case c.full == "":
 		c.full, c.fullName = full, name
 	case c.full != full:
-		c.full, c.fullName = pretty(c.r.Input), "input.json"
+		c.full, c.fullName = pretty(c.req.Input), "input.json"
 	}
 }
 
@@ -652,22 +652,22 @@ func ruleString(r store.SuggestionRule) string {
 // than "it needs approval", and what newer CLIs add.
 func (c *card) context() slack.Block {
 	var parts []string
-	if c.said != "" && c.r.Decision == nil {
+	if c.said != "" && c.req.Decision == nil {
 		parts = append(parts, c.said)
 	}
-	if c.s.WorkDir != "" {
-		parts = append(parts, inlineCode(c.s.WorkDir, 300))
+	if c.sess.WorkDir != "" {
+		parts = append(parts, inlineCode(c.sess.WorkDir, 300))
 	}
-	if c.r.AgentID != "" {
-		parts = append(parts, "subagent "+inlineCode(c.r.AgentID, 60))
+	if c.req.AgentID != "" {
+		parts = append(parts, "subagent "+inlineCode(c.req.AgentID, 60))
 	}
-	if why := c.why(); why != "" && c.r.Decision == nil {
+	if why := c.why(); why != "" && c.req.Decision == nil {
 		parts = append(parts, why)
 	}
-	if c.s.StartedBy == "" && c.s.ID != "" {
-		parts = append(parts, "session "+inlineCode(short(c.s.ID), 40)) // nobody to name: the id tells sessions apart
+	if c.sess.StartedBy == "" && c.sess.ID != "" {
+		parts = append(parts, "session "+inlineCode(short(c.sess.ID), 40)) // nobody to name: the id tells sessions apart
 	}
-	if about := c.about(); len(about) > 0 && c.r.Decision == nil {
+	if about := c.about(); len(about) > 0 && c.req.Decision == nil {
 		parts = append(parts, about...)
 	}
 	return slack.NewContextBlock("", mrkdwn(cutSafe(orDash(strings.Join(parts, " · ")), MaxText)))
@@ -679,18 +679,18 @@ var generic = map[string]bool{"other": true, "mode": true, "subcommandResults": 
 // why is the CLI's reason for asking, when it says something.
 func (c *card) why() string {
 	var why []string
-	switch r := c.r.DecisionReason; {
+	switch r := c.req.DecisionReason; {
 	case r != "" && !strings.HasPrefix(strings.ToLower(r), "this command requires approval"):
 		why = append(why, "Reason: "+codeSafe(cut(oneLine(r), 800)))
-	case r == "" && c.r.DecisionReasonType != "" && !generic[c.r.DecisionReasonType]:
-		t := c.r.DecisionReasonType
+	case r == "" && c.req.DecisionReasonType != "" && !generic[c.req.DecisionReasonType]:
+		t := c.req.DecisionReasonType
 		if words, ok := reasonTypes[t]; ok {
 			t = words
 		}
 		why = append(why, "Reason: "+codeSafe(cut(oneLine(t), 200)))
 	}
-	if c.r.BlockedPath != "" {
-		why = append(why, "Blocked path: "+inlineCode(c.r.BlockedPath, 800))
+	if c.req.BlockedPath != "" {
+		why = append(why, "Blocked path: "+inlineCode(c.req.BlockedPath, 800))
 	}
 	return strings.Join(why, " · ")
 }
@@ -700,16 +700,16 @@ func (c *card) why() string {
 // not already show.
 func (c *card) about() []string {
 	var out []string
-	if t := strings.TrimSpace(c.r.Title); t != "" {
+	if t := strings.TrimSpace(c.req.Title); t != "" {
 		out = append(out, "Title: "+codeSafe(cut(oneLine(t), 300)))
 	}
-	if n := c.r.DisplayName; n != "" && n != c.r.ToolName {
-		out = append(out, "Display name "+inlineCode(n, 200)+" (tool "+inlineCode(c.r.ToolName, 200)+")")
+	if n := c.req.DisplayName; n != "" && n != c.req.ToolName {
+		out = append(out, "Display name "+inlineCode(n, 200)+" (tool "+inlineCode(c.req.ToolName, 200)+")")
 	}
-	if d := strings.TrimSpace(c.r.Description); d != "" && c.r.ToolName != "Bash" && !c.inInput(d) {
+	if d := strings.TrimSpace(c.req.Description); d != "" && c.req.ToolName != "Bash" && !c.inInput(d) {
 		out = append(out, "Description: "+codeSafe(cut(oneLine(d), 500)))
 	}
-	if m := c.r.MCPServer; m != "" {
+	if m := c.req.MCPServer; m != "" {
 		out = append(out, "MCP server "+inlineCode(m, 200))
 	}
 	return out
@@ -718,7 +718,7 @@ func (c *card) about() []string {
 // inInput reports whether the card already shows s: it is one of the
 // input's string fields or the base name of one.
 func (c *card) inInput(s string) bool {
-	f := decodeInput(c.r.Input)
+	f := decodeInput(c.req.Input)
 	for key := range f {
 		v := f.str(key)
 		if v != "" && (v == s || baseName(v) == s) {

@@ -28,7 +28,7 @@ func (c *card) hiddenNote() string {
 	if len(c.hidden) > 1 {
 		what += " and " + plural(len(c.hidden)-1, "other part")
 	}
-	if c.o.AttachmentFailed {
+	if c.opts.AttachmentFailed {
 		return "The card does not show all of the input (" + what + "), and the full input could not be attached to the thread. "
 	}
 	return "The card does not show all of the input (" + what + "). The full input is attached in the thread: read it first. "
@@ -47,7 +47,7 @@ func (c *card) guard(b *slack.ButtonBlockElement, verb string) *slack.ButtonBloc
 // (with Edit & approve), then "Approve and allow for this session…" as one
 // menu naming each rule.
 func (c *card) controls() {
-	r := c.r
+	r := c.req
 	v := func(q, o int) string { return value(q, o, r.ID) }
 	var els []slack.BlockElement
 	switch r.Kind {
@@ -121,7 +121,7 @@ func (c *card) alwaysMenu() slack.BlockElement {
 	var opts []*slack.OptionBlockObject
 	var all, code []string
 	cutOne := false
-	for i, s := range c.r.Suggestions {
+	for i, s := range c.req.Suggestions {
 		names, does, ok := suggestionWords(s)
 		label := strings.Join(names, ", ")
 		if !ok || len(opts) == maxButtons || runes(codeSafe(label)) > maxRuleText {
@@ -136,7 +136,7 @@ func (c *card) alwaysMenu() slack.BlockElement {
 		all = append(all, n+". "+visible(maskSecrets(label)))
 		rules, _ := suggestionRules(s)
 		code = append(code, "• "+rules)
-		opts = append(opts, slack.NewOptionBlockObject(value(0, i, c.r.ID), plainInput(text, MaxOptionText),
+		opts = append(opts, slack.NewOptionBlockObject(value(0, i, c.req.ID), plainInput(text, MaxOptionText),
 			plainInput(strings.ToUpper(does[:1])+does[1:], MaxOptionText)))
 	}
 	if len(opts) == 0 {

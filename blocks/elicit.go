@@ -247,7 +247,7 @@ func elicitHeadline(e elicitation) string {
 // elicitBody shows the server's message, then the link (URL mode) with its
 // real host, or what the form asks for.
 func (c *card) elicitBody() {
-	e := elicitationOf(c.r)
+	e := elicitationOf(c.req)
 	if msg := strings.TrimSpace(e.Message); msg != "" {
 		c.add(section(cutSafe(codeSafe(msg), bodyChunk)))
 	}

@@ -85,11 +85,11 @@ func project(s store.Session) string {
 // where is the lead's tail: the project and who started the session.
 func (c *card) where() string {
 	var parts []string
-	if p := project(c.s); p != "" {
+	if p := project(c.sess); p != "" {
 		parts = append(parts, "in *"+strings.ReplaceAll(Escape(cut(p, 60)), "*", "∗")+"*")
 	}
-	if c.s.StartedBy != "" {
-		parts = append(parts, "for "+starter(c.s.StartedBy))
+	if c.sess.StartedBy != "" {
+		parts = append(parts, "for "+starter(c.sess.StartedBy))
 	}
 	if len(parts) == 0 {
 		return ""

@@ -44,9 +44,9 @@ func Rememberable(r store.Request) bool {
 // repository (when it has a directory) or its channel. Nothing is chosen
 // at first: an answer is remembered only when a person asks.
 func (c *card) rememberMenu() {
-	id := c.r.ID
+	id := c.req.ID
 	var opts []*slack.OptionBlockObject
-	if dir := strings.TrimSpace(c.s.WorkDir); dir != "" {
+	if dir := strings.TrimSpace(c.sess.WorkDir); dir != "" {
 		opts = append(opts, slack.NewOptionBlockObject(value(0, rememberRepo, id), plain("Always, in this repository"),
 			plainInput(dir, MaxOptionText)))
 	}

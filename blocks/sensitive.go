@@ -65,11 +65,11 @@ var pathTools = map[string]struct{ field, verb string }{
 // file of touchies.
 func (c *card) sensitive(f fields) {
 	verb, name, t, ok := "", "", touchy{}, false
-	if pt, found := pathTools[c.r.ToolName]; found {
+	if pt, found := pathTools[c.req.ToolName]; found {
 		verb, name = pt.verb, f.str(pt.field)
 		t, ok = touchyPath(name)
-		name = relPath(name, c.s.WorkDir)
-	} else if c.r.ToolName == "Bash" {
+		name = relPath(name, c.sess.WorkDir)
+	} else if c.req.ToolName == "Bash" {
 		verb = "Touches"
 		name, t, ok = touchyCommand(f.str("command"))
 	}

@@ -64,16 +64,18 @@ func (b *Bot) expireAPIRequests(ctx context.Context) error {
 			wait = min(wait, next.Sub(b.clock.Now()))
 		}
 		now := b.clock.Now()
-		timer := b.clock.After(wait)
+		timer := b.clock.NewTimer(wait)
 		if b.expiryArmed != nil {
 			b.expiryArmed(now.Add(wait))
 		}
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return nil
-		case <-timer:
+		case <-timer.C():
 			next = b.expireDue(ctx)
 		case <-b.apiExpiry.wake:
+			timer.Stop()
 			if t := b.apiExpiry.take(); !t.IsZero() && (next.IsZero() || t.Before(next)) {
 				next = t
 			}

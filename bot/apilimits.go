@@ -186,20 +186,20 @@ func (b *Bot) apiUnderPending(ctx context.Context, tok APIToken) error {
 // apiOpening counts, per token, the sessions this bot is opening right
 // now: they are not in the store's count until their thread is posted.
 type apiOpening struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu      sync.Mutex
+	opening map[string]int
 }
 
 func (o *apiOpening) add(token string, d int) int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if o.n == nil {
-		o.n = map[string]int{}
+	if o.opening == nil {
+		o.opening = map[string]int{}
 	}
-	o.n[token] += d
-	n := o.n[token]
+	o.opening[token] += d
+	n := o.opening[token]
 	if n == 0 {
-		delete(o.n, token)
+		delete(o.opening, token)
 	}
 	return n
 }
@@ -229,8 +229,8 @@ func (b *Bot) apiAdmitSession(ctx context.Context, tok APIToken) (release func()
 // only callers of the same key wait. A key's entry lives while it is held
 // or waited for.
 type keyedLocks struct {
-	mu sync.Mutex
-	m  map[string]*keyedLock
+	mu    sync.Mutex
+	locks map[string]*keyedLock
 }
 
 type keyedLock struct {
@@ -241,13 +241,13 @@ type keyedLock struct {
 // lock takes key's lock and returns its unlock.
 func (k *keyedLocks) lock(key string) func() {
 	k.mu.Lock()
-	if k.m == nil {
-		k.m = map[string]*keyedLock{}
+	if k.locks == nil {
+		k.locks = map[string]*keyedLock{}
 	}
-	l := k.m[key]
+	l := k.locks[key]
 	if l == nil {
 		l = &keyedLock{}
-		k.m[key] = l
+		k.locks[key] = l
 	}
 	l.refs++
 	k.mu.Unlock()
@@ -256,7 +256,7 @@ func (k *keyedLocks) lock(key string) func() {
 		l.Unlock()
 		k.mu.Lock()
 		if l.refs--; l.refs == 0 {
-			delete(k.m, key)
+			delete(k.locks, key)
 		}
 		k.mu.Unlock()
 	}

@@ -26,7 +26,7 @@ type approvers struct {
 	users  map[string]bool
 	groups []string
 	list   func(ctx context.Context, group string) ([]string, error)
-	clock  Clock
+	clock  store.Clock
 	ttl    time.Duration
 
 	mu    sync.Mutex
@@ -38,7 +38,7 @@ type groupMembers struct {
 	at      time.Time
 }
 
-func newApprovers(p People, list func(ctx context.Context, group string) ([]string, error), clock Clock, ttl time.Duration) *approvers {
+func newApprovers(p People, list func(ctx context.Context, group string) ([]string, error), clock store.Clock, ttl time.Duration) *approvers {
 	a := &approvers{anyone: p.Anyone, users: map[string]bool{}, list: list, clock: clock, ttl: ttl, cache: map[string]groupMembers{}}
 	for _, id := range p.IDs {
 		if strings.HasPrefix(id, "S") {

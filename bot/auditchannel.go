@@ -208,13 +208,15 @@ func (c *auditChannel) post(ctx context.Context, lines []blocks.AuditLine) (stri
 	res := c.b.out.enqueuePending(p).res
 	var lost error
 	for {
+		renew := c.b.clock.NewTimer(time.Second)
 		select {
 		case r := <-res:
+			renew.Stop()
 			if r.err == nil && lost != nil {
 				return "", lost
 			}
 			return r.ts, r.err
-		case <-c.b.clock.After(time.Second):
+		case <-renew.C():
 			if lost == nil {
 				if err := c.keep(ctx); errors.Is(err, auditsink.ErrClaimLost) {
 					lost = err

@@ -14,7 +14,7 @@ import (
 // The audit sealer signs checkpoints of the store's audit chain (see
 // store's "Audit chain") with the decision signing key, which only bots
 // hold: once store.AuditSealEntries entries or store.AuditSealAfter (on
-// the bot's Clock) have gone unsealed, and at shutdown. Before it signs it
+// the bot's clock) have gone unsealed, and at shutdown. Before it signs it
 // verifies the entries since the last checkpoint, so it never seals a
 // chain someone broke; it logs the break instead and seals nothing until
 // an operator has looked. Every replica runs one; the store takes one
@@ -42,7 +42,7 @@ type auditSealStore interface {
 type auditSealer struct {
 	st    auditSealStore
 	key   ed25519.PrivateKey
-	clock Clock
+	clock store.Clock
 	every time.Duration
 	log   zerolog.Logger
 	// broken is the last break logged, so one break is logged once.
@@ -63,7 +63,7 @@ func (b *Bot) auditSealer() *auditSealer {
 func (a *auditSealer) Run(ctx context.Context) error {
 	for {
 		a.seal(ctx, false)
-		if sleep(ctx, a.clock, a.every) != nil {
+		if store.Sleep(ctx, a.clock, a.every) != nil {
 			final, cancel := context.WithTimeout(context.WithoutCancel(ctx), sealAtShutdown)
 			a.seal(final, true)
 			cancel()

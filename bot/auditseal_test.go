@@ -20,23 +20,23 @@ import (
 
 // syncBuffer is a log sink the sealer and the test share.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.b.Write(p)
+	return s.buf.Write(p)
 }
 
 func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.b.String()
+	return s.buf.String()
 }
 
-func newSealer(t *testing.T, st auditSealStore, clock Clock) (*auditSealer, *syncBuffer) {
+func newSealer(t *testing.T, st auditSealStore, clock store.Clock) (*auditSealer, *syncBuffer) {
 	t.Helper()
 	logs := &syncBuffer{}
 	return &auditSealer{st: st, key: testSigningKey, clock: clock, every: time.Second, log: zerolog.New(logs)}, logs
@@ -128,13 +128,13 @@ func TestSealerRunsOnTheClockAndSealsAtShutdown(t *testing.T) {
 	ctx, cancel := context.WithCancel(testCtx(t))
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()
-	clock.WaitTimers(t, 1) // the first look is over
+	waitTimers(t, clock, 1) // the first look is over
 	if got := sealedAt(t, st); got != 2 {
 		t.Fatalf("sealed at %d after the first look, want 2", got)
 	}
 	appendRan(t, st, store.AuditSealEntries)
 	clock.Advance(a.every)
-	clock.WaitTimers(t, 1) // the second
+	waitTimers(t, clock, 1) // the second
 	if got := sealedAt(t, st); got != 2+store.AuditSealEntries {
 		t.Fatalf("sealed at %d after the second look, want %d", got, 2+store.AuditSealEntries)
 	}

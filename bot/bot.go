@@ -28,10 +28,10 @@ const consumerGroup = "bot"
 // current, and the outbox every write goes through.
 type Bot struct {
 	cfg   Config
-	st    store.Store
+	st    Store
 	log   zerolog.Logger
 	api   *slack.Client
-	clock Clock
+	clock store.Clock
 
 	out       *outbox
 	approvers *approvers
@@ -68,7 +68,7 @@ type Bot struct {
 }
 
 // New checks cfg and builds a Bot; nothing talks to Slack until Run.
-func New(cfg Config, st store.Store, log zerolog.Logger) (*Bot, error) {
+func New(cfg Config, st Store, log zerolog.Logger) (*Bot, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -76,7 +76,7 @@ func New(cfg Config, st store.Store, log zerolog.Logger) (*Bot, error) {
 		return nil, fmt.Errorf("%w: no store", ErrConfig)
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = wallClock{}
+		cfg.Clock = store.WallClock{}
 	}
 	if cfg.HTTPAddr == "" {
 		cfg.HTTPAddr = DefaultHTTPAddr

@@ -20,6 +20,7 @@ import (
 	"github.com/slackgate/slackgate/bot/fakeslack"
 	"github.com/slackgate/slackgate/store"
 	"github.com/slackgate/slackgate/store/boltstore"
+	"github.com/slackgate/slackgate/store/storetest"
 )
 
 const (
@@ -39,7 +40,7 @@ type harness struct {
 	st    store.Store
 	bot   *Bot
 	base  string // HTTP mode: the bot's base URL
-	clock *fakeClock
+	clock *storetest.Clock
 	stop  func() // stops the bot and waits for Run to return; idempotent
 }
 
@@ -528,7 +529,7 @@ func TestClickOnDecidedCardSaysWhoDecidedAndRefreshesIt(t *testing.T) {
 	}
 	// Two waits on the clock: the reconciler's next pass and the edit's
 	// Retry-After.
-	h.clock.WaitTimers(t, 2)
+	waitTimers(t, h.clock, 2)
 	if err := h.fake.Click(ctx, "U2", card.Ref(), "Approve"); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/slackgate/slackgate/store"
 )
 
 // DefaultHTTPAddr is where HTTP mode listens when Config.HTTPAddr is empty.
@@ -82,7 +84,7 @@ type Config struct {
 	// GroupCacheTTL is how long user group members are trusted (0: 5 minutes).
 	GroupCacheTTL time.Duration
 	// Clock replaces the wall clock (tests). Nil: the real one.
-	Clock Clock
+	Clock store.Clock
 	// Metrics receives the bot's measurements (Slack calls, outbox waits).
 	// Nil: none are taken.
 	Metrics Metrics

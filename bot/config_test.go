@@ -13,7 +13,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/slackgate/slackgate/bot/fakeslack"
-	"github.com/slackgate/slackgate/store"
 )
 
 func TestParseChannelWorkDirs(t *testing.T) {
@@ -165,8 +164,8 @@ func TestNoApproversErrorNamesBothOptions(t *testing.T) {
 	}
 }
 
-// nopStore satisfies store.Store for constructor tests that never use it.
-type nopStore struct{ store.Store }
+// nopStore satisfies Store for constructor tests that never use it.
+type nopStore struct{ Store }
 
 func TestApproverGroupsAreCachedForTheirTTL(t *testing.T) {
 	clock := newFakeClock()

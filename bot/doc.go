@@ -120,7 +120,7 @@
 //	auditseal.go     signed checkpoints of the store's audit chain
 //	auditchannel.go  AUDIT_CHANNEL: a line per settled request and refusal,
 //	                 delivered in order from the audit log (bot/auditsink)
-//	clock.go         the injectable clock
+//	store.go         what the bot reads and writes in the store (Store)
 //
 // Readiness: in Socket Mode the bot is ready once its connection is up
 // (fakeslack.WaitConnected in tests); in HTTP mode once GET /healthz

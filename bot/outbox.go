@@ -165,7 +165,7 @@ type shown struct {
 type outbox struct {
 	api     slackWriter
 	budget  Budgets
-	clock   Clock
+	clock   store.Clock
 	log     zerolog.Logger
 	metrics Metrics
 
@@ -184,9 +184,9 @@ type outbox struct {
 }
 
 // newOutbox returns an outbox writing through api within budgets.
-func newOutbox(api slackWriter, budgets Budgets, clock Clock, log zerolog.Logger) *outbox {
+func newOutbox(api slackWriter, budgets Budgets, clock store.Clock, log zerolog.Logger) *outbox {
 	if clock == nil {
-		clock = wallClock{}
+		clock = store.WallClock{}
 	}
 	b := budgets.withDefaults()
 	return &outbox{
@@ -214,15 +214,22 @@ func (o *outbox) Run(ctx context.Context) error {
 		o.mu.Lock()
 		next := o.dispatchLocked(ctx)
 		o.mu.Unlock()
-		var timer <-chan time.Time
+		var timer store.Timer
+		var due <-chan time.Time // nil, never ready, when nothing waits for a budget
 		if !next.IsZero() {
-			timer = o.clock.After(max(next.Sub(o.clock.Now()), time.Millisecond))
+			timer = o.clock.NewTimer(max(next.Sub(o.clock.Now()), time.Millisecond))
+			due = timer.C()
 		}
 		select {
 		case <-ctx.Done():
-			return nil
 		case <-o.wake:
-		case <-timer:
+		case <-due:
+		}
+		if timer != nil {
+			timer.Stop()
+		}
+		if ctx.Err() != nil {
+			return nil
 		}
 	}
 }
@@ -597,7 +604,7 @@ func (o *outbox) send(ctx context.Context, p *op) opResult {
 			// only this write.
 			log.Warn().Dur("retry_after", limited.RetryAfter).Msg("slack rate limit, waiting")
 			o.blocked(p, limited.RetryAfter)
-			if sleep(ctx, o.clock, limited.RetryAfter) != nil {
+			if store.Sleep(ctx, o.clock, limited.RetryAfter) != nil {
 				return opResult{err: fmt.Errorf("bot: %s in %s: %w", p.kind, p.channel, errOutboxClosed)}
 			}
 			continue
@@ -609,7 +616,7 @@ func (o *outbox) send(ctx context.Context, p *op) opResult {
 		delay := min(backoffBase<<(attempt-1), backoffMax)
 		log.Warn().Err(err).Int("attempt", attempt).Dur("backoff", delay).Msg("slack write failed, retrying")
 		attempt++
-		if sleep(ctx, o.clock, delay) != nil {
+		if store.Sleep(ctx, o.clock, delay) != nil {
 			return opResult{err: fmt.Errorf("bot: %s in %s: %w", p.kind, p.channel, errOutboxClosed)}
 		}
 		if ts, found := o.sentAfterAll(ctx, log, p); found {

@@ -20,7 +20,7 @@ import (
 )
 
 // startOutbox runs an outbox against fake until the test ends.
-func startOutbox(t *testing.T, fake *fakeslack.Fake, budgets Budgets, clock Clock) *outbox {
+func startOutbox(t *testing.T, fake *fakeslack.Fake, budgets Budgets, clock store.Clock) *outbox {
 	t.Helper()
 	api := slack.New(fakeslack.BotToken, slack.OptionAPIURL(fake.APIURL()))
 	o := newOutbox(api, budgets, clock, zerolog.Nop())
@@ -75,7 +75,7 @@ func TestOutboxCoalescesQueuedEditsOfOneMessage(t *testing.T) {
 	for _, v := range []string{"v2", "v3", "v4"} {
 		results = append(results, o.enqueue(&op{kind: opUpdate, channel: ref.Channel, ts: ref.TS, msg: textMsg(v), log: log}, true))
 	}
-	clock.WaitTimers(t, 1)
+	waitTimers(t, clock, 1)
 	clock.Advance(time.Second)
 	for i, res := range results {
 		if r := recv(t, res); r.err != nil {
@@ -110,7 +110,7 @@ func TestOutboxPacesPostsPerChannelNotAcrossChannels(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := o.post(log, laneResult, "C1", "", textMsg("second"))
-	clock.WaitTimers(t, 1)
+	waitTimers(t, clock, 1)
 	// Another channel is not held up by C1's budget.
 	if _, err := o.Post(t.Context(), log, "C2", "", textMsg("elsewhere")); err != nil {
 		t.Fatal(err)
@@ -140,7 +140,7 @@ func TestOutboxLowerLanesLeaveTheBudgetToCards(t *testing.T) {
 	for i := range 4 {
 		progress = append(progress, o.post(log, laneProgress, "C1", "", textMsg(fmt.Sprint("progress ", i))))
 	}
-	clock.WaitTimers(t, 1)
+	waitTimers(t, clock, 1)
 	if n := len(fake.CallsTo("chat.postMessage")); n != 2 {
 		t.Fatalf("progress posts sent at once = %d, want 2 of 4", n)
 	}
@@ -179,7 +179,7 @@ func TestOutboxLiveMessageWithdrawnBeforeItsFirstPostCostsNothing(t *testing.T) 
 	o := startOutbox(t, fake, Budgets{ProgressDelay: time.Second}, clock)
 	spec := liveSpec{key: "progress:s1:0", channel: "C1", delay: time.Second}
 	o.Live(zerolog.Nop(), spec, textMsg("🔧 Bash"))
-	clock.WaitTimers(t, 1)
+	waitTimers(t, clock, 1)
 	// The call got a card: the fold has nothing left to show.
 	o.Live(zerolog.Nop(), spec, outMsg{})
 	clock.Advance(2 * time.Second)
@@ -200,7 +200,7 @@ func TestOutboxWaitsOutRateLimitsWithoutDroppingTheMessage(t *testing.T) {
 
 	res := o.enqueue(&op{kind: opPost, channel: "C1", msg: textMsg("through the storm"), log: zerolog.Nop()}, true)
 	for i := range 2 {
-		asked := clock.WaitTimers(t, 1)
+		asked := waitTimers(t, clock, 1)
 		if got := asked[len(asked)-1]; got != 3*time.Second {
 			t.Fatalf("wait %d after 429 = %v, want Retry-After 3s", i+1, got)
 		}
@@ -283,7 +283,7 @@ func TestOutboxFailsQueuedWritesWhenStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	held := o.enqueue(&op{kind: opPost, channel: "C1", msg: textMsg("two"), log: zerolog.Nop()}, true)
-	clock.WaitTimers(t, 1)
+	waitTimers(t, clock, 1)
 	cancel()
 	wg.Wait()
 	if r := recv(t, held); !errors.Is(r.err, errOutboxClosed) {
@@ -343,7 +343,7 @@ func TestOutboxRetriesServerErrorsWithBackoff(t *testing.T) {
 
 	res := o.enqueue(&op{kind: opPost, channel: "C1", msg: textMsg("eventually"), log: zerolog.Nop()}, true)
 	for _, want := range []time.Duration{backoffBase, 2 * backoffBase} {
-		asked := clock.WaitTimers(t, 1)
+		asked := waitTimers(t, clock, 1)
 		if got := asked[len(asked)-1]; got != want {
 			t.Fatalf("backoff = %v, want %v", got, want)
 		}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/slackgate/slackgate/store"
 )
 
 // The event consumer acknowledges a request's event once its card is
@@ -104,7 +106,7 @@ func (b *Bot) reconcile(ctx context.Context) error {
 		if b.afterReconcile != nil {
 			b.afterReconcile()
 		}
-		if sleep(ctx, b.clock, b.cfg.ReconcileInterval) != nil {
+		if store.Sleep(ctx, b.clock, b.cfg.ReconcileInterval) != nil {
 			return nil
 		}
 	}

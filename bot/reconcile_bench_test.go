@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,9 +15,9 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/slackgate/slackgate/bot/fakeslack"
-	"github.com/slackgate/slackgate/relay/relaytest"
 	"github.com/slackgate/slackgate/store"
 	"github.com/slackgate/slackgate/store/redisstore"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
 )
 
 // BenchmarkReconcileTenThousand starts a bot on a Redis holding 10,000
@@ -37,13 +36,7 @@ import (
 // refresh per session, counted from the list the pass read.
 func BenchmarkReconcileTenThousand(b *testing.B) {
 	const sessions, perSession, lostEvery = 100, 100, 100
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		if relaytest.RequireIntegration() {
-			b.Fatal("REDIS_URL is not set; .ci/with-redis.sh starts a redis-server")
-		}
-		b.Skip("REDIS_URL is not set; run under .ci/with-redis.sh")
-	}
+	url := redistest.URL(b)
 	for range b.N {
 		b.StopTimer()
 		ctx := testCtx(b)

@@ -15,22 +15,22 @@ import (
 // every event used to repeat, by method.
 type readCounter struct {
 	store.Store
-	mu sync.Mutex
-	n  map[string]int
+	mu     sync.Mutex
+	counts map[string]int
 }
 
-func countReads(s store.Store) *readCounter { return &readCounter{Store: s, n: map[string]int{}} }
+func countReads(s store.Store) *readCounter { return &readCounter{Store: s, counts: map[string]int{}} }
 
 func (c *readCounter) count(method string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.n[method]++
+	c.counts[method]++
 }
 
 func (c *readCounter) reads(method string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.n[method]
+	return c.counts[method]
 }
 
 func (c *readCounter) GetSession(ctx context.Context, id string) (store.Session, error) {

@@ -42,7 +42,7 @@ type teamGate struct {
 	allowed     map[string]bool // ALLOWED_TEAMS: team and enterprise ids
 	enterprises bool            // ALLOWED_TEAMS names an organization
 	lookup      func(ctx context.Context, user string) (*slack.User, error)
-	clock       Clock
+	clock       store.Clock
 	ttl         time.Duration
 
 	mu         sync.Mutex
@@ -61,7 +61,7 @@ type membership struct {
 // maxMemberships bounds the users.info cache: past it, it starts over.
 const maxMemberships = 10000
 
-func newTeamGate(allowed []string, lookup func(ctx context.Context, user string) (*slack.User, error), clock Clock, ttl time.Duration) *teamGate {
+func newTeamGate(allowed []string, lookup func(ctx context.Context, user string) (*slack.User, error), clock store.Clock, ttl time.Duration) *teamGate {
 	g := &teamGate{allowed: map[string]bool{}, lookup: lookup, clock: clock, ttl: ttl, cache: map[string]membership{}}
 	for _, id := range allowed {
 		g.allowed[id] = true

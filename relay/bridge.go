@@ -17,11 +17,11 @@ import (
 // bridge connects one process to the store: its output becomes events, its
 // can_use_tool requests become store requests.
 type bridge struct {
-	w    *Worker
-	sl   *slot // the session's place, to count requests waiting
-	sess store.Session
-	log  zerolog.Logger
-	turn *turnState
+	worker *Worker
+	sl     *slot // the session's place, to count requests waiting
+	sess   store.Session
+	log    zerolog.Logger
+	turn   *turnState
 
 	// toolNames and started are touched only on the reader goroutine.
 	toolNames map[string]string
@@ -29,7 +29,7 @@ type bridge struct {
 }
 
 func newBridge(w *Worker, sl *slot, sess store.Session, turn *turnState, log zerolog.Logger) *bridge {
-	return &bridge{w: w, sl: sl, sess: sess, log: log, turn: turn, toolNames: make(map[string]string), started: sess.Started}
+	return &bridge{worker: w, sl: sl, sess: sess, log: log, turn: turn, toolNames: make(map[string]string), started: sess.Started}
 }
 
 func (b *bridge) handlers() ConnHandlers {
@@ -37,7 +37,7 @@ func (b *bridge) handlers() ConnHandlers {
 }
 
 func (b *bridge) publish(ctx context.Context, e store.Event) {
-	b.w.publish(ctx, b.sess.ID, e, b.log)
+	b.worker.publish(ctx, b.sess.ID, e, b.log)
 }
 
 func (b *bridge) onMessage(ctx context.Context, m Message) {
@@ -78,7 +78,7 @@ func (b *bridge) onSystem(ctx context.Context, s *SystemMessage) {
 	}
 	b.started = true
 	// The CLI has taken the session id: from now on it must be resumed.
-	if _, err := b.w.st.UpdateSession(ctx, b.sess.ID, func(s *store.Session) error {
+	if _, err := b.worker.st.UpdateSession(ctx, b.sess.ID, func(s *store.Session) error {
 		s.Started = true
 		return nil
 	}); err != nil {
@@ -132,9 +132,9 @@ func (b *bridge) onUser(ctx context.Context, u *UserMessage) {
 // times is when a request made now was asked and when it expires (zero:
 // never, without a RequestTimeout).
 func (b *bridge) times() (now, deadline time.Time) {
-	now = b.w.clock.Now()
-	if b.w.cfg.RequestTimeout > 0 {
-		deadline = now.Add(b.w.cfg.RequestTimeout)
+	now = b.worker.clock.Now()
+	if b.worker.cfg.RequestTimeout > 0 {
+		deadline = now.Add(b.worker.cfg.RequestTimeout)
 	}
 	return now, deadline
 }
@@ -192,9 +192,9 @@ func (b *bridge) onElicitation(ctx context.Context, cliID string, e Elicitation)
 func (b *bridge) ask(ctx context.Context, req store.Request, log zerolog.Logger) (d store.Decision, answer bool, failed string, err error) {
 	// Counted as waiting before its card can exist, and until before
 	// Claude has the answer.
-	b.w.cap.wait(b.sl, 1)
-	defer b.w.cap.wait(b.sl, -1)
-	if err := b.w.st.CreateRequest(ctx, req); err != nil {
+	b.worker.cap.wait(b.sl, 1)
+	defer b.worker.cap.wait(b.sl, -1)
+	if err := b.worker.st.CreateRequest(ctx, req); err != nil {
 		log.Error().Err(err).Msg("recording control request")
 		return d, false, "could not record", err
 	}
@@ -224,15 +224,15 @@ func (b *bridge) ask(ctx context.Context, req store.Request, log zerolog.Logger)
 func (b *bridge) awaitDecision(ctx context.Context, requestID string, log zerolog.Logger) (d store.Decision, expiredHere bool, err error) {
 	waitCtx, stopDeadline := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	if timeout := b.w.cfg.RequestTimeout; timeout > 0 {
-		timer := b.w.clock.NewTimer(timeout)
+	if timeout := b.worker.cfg.RequestTimeout; timeout > 0 {
+		timer := b.worker.clock.NewTimer(timeout)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			expiredHere = b.expireOn(waitCtx, timer, requestID, log)
 		}()
 	}
-	d, err = b.w.st.WaitDecision(ctx, requestID)
+	d, err = b.worker.st.WaitDecision(ctx, requestID)
 	stopDeadline()
 	wg.Wait()
 	return d, expiredHere, err
@@ -253,20 +253,20 @@ func (b *bridge) checked(ctx context.Context, req store.Request, d store.Decisio
 	var err error
 	switch d.Outcome {
 	case store.OutcomeAllow, store.OutcomeDeny:
-		err = store.VerifyDecision(b.w.cfg.VerifyKey, req, d)
+		err = store.VerifyDecision(b.worker.cfg.VerifyKey, req, d)
 	case store.OutcomeExpired:
 		if expiredHere {
-			d.Message = ExpiredMessage(b.w.cfg.RequestTimeout)
+			d.Message = ExpiredMessage(b.worker.cfg.RequestTimeout)
 			return d
 		}
 		err = errors.New("an expiry this worker did not make")
 	case store.OutcomeRefused:
 		err = errors.New("a refusal this worker did not make")
 	case store.OutcomeEnded:
-		if _, ours := b.w.endedHere.LoadAndDelete(req.ID); ours {
+		if _, ours := b.worker.endedHere.LoadAndDelete(req.ID); ours {
 			return d // the process is being stopped: nothing reaches Claude
 		}
-		if !b.w.ownsSession(ctx, req.SessionID, log) {
+		if !b.worker.ownsSession(ctx, req.SessionID, log) {
 			// This worker was counted lost and another took the session
 			// over and ended its requests: the end stands, and nothing
 			// from this process may act on the session any more.
@@ -282,11 +282,11 @@ func (b *bridge) checked(ctx context.Context, req store.Request, d store.Decisio
 	}
 	log.Error().Err(err).Str("claimed_outcome", string(d.Outcome)).Str("claimed_by", d.By).
 		Msg("refusing a decision that does not verify")
-	refusal := store.Decision{Outcome: store.OutcomeRefused, At: b.w.clock.Now(),
+	refusal := store.Decision{Outcome: store.OutcomeRefused, At: b.worker.clock.Now(),
 		Message: fmt.Sprintf("The %s decision claiming to be from %s did not verify: %v", d.Outcome, cmp.Or(d.By, "nobody"), err)}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	if _, err := b.w.st.Refuse(rctx, req.ID, refusal); err != nil {
+	if _, err := b.worker.st.Refuse(rctx, req.ID, refusal); err != nil {
 		log.Error().Err(err).Msg("recording the refusal")
 	}
 	return refusal
@@ -295,7 +295,7 @@ func (b *bridge) checked(ctx context.Context, req store.Request, d store.Decisio
 // expireOn decides the request as expired when timer fires, unless ctx
 // ends first (the decision came, or Claude no longer waits). It reports
 // whether its expiry settled the request.
-func (b *bridge) expireOn(ctx context.Context, timer Timer, requestID string, log zerolog.Logger) bool {
+func (b *bridge) expireOn(ctx context.Context, timer store.Timer, requestID string, log zerolog.Logger) bool {
 	defer timer.Stop()
 	select {
 	case <-timer.C():
@@ -304,8 +304,8 @@ func (b *bridge) expireOn(ctx context.Context, timer Timer, requestID string, lo
 	}
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	timeout := b.w.cfg.RequestTimeout
-	_, err := b.w.st.Decide(dctx, requestID, store.Decision{Outcome: store.OutcomeExpired, At: b.w.clock.Now(),
+	timeout := b.worker.cfg.RequestTimeout
+	_, err := b.worker.st.Decide(dctx, requestID, store.Decision{Outcome: store.OutcomeExpired, At: b.worker.clock.Now(),
 		Message: ExpiredMessage(timeout)})
 	if err != nil && !errors.Is(err, store.ErrAlreadyDecided) {
 		log.Error().Err(err).Msg("expiring request")
@@ -318,12 +318,12 @@ func (b *bridge) expireOn(ctx context.Context, timer Timer, requestID string, lo
 func (b *bridge) withdrawn(ctx context.Context, requestID string, log zerolog.Logger) {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	d := store.Decision{Outcome: store.OutcomeCancelled, At: b.w.clock.Now(),
+	d := store.Decision{Outcome: store.OutcomeCancelled, At: b.worker.clock.Now(),
 		Message: "Claude withdrew this request (the turn was interrupted or it was answered another way)"}
 	if by, stopped := b.turn.stopper(); stopped {
 		d.By, d.Message = by, "Claude's turn was stopped"
 	}
-	_, err := b.w.st.Decide(dctx, requestID, d)
+	_, err := b.worker.st.Decide(dctx, requestID, d)
 	if err != nil && !errors.Is(err, store.ErrAlreadyDecided) {
 		log.Error().Err(err).Msg("cancelling withdrawn request")
 	}

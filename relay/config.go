@@ -49,7 +49,7 @@ type Config struct {
 	WorkerID       string        // owner name in the store; a restart under the same name recovers ("" = hostname)
 	WorkerTimeout  time.Duration // a worker silent this long is lost: others end its requests and release its sessions (0 = DefaultWorkerTimeout)
 	Env            []string      // claude's environment is drawn from it by ClaudeEnv (nil = os.Environ())
-	Clock          Clock         // nil = RealClock
+	Clock          store.Clock   // nil = store.WallClock
 	StopGrace      time.Duration // see ProcessOptions
 	KillGrace      time.Duration
 	// VerifyKey is the public half of the bots' decision signing key
@@ -128,7 +128,7 @@ func (c *Config) normalize() error {
 		c.WorkerID = host
 	}
 	if c.Clock == nil {
-		c.Clock = RealClock{}
+		c.Clock = store.WallClock{}
 	}
 	environ := c.Env
 	if environ == nil {

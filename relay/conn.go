@@ -67,14 +67,14 @@ type Stats struct {
 	Unknown   int64 // valid lines of a type the host does not know
 }
 
-// Conn speaks the stream-json control protocol over the CLI's stdout (r)
-// and stdin (w). It knows nothing of processes, so tests drive it over
-// io.Pipe with an in-process fake CLI.
+// Conn speaks the stream-json control protocol over the CLI's stdout and
+// stdin. It knows nothing of processes, so tests drive it over io.Pipe
+// with an in-process fake CLI.
 type Conn struct {
-	r   io.Reader
-	enc *Encoder
-	h   ConnHandlers
-	log zerolog.Logger
+	stdout   io.Reader
+	enc      *Encoder
+	handlers ConnHandlers
+	log      zerolog.Logger
 
 	mu       sync.Mutex
 	tools    map[string]context.CancelCauseFunc // pending can_use_tool by CLI request_id
@@ -89,7 +89,7 @@ type Conn struct {
 // NewConn reads messages from r and writes to w.
 func NewConn(r io.Reader, w io.Writer, h ConnHandlers, log zerolog.Logger) *Conn {
 	return &Conn{
-		r: r, enc: NewEncoder(w), h: h, log: log,
+		stdout: r, enc: NewEncoder(w), handlers: h, log: log,
 		tools:    make(map[string]context.CancelCauseFunc),
 		host:     make(map[string]chan ControlResponseInner),
 		closedCh: make(chan struct{}),
@@ -110,7 +110,7 @@ func (c *Conn) Done() <-chan struct{} { return c.closedCh }
 func (c *Conn) Run(ctx context.Context) error {
 	// A small buffer: it is held for the process's whole life, and
 	// ReadBytes grows a line beyond it as needed.
-	br := bufio.NewReaderSize(c.r, outputBuffer)
+	br := bufio.NewReaderSize(c.stdout, outputBuffer)
 	var readErr error
 	for {
 		// ReadBytes has no line limit: tool results can be megabytes long.
@@ -165,8 +165,8 @@ func (c *Conn) dispatch(ctx context.Context, line []byte) {
 			c.unknown.Add(1)
 			c.log.Debug().Str("type", m.Type).Str("subtype", m.Subtype).Msg("unknown message type from claude")
 		}
-		if c.h.OnMessage != nil {
-			c.h.OnMessage(ctx, m)
+		if c.handlers.OnMessage != nil {
+			c.handlers.OnMessage(ctx, m)
 		}
 	}
 }
@@ -174,16 +174,16 @@ func (c *Conn) dispatch(ctx context.Context, line []byte) {
 func (c *Conn) onControlRequest(ctx context.Context, cr *ControlRequest) {
 	id := cr.RequestID
 	switch {
-	case cr.Subtype == SubtypeCanUseTool && c.h.OnCanUseTool != nil:
+	case cr.Subtype == SubtypeCanUseTool && c.handlers.OnCanUseTool != nil:
 		req := *cr.CanUseTool
 		c.serve(ctx, id, "can_use_tool", func(rctx context.Context) (func() error, bool) {
-			res, ok := c.h.OnCanUseTool(rctx, id, req)
+			res, ok := c.handlers.OnCanUseTool(rctx, id, req)
 			return func() error { return c.enc.WritePermission(id, res) }, ok
 		})
-	case cr.Subtype == SubtypeElicitation && c.h.OnElicitation != nil:
+	case cr.Subtype == SubtypeElicitation && c.handlers.OnElicitation != nil:
 		req := *cr.Elicitation
 		c.serve(ctx, id, "elicitation", func(rctx context.Context) (func() error, bool) {
-			res, ok := c.h.OnElicitation(rctx, id, req)
+			res, ok := c.handlers.OnElicitation(rctx, id, req)
 			return func() error { return c.enc.WriteElicitResult(id, res) }, ok
 		})
 	default:

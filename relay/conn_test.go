@@ -23,7 +23,7 @@ const guard = 10 * time.Second
 // fakeCLI is an in-process stand-in for claude: the test writes its stdout
 // lines and reads what the host wrote to its stdin, over io.Pipe.
 type fakeCLI struct {
-	t      *testing.T
+	tb     *testing.T
 	conn   *Conn
 	out    *io.PipeWriter
 	in     *io.PipeWriter
@@ -37,7 +37,7 @@ func newFakeCLI(t *testing.T, h ConnHandlers) *fakeCLI {
 	t.Helper()
 	outR, outW := io.Pipe()
 	inR, inW := io.Pipe()
-	f := &fakeCLI{t: t, out: outW, in: inW, stdin: make(chan map[string]any, 1000), runErr: make(chan error, 1)}
+	f := &fakeCLI{tb: t, out: outW, in: inW, stdin: make(chan map[string]any, 1000), runErr: make(chan error, 1)}
 	f.conn = NewConn(outR, inW, h, zerolog.Nop())
 	f.wg.Add(2)
 	go func() {
@@ -69,37 +69,37 @@ func newFakeCLI(t *testing.T, h ConnHandlers) *fakeCLI {
 
 // emit writes one stdout line (blocks until the Conn has read it).
 func (f *fakeCLI) emit(line string) {
-	f.t.Helper()
+	f.tb.Helper()
 	if _, err := io.WriteString(f.out, line+"\n"); err != nil {
-		f.t.Fatalf("emit: %v", err)
+		f.tb.Fatalf("emit: %v", err)
 	}
 }
 
 // next returns the next line the host wrote.
 func (f *fakeCLI) next() map[string]any {
-	f.t.Helper()
+	f.tb.Helper()
 	select {
 	case v, ok := <-f.stdin:
 		if !ok {
-			f.t.Fatal("stdin closed, no line")
+			f.tb.Fatal("stdin closed, no line")
 		}
 		return v
 	case <-time.After(guard):
-		f.t.Fatal("timed out waiting for the host to write")
+		f.tb.Fatal("timed out waiting for the host to write")
 	}
 	return nil
 }
 
 // endOutput closes stdout (the process exited) and waits for Run.
 func (f *fakeCLI) endOutput() error {
-	f.t.Helper()
+	f.tb.Helper()
 	f.out.Close()
 	select {
 	case err := <-f.runErr:
 		f.runErr <- err
 		return err
 	case <-time.After(guard):
-		f.t.Fatal("Run did not return after EOF")
+		f.tb.Fatal("Run did not return after EOF")
 	}
 	return nil
 }
@@ -107,7 +107,7 @@ func (f *fakeCLI) endOutput() error {
 // rest closes everything and returns the lines the host wrote that were
 // not read yet.
 func (f *fakeCLI) rest() []map[string]any {
-	f.t.Helper()
+	f.tb.Helper()
 	f.close()
 	var out []map[string]any
 	for v := range f.stdin {

@@ -23,6 +23,8 @@ import (
 	"github.com/slackgate/slackgate/store"
 	"github.com/slackgate/slackgate/store/boltstore"
 	"github.com/slackgate/slackgate/store/redisstore"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
+	"github.com/slackgate/slackgate/store/storetest"
 )
 
 // e2eTimeout bounds one end-to-end test; every wait inside is a blocking
@@ -36,12 +38,12 @@ var botKey = ed25519.NewKeyFromSeed([]byte("relay e2e tests: the bot's seed!"))
 // harness runs a real Worker over a real bolt store, driving the real CLI
 // against relaytest's scripted Messages API.
 type harness struct {
-	t      testing.TB
+	tb     testing.TB
 	ctx    context.Context
 	srv    *relaytest.Server
 	st     store.Store
-	w      *relay.Worker
-	clock  *relay.FakeClock
+	worker *relay.Worker
+	clock  *storetest.Clock
 	cfg    relay.Config
 	events chan store.Event
 	seen   []store.Event
@@ -71,15 +73,7 @@ func openBolt(t testing.TB) store.Store {
 // a key prefix of its own so parallel tests do not meet.
 func openRedis(t testing.TB) store.Store {
 	t.Helper()
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		msg := "set REDIS_URL to run the relay against redis (.ci/with-redis.sh go test -race ./relay/ does)"
-		if relaytest.RequireIntegration() {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	st, err := redisstore.New(context.Background(), url, redisstore.WithPrefix("relaytest:"+uuid.NewString()[:8]+":"))
+	st, err := redisstore.New(context.Background(), redistest.URL(t), redisstore.WithPrefix("relaytest:"+uuid.NewString()[:8]+":"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +101,7 @@ func newHarness(t testing.TB, bin string, steps []relaytest.Step, opts ...option
 func newHarnessOn(t testing.TB, open func(testing.TB) store.Store, bin string, steps []relaytest.Step, opts ...option) *harness {
 	t.Helper()
 	st := open(t)
-	return newHarnessWith(t, st, relay.NewFakeClock(time.Date(2026, 7, 1, 9, 0, 0, 0, time.UTC)), bin, steps, opts...)
+	return newHarnessWith(t, st, storetest.NewClock(time.Date(2026, 7, 1, 9, 0, 0, 0, time.UTC)), bin, steps, opts...)
 }
 
 // livenessTimers is how many timers of the fake clock a running worker
@@ -116,7 +110,7 @@ const livenessTimers = 1
 
 // newHarnessWith starts a worker on st with clock, for a test that shares
 // the clock with the store.
-func newHarnessWith(t testing.TB, st store.Store, clock *relay.FakeClock, bin string, steps []relaytest.Step, opts ...option) *harness {
+func newHarnessWith(t testing.TB, st store.Store, clock *storetest.Clock, bin string, steps []relaytest.Step, opts ...option) *harness {
 	t.Helper()
 	if bin == "" {
 		bin = relaytest.CLI(t)
@@ -141,7 +135,7 @@ func newHarnessWith(t testing.TB, st store.Store, clock *relay.FakeClock, bin st
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, ctx: ctx, srv: srv, st: st, w: w, clock: clock, cfg: cfg, events: make(chan store.Event, 1000), dir: dir}
+	h := &harness{tb: t, ctx: ctx, srv: srv, st: st, worker: w, clock: clock, cfg: cfg, events: make(chan store.Event, 1000), dir: dir}
 	// The consumer outlives the worker, so a test that stops its worker
 	// still sees what another worker on the store publishes.
 	g, gctx := errgroup.WithContext(ctx)
@@ -184,11 +178,11 @@ func newHarnessWith(t testing.TB, st store.Store, clock *relay.FakeClock, bin st
 // It publishes markers until one comes back (each try bounded by a timer,
 // since a marker published before the group existed is never delivered).
 func (h *harness) consumerReady() {
-	h.t.Helper()
+	h.tb.Helper()
 	for i := 0; ; i++ {
 		marker := fmt.Sprintf("ready-%d", i)
 		if _, err := h.st.Publish(h.ctx, store.Event{Type: store.EventError, SessionID: "harness", Text: marker, At: time.Now()}); err != nil {
-			h.t.Fatal(err)
+			h.tb.Fatal(err)
 		}
 		try := time.NewTimer(200 * time.Millisecond)
 	wait:
@@ -202,7 +196,7 @@ func (h *harness) consumerReady() {
 			case <-try.C:
 				break wait
 			case <-h.ctx.Done():
-				h.t.Fatal("the test's event consumer never started")
+				h.tb.Fatal("the test's event consumer never started")
 			}
 		}
 	}
@@ -210,12 +204,12 @@ func (h *harness) consumerReady() {
 
 // startSession creates a session and queues its first prompt.
 func (h *harness) startSession(prompt string) string {
-	h.t.Helper()
+	h.tb.Helper()
 	return h.startSessionMode(prompt, "")
 }
 
 func (h *harness) startSessionMode(prompt, mode string) string {
-	h.t.Helper()
+	h.tb.Helper()
 	id := uuid.NewString()
 	h.createSession(store.Session{ID: id, Thread: store.MessageRef{Channel: "C1", TS: id}, WorkDir: h.dir,
 		StartedBy: "U1", PermissionMode: mode, State: store.SessionQueued, CreatedAt: time.Now(), UpdatedAt: time.Now()}, botKey)
@@ -227,26 +221,26 @@ func (h *harness) startSessionMode(prompt, mode string) string {
 // createSession plays the bot that starts a session: it signs s with key
 // (nil: leaves it unsigned) and stores it.
 func (h *harness) createSession(s store.Session, key ed25519.PrivateKey) {
-	h.t.Helper()
+	h.tb.Helper()
 	if key != nil {
 		if err := store.SignSession(key, &s); err != nil {
-			h.t.Fatal(err)
+			h.tb.Fatal(err)
 		}
 	}
 	if err := h.st.CreateSession(h.ctx, s); err != nil {
-		h.t.Fatal(err)
+		h.tb.Fatal(err)
 	}
 }
 
 func (h *harness) send(text string) {
-	h.t.Helper()
+	h.tb.Helper()
 	h.queue(store.Input{SessionID: h.sessID, Text: text, User: "U1"}, botKey)
 }
 
 // queue plays the bot that took a message (or a stop): it gives in an id
 // and a time, signs it with key (nil: leaves it unsigned) and queues it.
 func (h *harness) queue(in store.Input, key ed25519.PrivateKey) store.Input {
-	h.t.Helper()
+	h.tb.Helper()
 	if in.ID == "" {
 		in.ID = uuid.NewString()
 	}
@@ -255,18 +249,18 @@ func (h *harness) queue(in store.Input, key ed25519.PrivateKey) store.Input {
 	}
 	if key != nil {
 		if err := store.SignInput(key, &in); err != nil {
-			h.t.Fatal(err)
+			h.tb.Fatal(err)
 		}
 	}
 	if _, err := h.st.Enqueue(h.ctx, in); err != nil {
-		h.t.Fatal(err)
+		h.tb.Fatal(err)
 	}
 	return in
 }
 
 // waitEvent returns the next event of the session matching match.
 func (h *harness) waitEvent(what string, match func(store.Event) bool) store.Event {
-	h.t.Helper()
+	h.tb.Helper()
 	for {
 		select {
 		case e := <-h.events:
@@ -275,7 +269,7 @@ func (h *harness) waitEvent(what string, match func(store.Event) bool) store.Eve
 				return e
 			}
 		case <-h.ctx.Done():
-			h.t.Fatalf("timed out waiting for %s; events so far: %s", what, h.describe())
+			h.tb.Fatalf("timed out waiting for %s; events so far: %s", what, h.describe())
 		}
 	}
 }
@@ -300,11 +294,11 @@ func ofType(t store.EventType) func(store.Event) bool {
 
 // waitRequest returns the next request Claude asked for.
 func (h *harness) waitRequest() store.Request {
-	h.t.Helper()
+	h.tb.Helper()
 	e := h.waitEvent("a request", ofType(store.EventRequestCreated))
 	r, err := h.st.GetRequest(h.ctx, e.RequestID)
 	if err != nil {
-		h.t.Fatal(err)
+		h.tb.Fatal(err)
 	}
 	return r
 }
@@ -313,32 +307,32 @@ func (h *harness) waitRequest() store.Request {
 // over the request as the store has it, with the key whose public half the
 // worker verifies, and decides it.
 func (h *harness) decide(id string, d store.Decision) {
-	h.t.Helper()
+	h.tb.Helper()
 	if d.At.IsZero() {
 		d.At = time.Now()
 	}
 	r, err := h.st.GetRequest(h.ctx, id)
 	if err != nil {
-		h.t.Fatalf("decide: %v", err)
+		h.tb.Fatalf("decide: %v", err)
 	}
 	if err := store.SignDecision(botKey, r, &d); err != nil {
-		h.t.Fatalf("decide: %v", err)
+		h.tb.Fatalf("decide: %v", err)
 	}
 	if _, err := h.st.Decide(h.ctx, id, d); err != nil {
-		h.t.Fatalf("decide: %v", err)
+		h.tb.Fatalf("decide: %v", err)
 	}
 }
 
 func (h *harness) waitResult() *store.Result {
-	h.t.Helper()
+	h.tb.Helper()
 	return h.waitEvent("the turn's result", ofType(store.EventResult)).Result
 }
 
 func (h *harness) toolResult(toolUseID string) relaytest.ToolResult {
-	h.t.Helper()
+	h.tb.Helper()
 	tr, err := h.srv.WaitToolResult(h.ctx, toolUseID)
 	if err != nil {
-		h.t.Fatalf("tool result %s never reached the model: %v; events: %s", toolUseID, err, h.describe())
+		h.tb.Fatalf("tool result %s never reached the model: %v; events: %s", toolUseID, err, h.describe())
 	}
 	return tr
 }
@@ -574,10 +568,10 @@ func TestE2EInterruptWhileARequestIsPendingCancelsIt(t *testing.T) {
 		t.Error("the command ran")
 	}
 	// The process stays usable.
-	if err := h.w.SetPermissionMode(h.ctx, id, "acceptEdits"); err != nil {
+	if err := h.worker.SetPermissionMode(h.ctx, id, "acceptEdits"); err != nil {
 		t.Errorf("set mode after interrupt: %v", err)
 	}
-	if err := h.w.SetPermissionMode(h.ctx, id, "yolo"); !errors.Is(err, relay.ErrBadMode) {
+	if err := h.worker.SetPermissionMode(h.ctx, id, "yolo"); !errors.Is(err, relay.ErrBadMode) {
 		t.Errorf("bad mode: %v", err)
 	}
 	// Between turns (even after the mode change's status line) the idle
@@ -597,7 +591,7 @@ func TestE2EProcessKilledWhileARequestIsPendingEndsIt(t *testing.T) {
 	h := newHarness(t, "", []relaytest.Step{bash("toolu_1", "touch never.txt")})
 	id := h.startSession("make the file")
 	r := h.waitRequest()
-	pid, err := h.w.PID(id)
+	pid, err := h.worker.PID(id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -847,7 +841,7 @@ func TestE2EPlanApprovalThenStop(t *testing.T) {
 		t.Errorf("tool result: %+v", tr)
 	}
 	h.waitResult()
-	if err := h.w.StopSession(h.ctx, id); err != nil {
+	if err := h.worker.StopSession(h.ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	exit := h.waitEvent("exit", ofType(store.EventExit)).Exit
@@ -855,7 +849,7 @@ func TestE2EPlanApprovalThenStop(t *testing.T) {
 		t.Errorf("exit: %+v", exit)
 	}
 	checkSession(t, h, id, func(s store.Session) bool { return s.State == store.SessionIdle && s.Worker == "" })
-	if _, err := h.w.PID(id); !errors.Is(err, relay.ErrNoProcess) {
+	if _, err := h.worker.PID(id); !errors.Is(err, relay.ErrNoProcess) {
 		t.Errorf("PID after stop: %v", err)
 	}
 }
@@ -890,7 +884,7 @@ func TestWorkerClaimsOnlyWithinCapacity(t *testing.T) {
 	}
 	// Once a's process is stopped the worker has room and takes b.
 	h.sessID = a
-	if err := h.w.StopSession(h.ctx, a); err != nil {
+	if err := h.worker.StopSession(h.ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	h.waitEvent("first exit", ofType(store.EventExit))
@@ -916,14 +910,14 @@ while read line; do :; done
 	if res := h.waitResult(); res.Text != "still fine" {
 		t.Errorf("result: %+v", res)
 	}
-	if n := h.w.MalformedLines(); n != 1 {
+	if n := h.worker.MalformedLines(); n != 1 {
 		t.Errorf("MalformedLines() = %d while running, want 1", n)
 	}
-	if err := h.w.StopSession(h.ctx, id); err != nil {
+	if err := h.worker.StopSession(h.ctx, id); err != nil {
 		t.Fatal(err)
 	}
 	h.waitEvent("exit", ofType(store.EventExit))
-	if n := h.w.MalformedLines(); n != 1 {
+	if n := h.worker.MalformedLines(); n != 1 {
 		t.Errorf("MalformedLines() = %d after exit, want 1", n)
 	}
 }

@@ -19,7 +19,7 @@ import (
 // no earlier call returned. Unlike waitEvent it keeps other sessions'
 // events for later calls, so a test can follow several sessions at once.
 func (h *harness) waitEventOf(id, what string, match func(store.Event) bool) store.Event {
-	h.t.Helper()
+	h.tb.Helper()
 	if h.used == nil {
 		h.used = make(map[int]bool)
 	}
@@ -35,14 +35,14 @@ func (h *harness) waitEventOf(id, what string, match func(store.Event) bool) sto
 			h.seen = append(h.seen, e)
 			i-- // look at the new event
 		case <-h.ctx.Done():
-			h.t.Fatalf("timed out waiting for %s of %s; events so far: %s", what, id, h.describe())
+			h.tb.Fatalf("timed out waiting for %s of %s; events so far: %s", what, id, h.describe())
 		}
 	}
 }
 
 // sendTo queues a message for session id.
 func (h *harness) sendTo(id, text string) {
-	h.t.Helper()
+	h.tb.Helper()
 	h.queue(store.Input{SessionID: id, Text: text, User: "U1"}, botKey)
 }
 
@@ -72,7 +72,7 @@ func TestE2EIdleProcessGivesWayToANewSessionAndResumesLater(t *testing.T) {
 	if e := h.waitEventOf(b, "B's start", ofType(store.EventSessionStarted)); !strings.Contains(e.Text, "resume false") {
 		t.Errorf("B's start: %q", e.Text)
 	}
-	if _, err := h.w.PID(a); !errors.Is(err, relay.ErrNoProcess) {
+	if _, err := h.worker.PID(a); !errors.Is(err, relay.ErrNoProcess) {
 		t.Errorf("A's process is still there once B's started (PID: %v); MaxSessions is 1", err)
 	}
 	if res := h.waitEventOf(b, "B's result", ofType(store.EventResult)).Result; res.Text != "hi from B" {
@@ -88,7 +88,7 @@ func TestE2EIdleProcessGivesWayToANewSessionAndResumesLater(t *testing.T) {
 	if e := h.waitEventOf(a, "A's second start", ofType(store.EventSessionStarted)); !strings.Contains(e.Text, "resume true") {
 		t.Errorf("A's second start: %q", e.Text)
 	}
-	if _, err := h.w.PID(b); !errors.Is(err, relay.ErrNoProcess) {
+	if _, err := h.worker.PID(b); !errors.Is(err, relay.ErrNoProcess) {
 		t.Errorf("B's process is still there once A's resumed (PID: %v); MaxSessions is 1", err)
 	}
 	if res := h.waitEventOf(a, "A's resumed result", ofType(store.EventResult)).Result; res.Text != "it was MANGO" || res.IsError {
@@ -126,7 +126,7 @@ func TestE2EBusyProcessKeepsItsPlaceUntilItsTurnEnds(t *testing.T) {
 	if err := h.st.Release(h.ctx, b, "other-worker"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.w.PID(a); err != nil {
+	if _, err := h.worker.PID(a); err != nil {
 		t.Errorf("A's process while its request waits: %v", err)
 	}
 

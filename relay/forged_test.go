@@ -39,7 +39,7 @@ func TestE2EForgedDecisionIsRefusedAndTheNextRequestStillWaits(t *testing.T) {
 				d.UpdatedInput = json.RawMessage(`{"command":"true","description":"harmless"}`)
 			})
 			if err := store.SignDecision(botKey, r, &d); err != nil {
-				h.t.Fatal(err)
+				h.tb.Fatal(err)
 			}
 			d.UpdatedInput = json.RawMessage(`{"command":"touch forged.txt","description":"harmless"}`)
 			return d
@@ -49,7 +49,7 @@ func TestE2EForgedDecisionIsRefusedAndTheNextRequestStillWaits(t *testing.T) {
 			shown := r
 			shown.Input = json.RawMessage(`{"command":"echo harmless","description":"harmless"}`)
 			if err := store.SignDecision(botKey, shown, &d); err != nil {
-				h.t.Fatal(err)
+				h.tb.Fatal(err)
 			}
 			return d
 		}},
@@ -65,7 +65,7 @@ func TestE2EForgedDecisionIsRefusedAndTheNextRequestStillWaits(t *testing.T) {
 		{"signed deny whose message was swapped after signing", func(h *harness, r store.Request) store.Decision {
 			d := with(mallory, func(d *store.Decision) { d.Outcome, d.Message, d.At = store.OutcomeDeny, "no", time.Now() })
 			if err := store.SignDecision(botKey, r, &d); err != nil {
-				h.t.Fatal(err)
+				h.tb.Fatal(err)
 			}
 			d.Message = forgedMessage
 			return d

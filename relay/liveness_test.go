@@ -13,6 +13,7 @@ import (
 	"github.com/slackgate/slackgate/relay/relaytest"
 	"github.com/slackgate/slackgate/store"
 	"github.com/slackgate/slackgate/store/boltstore"
+	"github.com/slackgate/slackgate/store/storetest"
 )
 
 // A worker that stops beating (cut off, hung) without shutting down is
@@ -22,8 +23,8 @@ import (
 // heartbeat lapses when the test says, not when real time says.
 func TestE2ELostWorkerIsTakenOverAndTheSessionResumesElsewhere(t *testing.T) {
 	t.Parallel()
-	clock := relay.NewFakeClock(time.Date(2026, 7, 1, 9, 0, 0, 0, time.UTC))
-	st, err := boltstore.Open(filepath.Join(t.TempDir(), "slackgate.db"), boltstore.WithClock(clock.Now))
+	clock := storetest.NewClock(time.Date(2026, 7, 1, 9, 0, 0, 0, time.UTC))
+	st, err := boltstore.Open(filepath.Join(t.TempDir(), "slackgate.db"), boltstore.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +59,7 @@ func TestE2ELostWorkerIsTakenOverAndTheSessionResumesElsewhere(t *testing.T) {
 	if err := clock.WaitTimers(h.ctx, armed+livenessTimers); err != nil {
 		t.Fatal(err)
 	}
-	h.w.Silence()
+	h.worker.Silence()
 	clock.Advance(relay.DefaultWorkerTimeout + time.Second)
 
 	d, err := st.WaitDecision(h.ctx, r.ID)

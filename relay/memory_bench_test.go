@@ -46,8 +46,8 @@ func BenchmarkIdleSessionMemory(b *testing.B) {
 				b.Fatalf("session %s: %+v", id, res)
 			}
 		}
-		if err := h.w.WaitSessions(h.ctx, func(n map[string]int) bool { return n[relay.SessionsIdle] == sessions }); err != nil {
-			b.Fatalf("the sessions never all went idle: %v (%v)", err, h.w.Sessions())
+		if err := h.worker.WaitSessions(h.ctx, func(n map[string]int) bool { return n[relay.SessionsIdle] == sessions }); err != nil {
+			b.Fatalf("the sessions never all went idle: %v (%v)", err, h.worker.Sessions())
 		}
 		b.StopTimer()
 		after := heapInUse()

@@ -46,7 +46,7 @@ type ProcessOptions struct {
 
 	StopGrace time.Duration // stdin closed → SIGTERM (0 = DefaultStopGrace)
 	KillGrace time.Duration // SIGTERM → SIGKILL (0 = DefaultKillGrace)
-	Clock     Clock         // times StopGrace (nil = RealClock)
+	Clock     store.Clock   // times StopGrace (nil = store.WallClock)
 }
 
 // Args returns the CLI arguments for these options. The CLI reads no
@@ -120,7 +120,7 @@ func StartProcess(ctx context.Context, opts ProcessOptions, h ConnHandlers, log 
 		opts.KillGrace = DefaultKillGrace
 	}
 	if opts.Clock == nil {
-		opts.Clock = RealClock{}
+		opts.Clock = store.WallClock{}
 	}
 	pctx, kill := context.WithCancel(context.WithoutCancel(ctx))
 	cmd := exec.CommandContext(pctx, opts.Bin, opts.Args()...)
@@ -338,25 +338,25 @@ const outputBuffer = 4 << 10
 // smallCopy is an output of a child process that exec copies into through
 // a buffer of outputBuffer bytes: exec's io.Copy hands the copy to
 // ReadFrom.
-type smallCopy struct{ w io.Writer }
+type smallCopy struct{ dst io.Writer }
 
-func (s smallCopy) Write(b []byte) (int, error) { return s.w.Write(b) }
+func (s smallCopy) Write(b []byte) (int, error) { return s.dst.Write(b) }
 
 // ReadFrom copies r to the writer; the wrappers hide any ReadFrom or
 // WriteTo, so the copy uses this buffer and cannot come back here.
 func (s smallCopy) ReadFrom(r io.Reader) (int64, error) {
-	return io.CopyBuffer(struct{ io.Writer }{s.w}, struct{ io.Reader }{r}, make([]byte, outputBuffer))
+	return io.CopyBuffer(struct{ io.Writer }{s.dst}, struct{ io.Reader }{r}, make([]byte, outputBuffer))
 }
 
-// tailWriter keeps the last n lines written to it (stderr).
+// tailWriter keeps the last keep lines written to it (stderr).
 type tailWriter struct {
 	mu      sync.Mutex
-	n       int
+	keep    int
 	lines   []string
 	partial []byte
 }
 
-func newTailWriter(n int) *tailWriter { return &tailWriter{n: n} }
+func newTailWriter(n int) *tailWriter { return &tailWriter{keep: n} }
 
 func (t *tailWriter) Write(b []byte) (int, error) {
 	t.mu.Lock()
@@ -383,8 +383,8 @@ func (t *tailWriter) add(line string) {
 		return
 	}
 	t.lines = append(t.lines, line)
-	if len(t.lines) > t.n {
-		t.lines = t.lines[len(t.lines)-t.n:]
+	if len(t.lines) > t.keep {
+		t.lines = t.lines[len(t.lines)-t.keep:]
 	}
 }
 
@@ -395,8 +395,8 @@ func (t *tailWriter) Lines() []string {
 	out := append([]string(nil), t.lines...)
 	if len(t.partial) > 0 {
 		out = append(out, string(t.partial))
-		if len(out) > t.n {
-			out = out[len(out)-t.n:]
+		if len(out) > t.keep {
+			out = out[len(out)-t.keep:]
 		}
 	}
 	return out

@@ -73,11 +73,11 @@ func (w *Worker) session(ctx context.Context, sl, victim *slot, log zerolog.Logg
 // session loop touches its fields; the reader goroutine speaks to it
 // through turn.
 type processRun struct {
-	w    *Worker
-	sl   *slot
-	sess store.Session
-	log  zerolog.Logger
-	pctx context.Context // outlives shutdown: handlers and stops run until the process is gone
+	worker *Worker
+	sl     *slot
+	sess   store.Session
+	log    zerolog.Logger
+	pctx   context.Context // outlives shutdown: handlers and stops run until the process is gone
 
 	proc   *Process
 	turn   *turnState
@@ -85,7 +85,7 @@ type processRun struct {
 	feeder *inputFeeder
 	saver  *transcriptSaver
 
-	idle      Timer         // runs between turns; nil during a turn
+	idle      store.Timer   // runs between turns; nil during a turn
 	leftovers []store.Input // follow-ups refused while the process gave way, oldest first
 }
 
@@ -114,7 +114,7 @@ func (w *Worker) startRun(ctx context.Context, sl *slot, sess store.Session, fir
 	}
 	b.publish(pctx, store.Event{Type: store.EventSessionStarted, Text: fmt.Sprintf("claude started (pid %d, resume %t)", proc.PID(), opts.Resume)})
 	w.track(sess.ID, proc)
-	return &processRun{w: w, sl: sl, sess: sess, log: log, pctx: pctx, proc: proc, turn: turn, bridge: b,
+	return &processRun{worker: w, sl: sl, sess: sess, log: log, pctx: pctx, proc: proc, turn: turn, bridge: b,
 		feeder: w.startFeeder(ctx, sess.ID, first.ID, log), saver: saver}, nil
 }
 
@@ -158,8 +158,8 @@ func (r *processRun) loop(ctx context.Context, first store.Input) {
 			return
 		case <-r.idleC():
 			r.idle = nil
-			r.log.Info().Dur("idle_timeout", r.w.cfg.IdleTimeout).Msg("stopping idle claude")
-			r.w.cap.markBusy(r.sl) // stopping: no longer a process that can give way
+			r.log.Info().Dur("idle_timeout", r.worker.cfg.IdleTimeout).Msg("stopping idle claude")
+			r.worker.cap.markBusy(r.sl) // stopping: no longer a process that can give way
 			r.stopBetweenTurns(store.ExitIdle)
 			return
 		case <-ctx.Done():
@@ -179,7 +179,7 @@ func (r *processRun) onInput(ctx context.Context, in store.Input) bool {
 		r.onControl(ctx, in)
 		return true
 	}
-	if !r.w.cap.markBusy(r.sl) {
+	if !r.worker.cap.markBusy(r.sl) {
 		// The process was chosen to make room just before this follow-up
 		// came: it goes back to the queue, and the session is claimed
 		// again within capacity.
@@ -205,10 +205,10 @@ func (r *processRun) send(in store.Input) {
 func (r *processRun) onTurnChange() {
 	if inTurn, _ := r.turn.state(); inTurn {
 		r.stopIdle()
-		r.w.cap.markBusy(r.sl) // false when evicting: the evict case stops it
+		r.worker.cap.markBusy(r.sl) // false when evicting: the evict case stops it
 	} else if r.idle == nil {
-		r.idle = r.w.clock.NewTimer(r.w.cfg.IdleTimeout)
-		r.w.cap.markIdle(r.sl)
+		r.idle = r.worker.clock.NewTimer(r.worker.cfg.IdleTimeout)
+		r.worker.cap.markIdle(r.sl)
 		r.saver.afterTurn(r.turn.lastMessage())
 	}
 }
@@ -271,7 +271,7 @@ func (r *processRun) shutdown() {
 		// and call the model again, which may run tools that need no
 		// approval while we are going away. End the requests (their cards
 		// say why), then abort the turn.
-		r.w.endPending(r.pctx, r.sess.ID, "slackgate stopped before anyone answered", r.log)
+		r.worker.endPending(r.pctx, r.sess.ID, "slackgate stopped before anyone answered", r.log)
 		ictx, cancel := context.WithTimeout(r.pctx, shutdownInterrupt)
 		if err := r.proc.Interrupt(ictx); err != nil {
 			r.log.Warn().Err(err).Msg("interrupting the turn at shutdown")
@@ -288,8 +288,8 @@ func (r *processRun) finish() sessionEnd {
 	r.stopIdle()
 	leftovers := append(r.leftovers, r.feeder.stop()...)
 	exit := r.proc.Wait()
-	r.w.untrack(r.sess.ID, r.proc)
-	r.w.cap.drop(r.sl) // a session waiting for this place starts only now
+	r.worker.untrack(r.sess.ID, r.proc)
+	r.worker.cap.drop(r.sl) // a session waiting for this place starts only now
 	_, lastFailed := r.turn.state()
 	crashed := crashed(exit, r.proc.stopRequested(), lastFailed)
 	if exit.Cause == "" {
@@ -300,7 +300,7 @@ func (r *processRun) finish() sessionEnd {
 	}
 	r.log.Info().Int("code", exit.Code).Str("cause", string(exit.Cause)).Str("reason", exit.Reason).
 		Int64("malformed_lines", r.proc.Stats().Malformed).Msg("claude exited")
-	r.w.endPending(r.pctx, r.sess.ID, "the Claude process ended ("+exit.Reason+") while this request was waiting", r.log)
+	r.worker.endPending(r.pctx, r.sess.ID, "the Claude process ended ("+exit.Reason+") while this request was waiting", r.log)
 	r.saver.final() // after the cards are settled: a slow store delays only the hand-back
 
 	last := &store.Event{Type: store.EventExit, Exit: &exit}

@@ -14,7 +14,7 @@ import (
 // interrupt queues a control input the way the bot does when someone
 // presses Stop.
 func (h *harness) interrupt(user string) {
-	h.t.Helper()
+	h.tb.Helper()
 	h.queue(store.Input{SessionID: h.sessID, Control: store.ControlInterrupt, User: user}, botKey)
 }
 

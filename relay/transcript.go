@@ -519,10 +519,10 @@ func unpackTranscript(packed []byte, limit int64) (project string, content []byt
 // save asks for one more), and a last time when the process has exited.
 // Only the session loop calls it.
 type transcriptSaver struct {
-	t   *transcripts
-	id  string
-	log zerolog.Logger
-	ctx context.Context // outlives shutdown; each save is bounded on its own
+	transcripts *transcripts
+	id          string
+	log         zerolog.Logger
+	ctx         context.Context // outlives shutdown; each save is bounded on its own
 	// exited ends a background save's wait for the file: once the
 	// process is gone, final saves whatever it left.
 	exited     context.Context
@@ -538,7 +538,7 @@ type transcriptSaver struct {
 }
 
 func newTranscriptSaver(ctx context.Context, t *transcripts, sessionID string, restored fileStamp, log zerolog.Logger) *transcriptSaver {
-	s := &transcriptSaver{t: t, id: sessionID, log: log, ctx: context.WithoutCancel(ctx), last: restored}
+	s := &transcriptSaver{transcripts: t, id: sessionID, log: log, ctx: context.WithoutCancel(ctx), last: restored}
 	s.exited, s.markExited = context.WithCancel(s.ctx)
 	return s
 }
@@ -582,9 +582,9 @@ func (s *transcriptSaver) final() {
 
 func (s *transcriptSaver) saveOnce(uuid string) {
 	wctx, cancel := context.WithTimeout(s.exited, transcriptFlushWait)
-	s.t.flushed(wctx, s.id, uuid)
+	s.transcripts.flushed(wctx, s.id, uuid)
 	cancel()
 	ctx, cancel := context.WithTimeout(s.ctx, transcriptSaveTimeout)
 	defer cancel()
-	s.last = s.t.save(ctx, s.id, s.last, s.log)
+	s.last = s.transcripts.save(ctx, s.id, s.last, s.log)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/slackgate/slackgate/relay/relaytest"
 	"github.com/slackgate/slackgate/store"
 	"github.com/slackgate/slackgate/store/redisstore"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
 )
 
 // BenchmarkTranscript measures what a turn's save and a resume's restore
@@ -37,10 +38,7 @@ import (
 // restore delays a resume on another worker by that much; both stay well
 // inside their 10 s bound.
 func BenchmarkTranscript(b *testing.B) {
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		b.Skip("set REDIS_URL (.ci/with-redis.sh)")
-	}
+	url := redistest.URL(b)
 	real := realTranscript(b)
 	st, err := redisstore.New(context.Background(), url, redisstore.WithPrefix("bench:"+uuid.NewString()[:8]))
 	if err != nil {

@@ -482,12 +482,12 @@ type (
 // struct plus '\n': the CLI exits on the first invalid JSON line, so nothing
 // hand-built ever reaches it. Safe for concurrent use.
 type Encoder struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu  sync.Mutex
+	out io.Writer
 }
 
 // NewEncoder writes to w (the CLI's stdin).
-func NewEncoder(w io.Writer) *Encoder { return &Encoder{w: w} }
+func NewEncoder(w io.Writer) *Encoder { return &Encoder{out: w} }
 
 func (e *Encoder) write(v any) error {
 	b, err := json.Marshal(v)
@@ -497,7 +497,7 @@ func (e *Encoder) write(v any) error {
 	b = append(b, '\n')
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if _, err := e.w.Write(b); err != nil {
+	if _, err := e.out.Write(b); err != nil {
 		return fmt.Errorf("relay: write: %w", err)
 	}
 	return nil

@@ -15,9 +15,9 @@ import (
 // session, bridging its control requests to the store and decisions back.
 type Worker struct {
 	cfg   Config
-	st    store.Store
+	st    Store
 	log   zerolog.Logger
-	clock Clock
+	clock store.Clock
 	cap   *capacity
 	tr    *transcripts
 
@@ -39,7 +39,7 @@ type Worker struct {
 }
 
 // NewWorker validates cfg.
-func NewWorker(cfg Config, st store.Store, log zerolog.Logger) (*Worker, error) {
+func NewWorker(cfg Config, st Store, log zerolog.Logger) (*Worker, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}

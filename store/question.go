@@ -81,7 +81,9 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// The type checks accept an absent value (nil) unless required.
+// isString reports whether raw is a JSON string, not blank when required.
+// It and the type checks below accept an absent value (nil) unless
+// required.
 func isString(raw json.RawMessage, required bool) bool {
 	if raw == nil {
 		return !required

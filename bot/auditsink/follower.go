@@ -43,17 +43,6 @@ type Store interface {
 	AuditLog(ctx context.Context, after string, limit int) ([]store.AuditEntry, error)
 }
 
-// Clock is the time source of every wait (bot.Clock is one).
-type Clock interface {
-	Now() time.Time
-	After(d time.Duration) <-chan time.Time
-}
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time                         { return time.Now() }
-func (wallClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
-
 // Sink is where a Follower delivers the log.
 type Sink interface {
 	// Begin is called each time this replica becomes the sink's holder,
@@ -96,7 +85,7 @@ type Follower struct {
 	Log    zerolog.Logger
 	// Clock (nil: the wall clock), Every (0: DefaultEvery) and TTL (0:
 	// DefaultClaimTTL) as their defaults say.
-	Clock Clock
+	Clock store.Clock
 	Every time.Duration
 	TTL   time.Duration
 
@@ -115,7 +104,7 @@ func (f *Follower) Status() Status {
 
 func (f *Follower) defaults() {
 	if f.Clock == nil {
-		f.Clock = wallClock{}
+		f.Clock = store.WallClock{}
 	}
 	if f.Every <= 0 {
 		f.Every = DefaultEvery
@@ -151,10 +140,8 @@ func (f *Follower) Run(ctx context.Context) error {
 		if more && err == nil {
 			continue
 		}
-		select {
-		case <-ctx.Done():
+		if store.Sleep(ctx, f.Clock, idle) != nil {
 			return nil
-		case <-f.Clock.After(idle):
 		}
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/slackgate/slackgate/store"
+	"github.com/slackgate/slackgate/store/storetest"
 	"github.com/slackgate/slackgate/store/boltstore"
 	"github.com/slackgate/slackgate/store/redisstore"
 )
@@ -300,61 +301,20 @@ func maps(m map[string]int) map[string]int {
 	return out
 }
 
-// fakeClock is a Clock that moves only when the test advances it.
+// fakeClock is the one fake clock (storetest.Clock) and a count of the
+// requests in flight: drive does not move it under them, so a
+// delivery's timestamp and its arrival share one instant.
 type fakeClock struct {
-	// busy counts requests in flight: the clock does not move under
-	// them, so a delivery's timestamp and its arrival share one instant.
-	busy    atomic.Int32
-	mu      sync.Mutex
-	now     time.Time
-	timers  []fakeTimer
-	changed chan struct{} // closed when someone starts waiting
-}
-
-type fakeTimer struct {
-	at time.Time
-	ch chan time.Time
+	*storetest.Clock
+	busy atomic.Int32
 }
 
 func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Now().Truncate(time.Second), changed: make(chan struct{})}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) After(d time.Duration) <-chan time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ch := make(chan time.Time, 1)
-	if d <= 0 {
-		ch <- c.now
-		return ch
-	}
-	c.timers = append(c.timers, fakeTimer{at: c.now.Add(d), ch: ch})
-	close(c.changed)
-	c.changed = make(chan struct{})
-	return ch
+	return &fakeClock{Clock: storetest.NewClock(time.Now().Truncate(time.Second))}
 }
 
 // advance moves the clock by d and fires the timers due.
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	keep := c.timers[:0]
-	for _, t := range c.timers {
-		if t.at.After(c.now) {
-			keep = append(keep, t)
-		} else {
-			t.ch <- c.now
-		}
-	}
-	c.timers = keep
-}
+func (c *fakeClock) advance(d time.Duration) { c.Advance(d) }
 
 // drive moves the clock a step at a time, whenever someone waits on it,
 // until done reports true; it fails the test after a minute of real time.
@@ -364,15 +324,11 @@ func (c *fakeClock) drive(t *testing.T, step time.Duration, done func() bool) {
 	tick := time.NewTicker(10 * time.Millisecond) // re-checks done while nobody waits
 	defer tick.Stop()
 	for !done() {
-		c.mu.Lock()
-		waiting, changed := len(c.timers) > 0 && c.busy.Load() == 0, c.changed
-		c.mu.Unlock()
-		if waiting {
+		if c.Timers() > 0 && c.busy.Load() == 0 {
 			c.advance(step)
 			continue
 		}
 		select {
-		case <-changed:
 		case <-tick.C:
 		case <-deadline:
 			t.Fatalf("not done after a minute of real time (clock at %v)", c.Now())

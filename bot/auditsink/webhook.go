@@ -52,7 +52,7 @@ type WebhookConfig struct {
 	// redirect is followed, whatever it is.
 	Transport http.RoundTripper
 	// Clock times the backoff (nil: the wall clock).
-	Clock Clock
+	Clock store.Clock
 	Log   zerolog.Logger
 }
 
@@ -104,7 +104,7 @@ type Webhook struct {
 	host   string // what the log names of the URL (its query may hold a token)
 	secret []byte
 	client *http.Client
-	clock  Clock
+	clock  store.Clock
 	log    zerolog.Logger
 }
 
@@ -120,7 +120,7 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 	w := &Webhook{url: cfg.URL, host: u.Host, secret: []byte(cfg.Secret), clock: cfg.Clock, log: cfg.Log,
 		client: &http.Client{Transport: cfg.Transport, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	if w.clock == nil {
-		w.clock = wallClock{}
+		w.clock = store.WallClock{}
 	}
 	return w, nil
 }
@@ -165,10 +165,8 @@ func (w *Webhook) Deliver(ctx context.Context, page []store.AuditEntry, keep fun
 			ev = log.Error().Str("fix", "a wrong AUDIT_WEBHOOK_URL or AUDIT_WEBHOOK_SECRET, or a receiver refusing slackgate's entries: the audit trail waits at this entry until it is taken")
 		}
 		ev.Err(err).Int("status", status).Int("attempt", attempt+1).Dur("retry_in", wait).Msg("audit webhook: not delivered")
-		select {
-		case <-ctx.Done():
-			return 0, "", ctx.Err()
-		case <-w.clock.After(wait):
+		if err := store.Sleep(ctx, w.clock, wait); err != nil {
+			return 0, "", err
 		}
 	}
 }

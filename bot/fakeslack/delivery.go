@@ -60,7 +60,7 @@ type sentEvent struct {
 
 type socketConn struct {
 	ws        *websocket.Conn
-	n         int
+	number    int
 	writeMu   sync.Mutex
 	done      chan struct{}
 	closeOnce sync.Once
@@ -123,7 +123,7 @@ func (f *Fake) serveSocket(w http.ResponseWriter, r *http.Request) {
 
 	f.mu.Lock()
 	f.connCount++
-	c.n = f.connCount
+	c.number = f.connCount
 	hello, _ := json.Marshal(map[string]any{
 		"type":            "hello",
 		"num_connections": len(f.conns) + 1,

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/slackgate/slackgate/store"
 )
 
 // Identities of the fake workspace and its app. Tests configure the app
@@ -43,7 +45,7 @@ type Option func(*Fake)
 // WithClock replaces the wall clock the fake uses for trigger_id expiry and
 // for the times it records. Signatures on HTTP deliveries always use the
 // real time, because the app checks them against its own clock.
-func WithClock(now func() time.Time) Option { return func(f *Fake) { f.now = now } }
+func WithClock(c store.Clock) Option { return func(f *Fake) { f.now = c.Now } }
 
 // WithAckTimeout changes how long the fake waits for an ack (Socket Mode) or
 // an HTTP response (HTTP delivery) before it counts the delivery as failed.
@@ -125,7 +127,7 @@ func (u *User) external() bool { return u.team() != TeamID }
 // Fake is a Slack workspace with one app installed. Create it with New; it
 // stops when the test ends (or on Close).
 type Fake struct {
-	t                     testing.TB
+	tb                    testing.TB
 	srv                   *httptest.Server
 	now                   func() time.Time
 	triggerTTL            time.Duration
@@ -205,7 +207,7 @@ type trigger struct {
 }
 
 type rateLimit struct {
-	n          int
+	left       int
 	retryAfter time.Duration
 }
 
@@ -218,7 +220,7 @@ type stateKey struct {
 // matching Allow option is given.
 func New(t testing.TB, opts ...Option) *Fake {
 	f := &Fake{
-		t:            t,
+		tb:           t,
 		now:          time.Now,
 		triggerTTL:   DefaultTriggerTTL,
 		ackTimeout:   DefaultAckTimeout,
@@ -440,7 +442,7 @@ func (f *Fake) recordFailure(d DeliveryFailure) {
 	f.notifyLocked()
 	f.mu.Unlock()
 	if !f.allowDeliveryFailures {
-		f.t.Errorf("fakeslack: delivery of %s %s failed: %s", d.Type, d.ID, d.Reason)
+		f.tb.Errorf("fakeslack: delivery of %s %s failed: %s", d.Type, d.ID, d.Reason)
 	}
 }
 
@@ -450,7 +452,7 @@ func (f *Fake) recordFailure(d DeliveryFailure) {
 func (f *Fake) RateLimit(method string, n int, retryAfter time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.rateLimits[method] = &rateLimit{n: n, retryAfter: retryAfter}
+	f.rateLimits[method] = &rateLimit{left: n, retryAfter: retryAfter}
 }
 
 // FailNext makes the next n calls to method fail with Slack error code
@@ -460,11 +462,11 @@ func (f *Fake) RateLimit(method string, n int, retryAfter time.Duration) {
 func (f *Fake) FailNext(method string, n int, code string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.failNext[method] = &injectedFailure{n: n, code: code}
+	f.failNext[method] = &injectedFailure{left: n, code: code}
 }
 
 type injectedFailure struct {
-	n    int
+	left int
 	code string
 }
 

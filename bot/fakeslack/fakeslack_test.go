@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/slackgate/slackgate/bot/fakeslack"
+	"github.com/slackgate/slackgate/store/storetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -566,17 +567,13 @@ func TestTriggerIDsAreSingleUseAndExpire(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx := testCtx(t)
-			var mu sync.Mutex
-			now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-			clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+			clock := storetest.NewClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 			a := &app{}
 			f := socketWorkspace(ctx, t, a, fakeslack.WithClock(clock), fakeslack.AllowRejections())
 			api := client(f)
 			clickCard(ctx, t, f, "q", "Deny")
 			trigger := a.click(0).TriggerID
-			mu.Lock()
-			now = now.Add(tt.advance)
-			mu.Unlock()
+			clock.Advance(tt.advance)
 			if tt.reuse {
 				if _, err := api.OpenViewContext(ctx, trigger, modal()); err != nil {
 					t.Fatalf("first use: %v", err)
@@ -598,7 +595,7 @@ func TestTriggerIDsAreSingleUseAndExpire(t *testing.T) {
 
 // httpApp is an HTTP-mode app built from slack-go's verifier and parsers.
 type httpApp struct {
-	t      *testing.T
+	tb     *testing.T
 	secret string
 	mu     sync.Mutex
 	got    []string
@@ -661,7 +658,7 @@ func TestHTTPDeliveryIsSignedAndParsesWithSlackGo(t *testing.T) {
 	f := fakeslack.New(t)
 	f.AddUser("U1", "alice")
 	f.AddChannel("C1", "general")
-	h := &httpApp{t: t, secret: "s3cret"}
+	h := &httpApp{tb: t, secret: "s3cret"}
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	f.UseHTTP(srv.URL, "s3cret")
@@ -1100,8 +1097,8 @@ func TestLateAckCountsAsOneFailureOnly(t *testing.T) {
 }
 
 func TestRateModelAnswers429PastTheChannelsPostBurst(t *testing.T) {
-	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
-	f := fakeslack.New(t, fakeslack.WithClock(func() time.Time { return now }))
+	clock := storetest.NewClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	f := fakeslack.New(t, fakeslack.WithClock(clock))
 	f.AddChannel("C1", "one")
 	f.AddChannel("C2", "two")
 	api := slack.New(fakeslack.BotToken, slack.OptionAPIURL(f.APIURL()))
@@ -1119,7 +1116,7 @@ func TestRateModelAnswers429PastTheChannelsPostBurst(t *testing.T) {
 	if _, _, err := api.PostMessage("C2", slack.MsgOptionText("elsewhere", false)); err != nil {
 		t.Fatalf("post to another channel: %v", err)
 	}
-	now = now.Add(time.Second)
+	clock.Advance(time.Second)
 	if _, _, err := api.PostMessage("C1", slack.MsgOptionText("a second later", false)); err != nil {
 		t.Fatalf("post a second later: %v", err)
 	}

@@ -12,7 +12,7 @@ import (
 
 // Held is a Web API call the fake holds before handling it (see Hold).
 type Held struct {
-	f       *Fake
+	fake    *Fake
 	method  string
 	match   func(Call) bool
 	arrived chan struct{} // closed when a matching call is held
@@ -26,7 +26,7 @@ type Held struct {
 // kills or stops it. A held call still waiting when the fake closes is
 // dropped.
 func (f *Fake) Hold(method string, match func(Call) bool) *Held {
-	h := &Held{f: f, method: method, match: match, arrived: make(chan struct{}), release: make(chan bool, 1)}
+	h := &Held{fake: f, method: method, match: match, arrived: make(chan struct{}), release: make(chan bool, 1)}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.holds = append(f.holds, h)
@@ -91,11 +91,11 @@ func (f *Fake) hold(method string, body []byte, p params) bool {
 func (f *Fake) FailStatus(method string, n, status int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.failStatus[method] = &injectedStatus{n: n, status: status}
+	f.failStatus[method] = &injectedStatus{left: n, status: status}
 }
 
 type injectedStatus struct {
-	n, status int
+	left, status int
 }
 
 // LoseAnswer makes the next call to method that match accepts (any, when
@@ -118,10 +118,10 @@ type lostAnswer struct {
 // call; 0 means none.
 func (f *Fake) injectedStatusLocked(method string, p params, body []byte) int {
 	fs := f.failStatus[method]
-	if fs == nil || fs.n <= 0 {
+	if fs == nil || fs.left <= 0 {
 		return 0
 	}
-	fs.n--
+	fs.left--
 	f.calls = append(f.calls, Call{Method: method, Params: url.Values(p), Body: body, Time: f.now(), Status: fs.status})
 	f.notifyLocked()
 	return fs.status

@@ -84,7 +84,7 @@ func (f *Fake) rejectLocked(method, code, id, detail string) error {
 	f.rejections = append(f.rejections, rej)
 	f.notifyLocked()
 	if !f.allowRejections {
-		f.t.Errorf("fakeslack: rejected %s", rej)
+		f.tb.Errorf("fakeslack: rejected %s", rej)
 	}
 	return fmt.Errorf("fakeslack: %s", rej)
 }

@@ -248,17 +248,17 @@ func (f *Fake) showImmediateAnswer(user, channel string, ack json.RawMessage) er
 
 // target is the message a person acts on.
 type target struct {
-	m         *Message
+	msg       *Message
 	ephemeral bool
 }
 
 func (f *Fake) targetLocked(user string, ref MessageRef) (target, error) {
 	if m := f.messageLocked(ref.Channel, ref.TS); m != nil {
-		return target{m: m}, nil
+		return target{msg: m}, nil
 	}
 	for _, m := range f.ephemerals[user] {
 		if m.Channel == ref.Channel && m.TS == ref.TS {
-			return target{m: m, ephemeral: true}, nil
+			return target{msg: m, ephemeral: true}, nil
 		}
 	}
 	return target{}, fmt.Errorf("fakeslack: no message %s/%s visible to %s", ref.Channel, ref.TS, user)
@@ -270,14 +270,14 @@ func containerKey(ref MessageRef) string { return ref.Channel + "/" + ref.TS }
 // and checkboxes (initial values where they did not).
 func (f *Fake) stateLocked(user string, t target) map[string]any {
 	values := map[string]any{}
-	elements(t.m.decoded().list, func(blockID string, el map[string]any) {
+	elements(t.msg.decoded().list, func(blockID string, el map[string]any) {
 		typ, _ := el["type"].(string)
 		actionID, _ := el["action_id"].(string)
 		if !statefulTypes[typ] {
 			return
 		}
 		var v any
-		if raw, ok := f.state[stateKey{user, containerKey(t.m.Ref()), blockID, actionID}]; ok {
+		if raw, ok := f.state[stateKey{user, containerKey(t.msg.Ref()), blockID, actionID}]; ok {
 			v = raw
 		} else {
 			v = initialState(typ, el)
@@ -314,14 +314,14 @@ func userObj(u *User) map[string]any {
 // blockActionsLocked builds the block_actions payload Slack sends when user
 // acts on t.
 func (f *Fake) blockActionsLocked(u *User, t target, action map[string]any) []byte {
-	c := f.channels[t.m.Channel]
-	chName := t.m.Channel
+	c := f.channels[t.msg.Channel]
+	chName := t.msg.Channel
 	if c != nil {
 		chName = c.name
 	}
-	container := map[string]any{"type": "message", "message_ts": t.m.TS, "channel_id": t.m.Channel, "is_ephemeral": t.ephemeral}
-	if t.m.ThreadTS != "" {
-		container["thread_ts"] = t.m.ThreadTS
+	container := map[string]any{"type": "message", "message_ts": t.msg.TS, "channel_id": t.msg.Channel, "is_ephemeral": t.ephemeral}
+	if t.msg.ThreadTS != "" {
+		container["thread_ts"] = t.msg.ThreadTS
 	}
 	payload := map[string]any{
 		"type":                  "block_actions",
@@ -333,13 +333,13 @@ func (f *Fake) blockActionsLocked(u *User, t target, action map[string]any) []by
 		"team":                  map[string]any{"id": TeamID, "domain": TeamDomain},
 		"enterprise":            nil,
 		"is_enterprise_install": false,
-		"channel":               map[string]any{"id": t.m.Channel, "name": chName},
+		"channel":               map[string]any{"id": t.msg.Channel, "name": chName},
 		"state":                 map[string]any{"values": f.stateLocked(u.ID, t)},
 		"actions":               []any{action},
 	}
 	// Slack leaves the message out for ephemeral messages.
 	if !t.ephemeral {
-		payload["message"] = t.m.wire()
+		payload["message"] = t.msg.wire()
 	}
 	out, _ := json.Marshal(payload)
 	return out
@@ -360,7 +360,7 @@ func (f *Fake) lockTarget(user string, ref MessageRef) (*User, target, []any, er
 		f.mu.Unlock()
 		return nil, target{}, nil, err
 	}
-	return u, t, t.m.decoded().list, nil
+	return u, t, t.msg.decoded().list, nil
 }
 
 // Click presses the button labelled label in the current version of the
@@ -380,7 +380,7 @@ func (f *Fake) Click(ctx context.Context, user string, ref MessageRef, label str
 		}
 	})
 	if len(found) != 1 {
-		labels := t.m.Buttons()
+		labels := t.msg.Buttons()
 		f.mu.Unlock()
 		if len(found) == 0 {
 			return fmt.Errorf("fakeslack: click %q on %s/%s: no such button (buttons: %q)", label, ref.Channel, ref.TS, labels)
@@ -494,7 +494,7 @@ func (f *Fake) Select(ctx context.Context, user string, ref MessageRef, element 
 		action["placeholder"] = ph
 	}
 	raw, _ := json.Marshal(state)
-	f.state[stateKey{user, containerKey(t.m.Ref()), blockID, actionID}] = raw
+	f.state[stateKey{user, containerKey(t.msg.Ref()), blockID, actionID}] = raw
 	payload := f.blockActionsLocked(u, t, action)
 	f.mu.Unlock()
 	if _, err := f.deliver(ctx, delivery{typ: TypeInteractive, payload: payload}); err != nil {

@@ -178,14 +178,14 @@ func (f *Fake) handleCall(method string, r *http.Request, p params, perr error, 
 	defer f.mu.Unlock()
 	defer f.notifyLocked()
 	call := Call{Method: method, Params: url.Values(p), Body: body, Time: f.now(), Status: http.StatusOK}
-	if rl := f.rateLimits[method]; rl != nil && rl.n > 0 {
-		rl.n--
+	if rl := f.rateLimits[method]; rl != nil && rl.left > 0 {
+		rl.left--
 		call.Status = http.StatusTooManyRequests
 		f.calls = append(f.calls, call)
 		return nil, int(math.Ceil(rl.retryAfter.Seconds()))
 	}
-	if fl := f.failNext[method]; fl != nil && fl.n > 0 {
-		fl.n--
+	if fl := f.failNext[method]; fl != nil && fl.left > 0 {
+		fl.left--
 		call.Error = fl.code
 		f.calls = append(f.calls, call)
 		return map[string]any{"ok": false, "error": fl.code}, -1
@@ -229,7 +229,7 @@ func (f *Fake) handleCall(method string, r *http.Request, p params, perr error, 
 			rej := Rejection{Method: method, Error: ae.code, Details: ae.details, Params: url.Values(p)}
 			f.rejections = append(f.rejections, rej)
 			if !f.allowRejections {
-				f.t.Errorf("fakeslack: rejected %s", rej)
+				f.tb.Errorf("fakeslack: rejected %s", rej)
 			}
 		}
 	}

@@ -193,7 +193,7 @@ func (ps *parser) str(n *yaml.Node, what string) (string, bool) {
 
 // item is one text of a list and its line.
 type item struct {
-	s    string
+	text string
 	node *yaml.Node
 }
 
@@ -214,7 +214,7 @@ func (ps *parser) strs(n *yaml.Node, what string, valid func(string) string) []i
 			ps.errf(c, "%s: %q %s", what, s, msg)
 			continue
 		}
-		if slices.ContainsFunc(out, func(i item) bool { return i.s == s }) {
+		if slices.ContainsFunc(out, func(i item) bool { return i.text == s }) {
 			ps.errf(c, "%s: %q is listed twice", what, s)
 			continue
 		}
@@ -226,7 +226,7 @@ func (ps *parser) strs(n *yaml.Node, what string, valid func(string) string) []i
 func values(items []item) []string {
 	out := make([]string, len(items))
 	for i, it := range items {
-		out[i] = it.s
+		out[i] = it.text
 	}
 	return out
 }

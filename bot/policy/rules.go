@@ -150,12 +150,12 @@ func (ps *parser) scope(r *Rule, fs map[string]field, what string) {
 			}
 			return ""
 		}) {
-			pp, err := parsePathPattern(it.s)
+			pp, err := parsePathPattern(it.text)
 			if err != nil {
-				ps.errf(it.node, "%s: repos %q: %v", what, it.s, err)
+				ps.errf(it.node, "%s: repos %q: %v", what, it.text, err)
 				continue
 			}
-			r.Repos, r.repos = append(r.Repos, it.s), append(r.repos, pp)
+			r.Repos, r.repos = append(r.Repos, it.text), append(r.repos, pp)
 		}
 	}
 	if f, ok := fs["tokens"]; ok {

@@ -44,7 +44,7 @@ const (
 type token struct {
 	kind tokKind
 	raw  string
-	w    word
+	word word
 	// quiet: a redirection no rule needs to see (2>&1, >/dev/null); it is
 	// left out of the text allow rules match.
 	quiet bool
@@ -79,7 +79,7 @@ func (p part) words() []word {
 	ws := make([]word, 0, len(p.toks))
 	for _, t := range p.toks {
 		if t.kind == tokWord {
-			ws = append(ws, t.w)
+			ws = append(ws, t.word)
 		}
 	}
 	return ws
@@ -213,7 +213,7 @@ func plausible(cmd string) []part {
 		}
 		pt := part{opaque: true}
 		for _, w := range ws {
-			pt.toks = append(pt.toks, token{kind: tokWord, raw: w.raw, w: w})
+			pt.toks = append(pt.toks, token{kind: tokWord, raw: w.raw, word: w})
 		}
 		pt.extra, pt.ws = suffixes(ws), ws
 		out = append(out, pt)

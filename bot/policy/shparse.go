@@ -216,7 +216,7 @@ func (p *shParser) simple() {
 		} else {
 			words++
 		}
-		pt.toks = append(pt.toks, token{kind: kind, raw: w.raw, w: w})
+		pt.toks = append(pt.toks, token{kind: kind, raw: w.raw, word: w})
 	}
 	p.add(pt)
 }
@@ -274,13 +274,13 @@ func (p *shParser) forHeader() {
 
 // test reads [[ … ]], where && || < > ( ) are operands, not operators.
 func (p *shParser) test() {
-	pt := part{toks: []token{{kind: tokWord, raw: "[[", w: word{raw: "[[", lit: "[["}}}}
+	pt := part{toks: []token{{kind: tokWord, raw: "[[", word: word{raw: "[[", lit: "[["}}}}
 	p.pos += 2
 	for p.more() {
 		p.blanks()
 		if strings.HasPrefix(p.src[p.pos:], "]]") && delimiter(p.peek(2)) {
 			p.pos += 2
-			pt.toks = append(pt.toks, token{kind: tokWord, raw: "]]", w: word{raw: "]]", lit: "]]"}})
+			pt.toks = append(pt.toks, token{kind: tokWord, raw: "]]", word: word{raw: "]]", lit: "]]"}})
 			p.add(pt)
 			return
 		}
@@ -298,7 +298,7 @@ func (p *shParser) test() {
 		} else {
 			w = p.word()
 		}
-		pt.toks = append(pt.toks, token{kind: tokWord, raw: w.raw, w: w})
+		pt.toks = append(pt.toks, token{kind: tokWord, raw: w.raw, word: w})
 	}
 	p.fail("unclosed [[")
 }

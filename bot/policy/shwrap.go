@@ -268,7 +268,7 @@ func dropWords(pt part, n int) part {
 func (p *shParser) addWords(ws []word, more bool) {
 	pt := part{more: more}
 	for _, w := range ws {
-		pt.toks = append(pt.toks, token{kind: tokWord, raw: w.raw, w: w})
+		pt.toks = append(pt.toks, token{kind: tokWord, raw: w.raw, word: w})
 	}
 	p.depth++
 	if p.depth > maxShellDepth {
@@ -359,7 +359,7 @@ func (p *shParser) shellWords(ws []word) {
 			return
 		}
 		raw := strings.Join(raws, " ")
-		*p.out = append(*p.out, part{dynamic: true, toks: []token{{kind: tokWord, raw: raw, w: word{raw: raw, lit: raw, expands: true}}}})
+		*p.out = append(*p.out, part{dynamic: true, toks: []token{{kind: tokWord, raw: raw, word: word{raw: raw, lit: raw, expands: true}}}})
 		return
 	}
 	p.sub(strings.Join(lits, " "), func(q *shParser) { q.list(0) })

@@ -19,21 +19,21 @@ import (
 
 // told waits for the ephemeral user gets that contains text.
 func (a *app) told(user, text string) fakeslack.Message {
-	a.t.Helper()
+	a.tb.Helper()
 	m, err := a.slack.WaitEphemeral(a.ctx, user, fakeslack.Text(text))
 	if err != nil {
-		a.t.Fatalf("%s was never told %q: %v", user, text, err)
+		a.tb.Fatalf("%s was never told %q: %v", user, text, err)
 	}
 	return m
 }
 
 // modelNeverGot checks that no call to the model carried text.
 func (a *app) modelNeverGot(text string) {
-	a.t.Helper()
+	a.tb.Helper()
 	for _, r := range a.model.Requests() {
 		for _, u := range r.UserTexts() {
 			if strings.Contains(u, text) {
-				a.t.Errorf("the model got %q, which was refused", u)
+				a.tb.Errorf("the model got %q, which was refused", u)
 			}
 		}
 	}
@@ -80,7 +80,7 @@ func TestADirectMessageIsRefusedWhileDMsAreOff(t *testing.T) {
 func TestStartsAreLimitedToStartersAndAllowedChannels(t *testing.T) {
 	t.Parallel()
 	const random = "C0RANDOM"
-	a := startApp(t, options{starters: dana, extraEnv: []string{"ALLOWED_CHANNELS=" + general}},
+	a := startApp(t, options{starters: dana, configure: func(c *Config) { c.AllowedChannels = general }},
 		relaytest.Text("Only dana's start in #general runs."))
 	a.slack.AddChannel(random, "random")
 
@@ -140,7 +140,7 @@ func TestStartersDefaultToTheApproversInProduction(t *testing.T) {
 func TestPeopleOfAnotherTeamReachNothingUnlessItIsAllowed(t *testing.T) {
 	t.Parallel()
 	const eve, pat = "U9EVE", "U9PAT" // a Slack Connect stranger, and a partner whose team is listed
-	a := startApp(t, options{extraEnv: []string{"ALLOWED_TEAMS=T0PARTNER"}}, relaytest.Text("The partner's session runs."))
+	a := startApp(t, options{configure: func(c *Config) { c.AllowedTeams = "T0PARTNER" }}, relaytest.Text("The partner's session runs."))
 	a.slack.AddExternalUser(eve, "eve", "T0STRANGER", "E0STRANGER")
 	a.slack.AddExternalUser(pat, "pat", "T0PARTNER", "")
 	if _, err := a.slack.Mention(a.ctx, eve, general, "eve wants a shell"); err != nil {
@@ -221,7 +221,7 @@ func TestAReplayedSlashCommandIsRefused(t *testing.T) {
 
 func TestAPersonOverMaxSessionsPerUserIsRefused(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, options{approvers: lee, extraEnv: []string{"MAX_SESSIONS_PER_USER=1"}},
+	a := startApp(t, options{approvers: lee, configure: func(c *Config) { c.MaxSessionsPerUser = 1 }},
 		relaytest.ToolUse("toolu_1", "Bash", bash("echo one > one.txt", "Keeps the first session running")))
 	thread := a.mention("first session")
 	a.card(thread, "echo one") // waiting for lee: the session is running

@@ -21,18 +21,18 @@ var otherDBQuestion = map[string]any{"question": "Which database should we use?"
 
 // remember chooses scope in the card's "Always answer this way…" menu as user.
 func (a *app) remember(user string, card fakeslack.Message, scope string) {
-	a.t.Helper()
+	a.tb.Helper()
 	if err := a.slack.Select(a.ctx, user, card.Ref(), blocks.RememberLabel, scope); err != nil {
-		a.t.Fatalf("%s choosing %q: %v", user, scope, err)
+		a.tb.Fatalf("%s choosing %q: %v", user, scope, err)
 	}
 }
 
 // noCardIn fails when the thread holds a card asking text.
 func (a *app) noCardIn(thread, text string) {
-	a.t.Helper()
+	a.tb.Helper()
 	for _, m := range a.slack.Thread(general, thread) {
 		if m.FromBot() && m.HasText(text) && len(m.Buttons()) > 0 {
-			a.t.Errorf("a card asked %q although it was answered from memory:\n%s", text, a.dump(thread))
+			a.tb.Errorf("a card asked %q although it was answered from memory:\n%s", text, a.dump(thread))
 		}
 	}
 }
@@ -40,18 +40,18 @@ func (a *app) noCardIn(thread, text string) {
 // cli runs a slackgate command with the app's configuration (after the app
 // stopped: the embedded store takes one process at a time).
 func (a *app) cli(args ...string) string {
-	a.t.Helper()
+	a.tb.Helper()
 	var out, errs bytes.Buffer
-	p := program{environ: a.prog.environ, stdout: &out, stderr: &errs}
+	p := program{environ: a.environ, config: &a.cfg, stdout: &out, stderr: &errs}
 	if err := p.run(context.WithoutCancel(a.ctx), args); err != nil {
-		a.t.Fatalf("slackgate %s: %v\n%s", strings.Join(args, " "), err, errs.String())
+		a.tb.Fatalf("slackgate %s: %v\n%s", strings.Join(args, " "), err, errs.String())
 	}
 	return out.String()
 }
 
 func TestARememberedAnswerAnswersTheSameQuestionUntilForgotten(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, options{approvers: "S0LEADS", extraEnv: []string{"MAX_SESSIONS_PER_USER=10"}},
+	a := startApp(t, options{approvers: "S0LEADS", configure: func(c *Config) { c.MaxSessionsPerUser = 10 }},
 		relaytest.ToolUse("toolu_q1", "AskUserQuestion", ask(dbQuestion)), relaytest.Text("first done"),
 		relaytest.ToolUse("toolu_q2", "AskUserQuestion", ask(dbQuestion)), relaytest.Text("second done"),
 		relaytest.ToolUse("toolu_q3", "AskUserQuestion", ask(otherDBQuestion)), relaytest.Text("third done"),

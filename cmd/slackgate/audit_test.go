@@ -5,16 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/slackgate/slackgate/relay/relaytest"
 	"github.com/slackgate/slackgate/store"
 	"github.com/slackgate/slackgate/store/boltstore"
 	"github.com/slackgate/slackgate/store/redisstore"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
 )
 
 // recordDecisions creates n requests and settles each, as a session would,
@@ -33,13 +32,7 @@ func recordDecisions(t *testing.T, be backend, n int) []string {
 		st, err = boltstore.Open(filepath.Join(dir, "slackgate.db"))
 		env = []string{"DATA_DIR=" + dir}
 	case redisBackend:
-		url := os.Getenv("REDIS_URL")
-		if url == "" {
-			if relaytest.RequireIntegration() {
-				t.Fatal("REDIS_URL is not set; make test starts a private redis-server")
-			}
-			t.Skip("REDIS_URL is not set; run `make test`, or .ci/with-redis.sh go test ./cmd/...")
-		}
+		url := redistest.URL(t)
 		prefix := fmt.Sprintf("audit-%d", time.Now().UnixNano())
 		st, err = redisstore.New(ctx, url, redisstore.WithPrefix(prefix))
 		env = []string{"REDIS_URL=" + url, "REDIS_KEY_PREFIX=" + prefix}

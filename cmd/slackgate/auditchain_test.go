@@ -20,6 +20,8 @@ import (
 	"github.com/slackgate/slackgate/store"
 	"github.com/slackgate/slackgate/store/boltstore"
 	"github.com/slackgate/slackgate/store/redisstore"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
+	"github.com/slackgate/slackgate/store/storetest"
 )
 
 // trailDay is when the recorded trail begins.
@@ -56,16 +58,9 @@ func newTrail(t *testing.T, be backend) *trail {
 		tr.dir = t.TempDir()
 		tr.env = []string{"DATA_DIR=" + tr.dir}
 	case redisBackend, clusterBackend:
-		name := "REDIS_URL"
+		tr.url = redistest.URL(t)
 		if be == clusterBackend {
-			name = "REDIS_CLUSTER_URL"
-		}
-		tr.url = os.Getenv(name)
-		if tr.url == "" {
-			if relaytest.RequireIntegration() {
-				t.Fatalf("%s is not set; make test starts a private redis-server and cluster", name)
-			}
-			t.Skipf("%s is not set; run `make test`, or .ci/with-redis.sh go test ./cmd/...", name)
+			tr.url = redistest.ClusterURL(t)
 		}
 		tr.prefix = testPrefix("audit")
 		tr.env = []string{"REDIS_URL=" + tr.url, "REDIS_KEY_PREFIX=" + tr.prefix}
@@ -166,8 +161,8 @@ func recordSealed(t *testing.T, be backend) *trail {
 
 // rawEntry is one entry as the backend keeps it.
 type rawEntry struct {
-	id string
-	e  store.AuditEntry
+	id    string
+	entry store.AuditEntry
 }
 
 // entries reads the log as stored.
@@ -212,10 +207,10 @@ func (tr *trail) rewrite(t *testing.T, es []rawEntry, renumber bool) []rawEntry 
 		c, key := tr.redis(t)
 		must(t, c.Del(ctx, key).Err())
 		for _, r := range es {
-			body, _, err := store.AuditBody(r.e)
+			body, _, err := store.AuditBody(r.entry)
 			must(t, err)
 			must(t, c.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: r.id,
-				Values: []any{"a", string(body), "n", fmt.Sprint(r.e.Seq), "p", r.e.Prev, "h", r.e.Hash}}).Err())
+				Values: []any{"a", string(body), "n", fmt.Sprint(r.entry.Seq), "p", r.entry.Prev, "h", r.entry.Hash}}).Err())
 		}
 		return es
 	}
@@ -230,8 +225,8 @@ func (tr *trail) rewrite(t *testing.T, es []rawEntry, renumber bool) []rawEntry 
 			if n == 0 {
 				n = i + 1
 			}
-			r.e.ID = r.id
-			raw, err := json.Marshal(r.e)
+			r.entry.ID = r.id
+			raw, err := json.Marshal(r.entry)
 			must(t, err)
 			must(t, b.Put(beKey(uint64(n)), raw))
 		}
@@ -316,7 +311,7 @@ func TestAuditVerifyNamesWhatWasTamperedWith(t *testing.T) {
 			t.Run("FieldChanged", func(t *testing.T) {
 				tr := recordSealed(t, be)
 				es := tr.entries(t)
-				es[4].e.By, es[4].e.Outcome = "U0EVE", store.OutcomeAllow
+				es[4].entry.By, es[4].entry.Outcome = "U0EVE", store.OutcomeAllow
 				tr.rewrite(t, es, false)
 				requireAll(t, verifyFails(t, tr.env), "BROKEN: entry "+es[4].id+" (seq 5) was changed", "proven by the checkpoint at seq 8")
 			})
@@ -332,11 +327,11 @@ func TestAuditVerifyNamesWhatWasTamperedWith(t *testing.T) {
 				es := tr.entries(t)
 				// A forged approval, linked after entry 7 as the store
 				// would have: the hash needs no key.
-				forged := store.AuditEntry{At: es[6].e.At, Action: store.AuditSettled, RequestID: "req-3", SessionID: "sess-b",
-					Kind: store.KindTool, Tool: "Bash", Outcome: store.OutcomeAllow, By: "U0EVE", Channel: "C2", ThreadTS: es[6].e.ThreadTS}
+				forged := store.AuditEntry{At: es[6].entry.At, Action: store.AuditSettled, RequestID: "req-3", SessionID: "sess-b",
+					Kind: store.KindTool, Tool: "Bash", Outcome: store.OutcomeAllow, By: "U0EVE", Channel: "C2", ThreadTS: es[6].entry.ThreadTS}
 				d, err := store.AuditDigest(forged)
 				must(t, err)
-				forged.Seq, forged.Prev = 8, es[6].e.Hash
+				forged.Seq, forged.Prev = 8, es[6].entry.Hash
 				forged.Hash, err = store.AuditLinkHash(8, forged.Prev, d)
 				must(t, err)
 				es = tr.rewrite(t, append(es[:7:7], append([]rawEntry{{"", forged}}, es[7:]...)...), true)
@@ -486,15 +481,14 @@ func csvRows(s string) ([][]string, error) {
 // checkpoint, the rest still verifies from it.
 func TestAuditRetentionKeepsWhatVerifies(t *testing.T) {
 	tr := newTrail(t, boltBackend)
-	now := trailDay
-	clock := func() time.Time { return now }
+	clock := storetest.NewClock(trailDay)
 	st := tr.open(t, boltstore.WithClock(clock), boltstore.WithSweepEvery(0), boltstore.WithAuditRetention(24*time.Hour))
 	ctx := context.Background()
 	record(t, st, trailDay, 0, 6)
 	tr.sealAt(t, st, 8)
 	must(t, st.(*boltstore.Store).Sweep(ctx)) // marks where the log stands
-	now = now.Add(25 * time.Hour)
-	record(t, st, now, 6, 2)
+	clock.Advance(25 * time.Hour)
+	record(t, st, clock.Now(), 6, 2)
 	must(t, st.(*boltstore.Store).Sweep(ctx))
 	must(t, st.Close())
 	out, err := runProgram(t, tr.env, "audit", "verify")
@@ -526,8 +520,8 @@ func TestE2EApprovalsAreSealedAndVerify(t *testing.T) {
 	for _, be := range []backend{boltBackend, redisBackend} {
 		t.Run(string(be), func(t *testing.T) {
 			t.Parallel()
-			keys := []string{"DECISION_SIGNING_KEY=" + testKeys.sign, "DECISION_VERIFY_KEY=" + testKeys.verify}
-			a := startApp(t, options{backend: be, approvers: lee, extraEnv: keys},
+			keys := func(c *Config) { c.DecisionSigningKey, c.DecisionVerifyKey = testKeys.sign, testKeys.verify }
+			a := startApp(t, options{backend: be, approvers: lee, configure: keys},
 				relaytest.ToolUse("toolu_1", "Bash", bash("echo shipped > deploy.txt", "Deploy")),
 				relaytest.Text("Deployed."))
 			thread := a.mention("please deploy")
@@ -539,11 +533,9 @@ func TestE2EApprovalsAreSealedAndVerify(t *testing.T) {
 			a.settled(card.Ref(), "Approved")
 			a.stop()
 
-			env := []string{"DECISION_VERIFY_KEY=" + testKeys.verify}
-			for _, name := range []string{"DATA_DIR", "REDIS_URL", "REDIS_KEY_PREFIX"} {
-				if v := envValue(a.prog.environ, name); v != "" {
-					env = append(env, name+"="+v)
-				}
+			env := []string{"DECISION_VERIFY_KEY=" + testKeys.verify, "DATA_DIR=" + a.cfg.DataDir}
+			if a.cfg.RedisURL != "" {
+				env = append(env, "REDIS_URL="+a.cfg.RedisURL, "REDIS_KEY_PREFIX="+a.cfg.RedisKeyPrefix)
 			}
 			out, err := runProgram(t, env, "audit", "verify")
 			if err != nil {

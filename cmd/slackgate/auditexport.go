@@ -236,19 +236,19 @@ var csvHeader = []string{"Time (UTC)", "Who", "Who (name)", "Action", "Tool", "D
 
 // csvExport writes one row per matching entry.
 type csvExport struct {
-	w        *csv.Writer
+	out      *csv.Writer
 	slackURL string
 	header   bool
 }
 
 func newCSVExport(w io.Writer, slackURL string) *csvExport {
-	return &csvExport{w: csv.NewWriter(w), slackURL: slackURL}
+	return &csvExport{out: csv.NewWriter(w), slackURL: slackURL}
 }
 
 func (x *csvExport) add(e store.AuditEntry, match bool) error {
 	if !x.header {
 		x.header = true
-		if err := x.w.Write(csvHeader); err != nil {
+		if err := x.out.Write(csvHeader); err != nil {
 			return err
 		}
 	}
@@ -269,17 +269,17 @@ func (x *csvExport) add(e store.AuditEntry, match bool) error {
 	for i, v := range row {
 		row[i] = spreadsheetSafe(v)
 	}
-	return x.w.Write(row)
+	return x.out.Write(row)
 }
 
 func (x *csvExport) finish() error {
 	if !x.header {
-		if err := x.w.Write(csvHeader); err != nil {
+		if err := x.out.Write(csvHeader); err != nil {
 			return err
 		}
 	}
-	x.w.Flush()
-	return x.w.Error()
+	x.out.Flush()
+	return x.out.Error()
 }
 
 // spreadsheetSafe keeps a spreadsheet from reading a cell as a formula: a

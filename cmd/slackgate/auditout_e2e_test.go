@@ -94,14 +94,14 @@ func (lp *logPipeline) serve(w http.ResponseWriter, r *http.Request) {
 // poll calls ok until it reports true, failing the test at a's deadline.
 // /readyz and /metrics announce nothing, so it polls them.
 func poll(a *app, what string, ok func() bool) {
-	a.t.Helper()
+	a.tb.Helper()
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for !ok() {
 		select {
 		case <-tick.C:
 		case <-a.ctx.Done():
-			a.t.Fatalf("never: %s\nlogs:\n%s", what, a.logs.String())
+			a.tb.Fatalf("never: %s\nlogs:\n%s", what, a.logs.String())
 		}
 	}
 }
@@ -120,9 +120,9 @@ func TestE2EAuditTrailReachesTheChannelAndTheWebhook(t *testing.T) {
 		t.Run(string(be), func(t *testing.T) {
 			t.Parallel()
 			lp := newLogPipeline(t)
-			a := startApp(t, options{backend: be, approvers: lee, extraEnv: []string{
-				"AUDIT_CHANNEL=" + auditChannel, "AUDIT_WEBHOOK_URL=" + lp.srv.URL + "/intake?token=t0k3n",
-				"AUDIT_WEBHOOK_SECRET=" + hookSecret, "AUDIT_MAX_BACKLOG=1",
+			a := startApp(t, options{backend: be, approvers: lee, configure: func(c *Config) {
+				c.AuditChannel, c.AuditWebhookURL = auditChannel, lp.srv.URL+"/intake?token=t0k3n"
+				c.AuditWebhookSecret, c.AuditMaxBacklog = hookSecret, 1
 			}},
 				relaytest.ToolUse("toolu_1", "Bash", bash(`echo "<shipped>" > deploy.txt`, "Deploy")),
 				relaytest.Text("Deployed."))
@@ -200,11 +200,10 @@ func TestE2EAuditTrailReachesTheChannelAndTheWebhook(t *testing.T) {
 // or a client of its Redis.
 func openAppStore(t *testing.T, a *app) store.Store {
 	t.Helper()
-	dir := envValue(a.prog.environ, "DATA_DIR")
-	if envValue(a.prog.environ, "REDIS_URL") != "" || dir == "" {
-		return a.appStore()
+	if a.cfg.RedisURL != "" {
+		return a.redisStore()
 	}
-	st, err := boltstore.Open(filepath.Join(dir, "slackgate.db"))
+	st, err := boltstore.Open(filepath.Join(a.cfg.DataDir, "slackgate.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func BenchmarkApprovalRoundTrip(b *testing.B) {
 			}
 			// Finished sessions give their process up quickly, so the
 			// machine runs one or two claude processes at a time.
-			a := startApp(b, options{transport: tr, extraEnv: []string{"SESSION_IDLE_TIMEOUT=1s"}}, steps...)
+			a := startApp(b, options{transport: tr, configure: func(c *Config) { c.IdleTimeout = time.Second }}, steps...)
 			toCard := make([]time.Duration, 0, b.N)
 			toResult := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
@@ -202,7 +202,7 @@ func BenchmarkConcurrentSessions(b *testing.B) {
 		for i := range steps {
 			steps[i] = step
 		}
-		a := startApp(b, options{approvers: lee, extraEnv: []string{"MAX_SESSIONS=" + fmt.Sprint(sessions)}}, steps...)
+		a := startApp(b, options{approvers: lee, configure: func(c *Config) { c.MaxSessions = sessions }}, steps...)
 		for c := range channels {
 			a.slack.AddChannel(fmt.Sprintf("CB%d", c), fmt.Sprintf("bench-%d", c))
 		}
@@ -233,7 +233,7 @@ func runBenchSession(a *app, channel, name string, approvals int, lat chan<- tim
 	start := time.Now()
 	thread, err := a.slack.Mention(a.ctx, dana, channel, "run "+name)
 	if err != nil {
-		a.t.Errorf("mention: %v", err)
+		a.tb.Errorf("mention: %v", err)
 		return
 	}
 	var cards []string
@@ -243,22 +243,22 @@ func runBenchSession(a *app, channel, name string, approvals int, lat chan<- tim
 			return m.FromBot() && m.HasText(want) && len(m.Buttons()) > 0
 		})
 		if err != nil {
-			a.t.Errorf("session %s: card %d lost: %v", name, i, err)
+			a.tb.Errorf("session %s: card %d lost: %v", name, i, err)
 			return
 		}
 		lat <- time.Since(start)
 		cards = append(cards, card.TS)
 		start = time.Now()
 		if err := a.slack.Click(a.ctx, lee, card.Ref(), "Approve"); err != nil {
-			a.t.Errorf("session %s: click: %v", name, err)
+			a.tb.Errorf("session %s: click: %v", name, err)
 			return
 		}
 	}
 	if _, err := a.slack.WaitThread(a.ctx, channel, thread, fakeslack.Text("all done "+name)); err != nil {
-		a.t.Errorf("session %s: final answer lost: %v", name, err)
+		a.tb.Errorf("session %s: final answer lost: %v", name, err)
 	}
 	if !slices.IsSorted(cards) {
-		a.t.Errorf("session %s: cards out of order: %v", name, cards)
+		a.tb.Errorf("session %s: cards out of order: %v", name, cards)
 	}
 }
 
@@ -306,11 +306,9 @@ func BenchmarkFiftySessionsStandIn(b *testing.B) {
 	standin := buildStandIn(b)
 	for range b.N {
 		b.StopTimer()
-		a := startApp(b, options{approvers: lee, timeout: 5 * time.Minute, extraEnv: []string{
-			"CLAUDE_BIN=" + standin,
-			"CLAUDE_CODE_STANDIN_REQUESTS=" + fmt.Sprint(approvals),
-			"MAX_SESSIONS=" + fmt.Sprint(sessions),
-		}})
+		a := startApp(b, options{approvers: lee, timeout: 5 * time.Minute,
+			configure: func(c *Config) { c.ClaudeBin, c.MaxSessions = standin, sessions },
+			environ:   []string{"CLAUDE_CODE_STANDIN_REQUESTS=" + fmt.Sprint(approvals)}})
 		for c := range channels {
 			a.slack.AddChannel(fmt.Sprintf("CL%d", c), fmt.Sprintf("load-%d", c))
 		}
@@ -360,7 +358,7 @@ type benchCard struct {
 func runStandInSession(a *app, channel, user, name string, approvals int, out chan<- benchCard) {
 	thread, err := a.slack.Mention(a.ctx, user, channel, "run "+name)
 	if err != nil {
-		a.t.Errorf("session %s: mention: %v", name, err)
+		a.tb.Errorf("session %s: mention: %v", name, err)
 		return
 	}
 	var refs []fakeslack.MessageRef
@@ -370,33 +368,33 @@ func runStandInSession(a *app, channel, user, name string, approvals int, out ch
 			return m.FromBot() && m.HasText(want) && len(m.Buttons()) > 0
 		})
 		if err != nil {
-			a.t.Errorf("session %s: card %d lost: %v", name, i, err)
+			a.tb.Errorf("session %s: card %d lost: %v", name, i, err)
 			return
 		}
 		asked, err := askedAt(card.AllText())
 		if err != nil {
-			a.t.Errorf("session %s: card %d: %v", name, i, err)
+			a.tb.Errorf("session %s: card %d: %v", name, i, err)
 			return
 		}
 		out <- benchCard{channel: channel, ts: card.TS, asked: asked}
 		refs = append(refs, card.Ref())
 		if err := a.slack.Click(a.ctx, lee, card.Ref(), "Approve"); err != nil {
-			a.t.Errorf("session %s: click: %v", name, err)
+			a.tb.Errorf("session %s: click: %v", name, err)
 			return
 		}
 	}
 	if _, err := a.slack.WaitThread(a.ctx, channel, thread, fakeslack.Text(fmt.Sprintf("finished run %s (0 denied)", name))); err != nil {
-		a.t.Errorf("session %s: final answer lost: %v", name, err)
+		a.tb.Errorf("session %s: final answer lost: %v", name, err)
 	}
 	for i, ref := range refs {
 		if _, err := a.slack.WaitMessage(a.ctx, func(m fakeslack.Message) bool {
 			return m.Ref() == ref && m.HasText("Approved") && len(m.Buttons()) == 0
 		}); err != nil {
-			a.t.Errorf("session %s: card %d never showed its outcome: %v", name, i, err)
+			a.tb.Errorf("session %s: card %d never showed its outcome: %v", name, i, err)
 		}
 	}
 	if !slices.IsSortedFunc(refs, func(x, y fakeslack.MessageRef) int { return strings.Compare(x.TS, y.TS) }) {
-		a.t.Errorf("session %s: cards out of order: %v", name, refs)
+		a.tb.Errorf("session %s: cards out of order: %v", name, refs)
 	}
 }
 

@@ -134,8 +134,19 @@ type Config struct {
 // --permission-mode. The CLI itself accepted nonsense in 2.1.197, so we check.
 var permissionModes = []string{"default", "acceptEdits", "plan", "dontAsk", "bypassPermissions", "auto"}
 
-// loadConfig parses the environment given as KEY=VALUE pairs.
+// loadConfig reads the configuration from the environment given as
+// KEY=VALUE pairs and checks it.
 func loadConfig(environ []string) (Config, error) {
+	cfg, err := parseConfig(environ)
+	if err != nil {
+		return Config{}, err
+	}
+	return cfg.complete()
+}
+
+// parseConfig reads the variables Config names from environ, taking the
+// defaults for those unset or empty.
+func parseConfig(environ []string) (Config, error) {
 	vars := make(map[string]string, len(environ))
 	for _, kv := range environ {
 		if k, v, ok := strings.Cut(kv, "="); ok {
@@ -146,12 +157,20 @@ func loadConfig(environ []string) (Config, error) {
 	if err != nil {
 		return Config{}, fmt.Errorf("config: %w", nameVariables(err, vars))
 	}
-	if cfg.WorkDir == "" {
-		if cfg.WorkDir, err = os.Getwd(); err != nil {
+	return cfg, nil
+}
+
+// complete fills in what an unset setting means beyond its default (the
+// current directory for CLAUDE_WORKDIR) and checks the result.
+func (c Config) complete() (Config, error) {
+	if c.WorkDir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
 			return Config{}, fmt.Errorf("config: CLAUDE_WORKDIR unset and the current directory is unknown: %w", err)
 		}
+		c.WorkDir = wd
 	}
-	return cfg, cfg.validate()
+	return c, c.validate()
 }
 
 func (c Config) validate() error {

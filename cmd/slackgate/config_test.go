@@ -1,6 +1,9 @@
 package main
 
 import (
+	"fmt"
+	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -184,5 +187,74 @@ func TestSplitArgs(t *testing.T) {
 		if strings.Join(got, "|") != strings.Join(tt.want, "|") || len(got) != len(tt.want) {
 			t.Errorf("splitArgs(%q) = %q, want %q", tt.in, got, tt.want)
 		}
+	}
+}
+
+// environ is c as the environment a slackgate process reads it from: one
+// KEY=VALUE per setting, empty strings left out (an empty variable reads
+// as unset). Tests start child processes with it, so a program run in the
+// test process and one run as a process of its own share one
+// configuration.
+func (c Config) environ() []string {
+	var out []string
+	v := reflect.ValueOf(c)
+	for i := range v.NumField() {
+		name := v.Type().Field(i).Tag.Get("env")
+		var value string
+		switch f := v.Field(i); f.Interface().(type) {
+		case string:
+			value = f.String()
+		case time.Duration:
+			value = time.Duration(f.Int()).String()
+		case int, int64:
+			value = strconv.FormatInt(f.Int(), 10)
+		case float64:
+			value = strconv.FormatFloat(f.Float(), 'g', -1, 64)
+		case bool:
+			value = strconv.FormatBool(f.Bool())
+		default:
+			panic(fmt.Sprintf("Config.environ: %s is a %s; say how to write it", name, f.Type()))
+		}
+		if value != "" {
+			out = append(out, name+"="+value)
+		}
+	}
+	return out
+}
+
+// A configuration written out by environ reads back the same: every
+// setting, of every type Config holds.
+func TestConfigEnvironReadsBackTheSame(t *testing.T) {
+	var cfg Config
+	v := reflect.ValueOf(&cfg).Elem()
+	for i := range v.NumField() {
+		switch f := v.Field(i); f.Interface().(type) {
+		case string:
+			f.SetString("value-of-" + v.Type().Field(i).Name)
+		case time.Duration:
+			f.SetInt(int64(90*time.Second + 250*time.Millisecond))
+		case int, int64:
+			f.SetInt(int64(7 + i))
+		case float64:
+			f.SetFloat(0.1 + float64(i))
+		case bool:
+			f.SetBool(true)
+		}
+	}
+	environ := cfg.environ()
+	if len(environ) != v.NumField() {
+		t.Errorf("environ wrote %d settings, want all %d:\n%q", len(environ), v.NumField(), environ)
+	}
+	back, err := parseConfig(environ)
+	if err != nil {
+		t.Fatalf("parseConfig: %v", err)
+	}
+	if back != cfg {
+		t.Errorf("read back:\n got %+v\nwant %+v", back, cfg)
+	}
+	// A zero number is a setting too; an empty string is unset.
+	var zero Config
+	if back, err := parseConfig(zero.environ()); err != nil || back.MaxSessions != 0 || back.DataDir != "./data" {
+		t.Errorf("zero config read back as %+v (%v): want zero numbers kept and defaults for empty strings", back, err)
 	}
 }

@@ -15,7 +15,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +23,9 @@ import (
 
 	"github.com/slackgate/slackgate/bot/fakeslack"
 	"github.com/slackgate/slackgate/relay/relaytest"
+	"github.com/slackgate/slackgate/store"
+	"github.com/slackgate/slackgate/store/redisstore"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
 )
 
 const (
@@ -66,7 +69,16 @@ type options struct {
 	// defaultStarters leaves it unset, as a user who never set it.
 	starters        string
 	defaultStarters bool
-	extraEnv        []string
+	// configure changes the configuration further, as an operator's
+	// settings would (nil: the test's defaults).
+	configure func(*Config)
+	// environ is more of the process's environment beside slackgate's
+	// settings: what the CLI may inherit.
+	environ []string
+	// fromEnvironment makes the program read its configuration from its
+	// environment, as main does, instead of being given the Config: for
+	// a test about what that environment holds.
+	fromEnvironment bool
 	// command is the subcommand the app runs: "run" (the default),
 	// "bot" for a test that starts workers beside it with launch, or
 	// "none" for a test that starts every program itself.
@@ -83,7 +95,7 @@ type options struct {
 
 // app is one running `slackgate run` with its fake Slack and fake model.
 type app struct {
-	t       testing.TB
+	tb      testing.TB
 	ctx     context.Context
 	slack   *fakeslack.Fake
 	model   *relaytest.Server
@@ -91,8 +103,12 @@ type app struct {
 	logs    *syncBuffer
 	// ops is the base URL of /healthz, /readyz and /metrics.
 	ops string
-	// prog is the program as configured, for launch to start more like it.
-	prog program
+	// cfg is the configuration the test built and environ the process's
+	// environment beside it; prog runs with both, and launch and spawn
+	// start more programs from them.
+	cfg     Config
+	environ []string
+	prog    program
 	// stop stops the app's program and waits for it (once; the cleanup
 	// calls it too).
 	stop func()
@@ -102,16 +118,10 @@ type app struct {
 // Slack sees it connected (Socket Mode) or serving (HTTP).
 func startApp(t testing.TB, o options, steps ...relaytest.Step) *app {
 	t.Helper()
-	if o.transport == "" {
-		o.transport = socketMode
-	}
-	if o.backend == "" {
-		o.backend = boltBackend
-	}
-	claude := relaytest.CLI(t)
+	o.transport, o.backend = cmp.Or(o.transport, socketMode), cmp.Or(o.backend, boltBackend)
 	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(o.timeout, e2eTimeout))
-
-	a := &app{t: t, ctx: ctx, workdir: t.TempDir(), logs: &syncBuffer{}}
+	t.Cleanup(cancel)
+	a := &app{tb: t, ctx: ctx, workdir: t.TempDir(), logs: &syncBuffer{}}
 	a.slack = fakeslack.New(t, o.slackOpts...)
 	for id, name := range map[string]string{dana: "dana", lee: "lee", kim: "kim", sam: "sam"} {
 		a.slack.AddUser(id, name)
@@ -119,87 +129,103 @@ func startApp(t testing.TB, o options, steps ...relaytest.Step) *app {
 	a.slack.AddChannel(general, "general")
 	a.slack.AddUserGroup("S0LEADS", lee, kim)
 	a.model = relaytest.NewServer(t, steps...)
-
-	// The model's environment is the process's minus Claude's variables; drop
-	// slackgate's own too so only what the test sets below counts.
-	var env []string
+	// The CLI's environment is the process's minus Claude's variables; drop
+	// slackgate's own too so only the test's configuration counts.
 	for _, kv := range a.model.Env(t) {
-		if name, _, _ := strings.Cut(kv, "="); !slackgateVars[name] {
-			env = append(env, kv)
+		if name, _, _ := strings.Cut(kv, "="); !settingNames[name] {
+			a.environ = append(a.environ, kv)
 		}
 	}
-	env = append(env,
-		"SLACK_BOT_TOKEN="+fakeslack.BotToken,
-		"SLACK_API_URL="+a.slack.APIURL(),
-		"CLAUDE_BIN="+claude,
-		"CLAUDE_WORKDIR="+a.workdir,
-		"APPROVERS="+cmp.Or(o.approvers, "*"),
-		"WORKER_ID=e2e-"+strings.ReplaceAll(t.Name(), "/", "-"),
-		"LOG_LEVEL=debug",
-		"LOG_FORMAT=console",
-		"HEALTH_ADDR=127.0.0.1:0", // processes launch starts beside it get a port each
-	)
-	if !o.defaultStarters {
-		env = append(env, "STARTERS="+cmp.Or(o.starters, "*"))
+	a.environ = append(a.environ, o.environ...)
+	a.cfg = a.testConfig(o)
+	a.prog = program{environ: a.environ, config: &a.cfg, stdout: a.logs, stderr: a.logs}
+	if o.fromEnvironment {
+		a.prog.environ, a.prog.config = a.processEnv(nil), nil
 	}
+	if o.transport == httpMode {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.prog.listener = ln
+		a.slack.UseHTTP("http://"+ln.Addr().String(), signingSecret)
+	}
+	if cmd := cmp.Or(o.command, "run"); cmd != "none" {
+		a.run(cmd, cancel)
+		a.waitServing(o.transport)
+		return a
+	}
+	// The test runs the programs itself (as child processes).
+	a.stop = cancel
+	return a
+}
+
+// testConfig is the configuration of a user who set nothing, with what a
+// test needs on top: the fake Slack and model, the real CLI, a working
+// directory and store of the test's own, and o's choices.
+func (a *app) testConfig(o options) Config {
+	t := a.tb
+	t.Helper()
+	cfg, err := loadConfig(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.SlackBotToken, cfg.SlackAPIURL = fakeslack.BotToken, a.slack.APIURL()
+	cfg.ClaudeBin, cfg.WorkDir = relaytest.CLI(t), a.workdir
+	cfg.Approvers = cmp.Or(o.approvers, "*")
+	if !o.defaultStarters {
+		cfg.Starters = cmp.Or(o.starters, "*")
+	}
+	// A name of the test's own: tests share REDIS_URL.
+	cfg.WorkerID = "e2e-" + strings.ReplaceAll(t.Name(), "/", "-")
+	// Logs a failing test shows; a port of its own for every program
+	// launch and spawn start beside the app.
+	cfg.LogLevel, cfg.LogFormat, cfg.HealthAddr = "debug", "console", "127.0.0.1:0"
 	switch o.backend {
 	case boltBackend:
-		env = append(env, "DATA_DIR="+t.TempDir())
+		cfg.DataDir = t.TempDir()
 	case redisBackend:
-		url := cmp.Or(o.redisURL, os.Getenv("REDIS_URL"))
-		if url == "" {
-			if relaytest.RequireIntegration() {
-				t.Fatal("REDIS_URL is not set; make test starts a private redis-server")
-			}
-			t.Skip("REDIS_URL is not set; run `make test`, or .ci/with-redis.sh go test ./cmd/...")
+		cfg.RedisURL = o.redisURL
+		if cfg.RedisURL == "" {
+			cfg.RedisURL = redistest.URL(t)
 		}
-		env = append(env, "REDIS_URL="+url, "REDIS_KEY_PREFIX="+testPrefix("e2e"))
 	case clusterBackend:
-		url := os.Getenv("REDIS_CLUSTER_URL")
-		if url == "" {
-			if relaytest.RequireIntegration() {
-				t.Fatal("REDIS_CLUSTER_URL is not set; make test starts a private 3-node redis cluster")
-			}
-			t.Skip("REDIS_CLUSTER_URL is not set; run `make test`, or .ci/with-redis.sh go test ./cmd/...")
-		}
-		env = append(env, "REDIS_URL="+url, "REDIS_KEY_PREFIX="+testPrefix("e2e"))
+		cfg.RedisURL = redistest.ClusterURL(t)
+	}
+	if cfg.RedisURL != "" {
+		cfg.RedisKeyPrefix = testPrefix("e2e")
 	}
 	if o.command != "" && o.command != "run" {
 		// Split mode: bots and workers launched beside them share one pair,
 		// as an operator gives them keygen's two lines. `slackgate run`
 		// makes its own.
-		env = append(env, "DECISION_SIGNING_KEY="+testKeys.sign, "DECISION_VERIFY_KEY="+testKeys.verify)
+		cfg.DecisionSigningKey, cfg.DecisionVerifyKey = testKeys.sign, testKeys.verify
 	}
-	p := program{environ: append(env, o.extraEnv...), stdout: a.logs, stderr: a.logs}
 	switch o.transport {
 	case socketMode:
-		p.environ = append(p.environ, "SLACK_APP_TOKEN="+fakeslack.AppToken)
+		cfg.SlackAppToken = fakeslack.AppToken
 	case httpMode:
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.listener = ln
-		p.environ = append(p.environ, "SLACK_SIGNING_SECRET="+signingSecret)
-		a.slack.UseHTTP("http://"+ln.Addr().String(), signingSecret)
+		cfg.SlackSigningSecret = signingSecret
 	}
+	if o.configure != nil {
+		o.configure(&cfg)
+	}
+	return cfg
+}
 
-	cmd := cmp.Or(o.command, "run")
-	a.prog = p
-	if cmd == "none" {
-		// The test runs the programs itself (as child processes).
-		a.stop = cancel
-		t.Cleanup(cancel)
-		return a
-	}
-	// Set after a.prog is copied: the listener is this process's alone.
+// run runs the app's program as cmd until the test ends or a.stop is
+// called; cancel ends the app's context after it stopped.
+func (a *app) run(cmd string, cancel context.CancelFunc) {
+	t := a.tb
+	t.Helper()
+	p := a.prog // the health listener is this program's alone, not launch's
 	health, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.healthListener = health
 	a.ops = "http://" + health.Addr().String()
-	pctx, pcancel := context.WithCancel(ctx)
+	pctx, pcancel := context.WithCancel(a.ctx)
 	done := make(chan error, 1)
 	go func() { done <- p.run(pctx, []string{cmd}) }()
 	var once sync.Once
@@ -218,38 +244,130 @@ func startApp(t testing.TB, o options, steps ...relaytest.Step) *app {
 			t.Logf("slackgate logs:\n%s", a.logs.String())
 		}
 	})
+}
 
-	switch o.transport {
+// waitServing returns once Slack sees the app connected (Socket Mode) or
+// serving (HTTP).
+func (a *app) waitServing(tr transport) {
+	a.tb.Helper()
+	switch tr {
 	case socketMode:
-		if err := a.slack.WaitConnected(ctx); err != nil {
-			t.Fatalf("slackgate never connected over Socket Mode: %v", err)
+		if err := a.slack.WaitConnected(a.ctx); err != nil {
+			a.tb.Fatalf("slackgate never connected over Socket Mode: %v", err)
 		}
 	case httpMode:
-		if err := a.slack.VerifyURL(ctx); err != nil {
-			t.Fatalf("slackgate did not answer url_verification: %v", err)
+		if err := a.slack.VerifyURL(a.ctx); err != nil {
+			a.tb.Fatalf("slackgate did not answer url_verification: %v", err)
 		}
 	}
-	return a
+}
+
+// processEnv is the environment of a slackgate process started beside the
+// app (a child process reads its configuration there, as in production):
+// the app's environment, its configuration changed by configure (nil: as
+// is), and env.
+func (a *app) processEnv(configure func(*Config), env ...string) []string {
+	cfg := a.cfg
+	if configure != nil {
+		configure(&cfg)
+	}
+	return slices.Concat(a.environ, cfg.environ(), env)
+}
+
+// launch starts another slackgate program in this process beside the
+// app's: the app's configuration changed by configure (nil: as is) and
+// its environment plus env, running cmd, until the test ends or the
+// returned stop is called (stop waits for it to return). Its logs go to
+// their own buffer, shown when the test fails.
+func (a *app) launch(name, cmd string, configure func(*Config), env ...string) (stop func()) {
+	a.tb.Helper()
+	t := a.tb
+	p := a.prog
+	if p.listener != nil && cmd != "worker" {
+		t.Fatalf("launch %s: HTTP mode serves on the app's one listener; launch bots in Socket Mode only", name)
+	}
+	cfg := a.cfg
+	if configure != nil {
+		configure(&cfg)
+	}
+	p.listener, p.config = nil, &cfg
+	p.environ = slices.Concat(a.environ, env)
+	if a.prog.config == nil { // the app reads its environment: so does this one
+		p.environ, p.config = a.processEnv(configure, env...), nil
+	}
+	logs := &syncBuffer{}
+	p.stdout, p.stderr = logs, logs
+	ctx, cancel := context.WithCancel(a.ctx)
+	done := make(chan error, 1)
+	go func() { done <- p.run(ctx, []string{cmd}) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("%s (slackgate %s) returned %v", name, cmd, err)
+			}
+		})
+	}
+	t.Cleanup(func() {
+		stop()
+		if t.Failed() {
+			t.Logf("%s (slackgate %s) logs:\n%s", name, cmd, logs.String())
+		}
+	})
+	return stop
+}
+
+// withWorkerID names a worker launched or spawned beside the app.
+func withWorkerID(id string) func(*Config) { return func(c *Config) { c.WorkerID = id } }
+
+// restart stops the app's program and starts a new one on the same
+// configuration (DATA_DIR, WORKER_ID, the same fake Slack and model), the
+// way a redeploy or a crash-and-restart would, and returns once the new
+// one is connected over Socket Mode.
+func (a *app) restart() {
+	a.tb.Helper()
+	a.stop()
+	// The old connection died with its program; make the fake forget it
+	// now so WaitConnected can only see the new one.
+	a.slack.DropConnections()
+	a.stop = a.launch("restarted", "run", nil)
+	if err := a.slack.WaitConnected(a.ctx); err != nil {
+		a.tb.Fatalf("the restarted slackgate never connected: %v", err)
+	}
+}
+
+// redisStore opens a client of the app's Redis store, for a test to look at
+// what the programs left there or to write into it as an attacker who
+// reached it would (without a bot's key); the test's cleanup closes it.
+func (a *app) redisStore() store.Store {
+	a.tb.Helper()
+	st, err := redisstore.New(a.ctx, a.cfg.RedisURL, redisstore.WithPrefix(a.cfg.RedisKeyPrefix))
+	if err != nil {
+		a.tb.Fatal(err)
+	}
+	a.tb.Cleanup(func() { _ = st.Close() })
+	return st
 }
 
 // mention starts a session: dana mentions the bot in #general.
 func (a *app) mention(text string) (thread string) {
-	a.t.Helper()
+	a.tb.Helper()
 	ts, err := a.slack.Mention(a.ctx, dana, general, text)
 	if err != nil {
-		a.t.Fatalf("mention: %v", err)
+		a.tb.Fatalf("mention: %v", err)
 	}
 	return ts
 }
 
 // card waits for a bot message in the thread that contains text.
 func (a *app) card(thread, text string) fakeslack.Message {
-	a.t.Helper()
+	a.tb.Helper()
 	m, err := a.slack.WaitThread(a.ctx, general, thread, func(m fakeslack.Message) bool {
 		return m.FromBot() && m.HasText(text) && len(m.Buttons()) > 0
 	})
 	if err != nil {
-		a.t.Fatalf("no card with %q in the thread: %v\nthread: %s", text, err, a.dump(thread))
+		a.tb.Fatalf("no card with %q in the thread: %v\nthread: %s", text, err, a.dump(thread))
 	}
 	return m
 }
@@ -257,41 +375,41 @@ func (a *app) card(thread, text string) fakeslack.Message {
 // settled waits until the card at ref shows text (its final state) and has
 // no buttons left.
 func (a *app) settled(ref fakeslack.MessageRef, text string) fakeslack.Message {
-	a.t.Helper()
+	a.tb.Helper()
 	m, err := a.slack.WaitMessage(a.ctx, func(m fakeslack.Message) bool {
 		return m.Ref() == ref && m.HasText(text) && len(m.Buttons()) == 0
 	})
 	if err != nil {
 		cur, _ := a.slack.Message(ref)
-		a.t.Fatalf("card never settled showing %q: %v\ncard now: %s", text, err, cur.AllText())
+		a.tb.Fatalf("card never settled showing %q: %v\ncard now: %s", text, err, cur.AllText())
 	}
 	return m
 }
 
 // threadText waits until some bot message in the thread contains text.
 func (a *app) threadText(thread, text string) fakeslack.Message {
-	a.t.Helper()
+	a.tb.Helper()
 	m, err := a.slack.WaitThread(a.ctx, general, thread, func(m fakeslack.Message) bool {
 		return m.FromBot() && m.HasText(text)
 	})
 	if err != nil {
-		a.t.Fatalf("nothing in the thread says %q: %v\nthread: %s", text, err, a.dump(thread))
+		a.tb.Fatalf("nothing in the thread says %q: %v\nthread: %s", text, err, a.dump(thread))
 	}
 	return m
 }
 
 func (a *app) click(user string, ref fakeslack.MessageRef, label string) {
-	a.t.Helper()
+	a.tb.Helper()
 	if err := a.slack.Click(a.ctx, user, ref, label); err != nil {
-		a.t.Fatalf("%s clicking %q: %v", user, label, err)
+		a.tb.Fatalf("%s clicking %q: %v", user, label, err)
 	}
 }
 
 func (a *app) toolResult(id string) relaytest.ToolResult {
-	a.t.Helper()
+	a.tb.Helper()
 	tr, err := a.model.WaitToolResult(a.ctx, id)
 	if err != nil {
-		a.t.Fatalf("the model never got a result for %s: %v", id, err)
+		a.tb.Fatalf("the model never got a result for %s: %v", id, err)
 	}
 	return tr
 }
@@ -305,34 +423,24 @@ func (a *app) dump(thread string) string {
 }
 
 func (a *app) file(name string) string {
-	a.t.Helper()
+	a.tb.Helper()
 	b, err := os.ReadFile(filepath.Join(a.workdir, name))
 	if err != nil {
-		a.t.Fatalf("reading %s: %v", name, err)
+		a.tb.Fatalf("reading %s: %v", name, err)
 	}
 	return string(b)
 }
 
 func (a *app) noFile(name string) {
-	a.t.Helper()
+	a.tb.Helper()
 	if _, err := os.Stat(filepath.Join(a.workdir, name)); !os.IsNotExist(err) {
-		a.t.Fatalf("%s exists (err %v); the command must not have run", name, err)
+		a.tb.Fatalf("%s exists (err %v); the command must not have run", name, err)
 	}
 }
 
 func bash(command, description string) map[string]any {
 	return map[string]any{"command": command, "description": description}
 }
-
-// slackgateVars are the variables loadConfig reads, derived from Config's tags.
-var slackgateVars = func() map[string]bool {
-	m := map[string]bool{}
-	t := reflect.TypeFor[Config]()
-	for i := range t.NumField() {
-		m[t.Field(i).Tag.Get("env")] = true
-	}
-	return m
-}()
 
 // testPrefix is a Redis key prefix no other test uses: subtests started
 // together can read the same nanosecond from the clock, and two tests
@@ -341,20 +449,20 @@ func testPrefix(kind string) string { return kind + "-" + rand.Text()[:12] }
 
 // syncBuffer collects the program's logs from several goroutines.
 type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu  sync.Mutex
+	buf bytes.Buffer
 }
 
 func (s *syncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.b.Write(p)
+	return s.buf.Write(p)
 }
 
 func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.b.String()
+	return s.buf.String()
 }
 
 // TestApproveRunsTheCommandAndTheCardNamesTheApprover is the product's core
@@ -389,4 +497,37 @@ func TestApproveRunsTheCommandAndTheCardNamesTheApprover(t *testing.T) {
 			})
 		}
 	}
+}
+
+// cardIn is card for any channel: it waits for a bot message with buttons
+// in the thread (channel, thread) that contains text.
+func (a *app) cardIn(channel, thread, text string) fakeslack.Message {
+	a.tb.Helper()
+	m, err := a.slack.WaitThread(a.ctx, channel, thread, func(m fakeslack.Message) bool {
+		return m.FromBot() && m.HasText(text) && len(m.Buttons()) > 0
+	})
+	if err != nil {
+		a.tb.Fatalf("no card with %q in %s/%s: %v", text, channel, thread, err)
+	}
+	return m
+}
+
+// lastRequest is the newest main call the model got.
+func (a *app) lastRequest() relaytest.Request {
+	a.tb.Helper()
+	reqs := a.model.Requests()
+	if len(reqs) == 0 {
+		a.tb.Fatal("the model got no request")
+	}
+	return reqs[len(reqs)-1]
+}
+
+// view waits for the modal the app opened for user.
+func (a *app) view(user string) fakeslack.View {
+	a.tb.Helper()
+	v, err := a.slack.WaitView(a.ctx, user)
+	if err != nil {
+		a.tb.Fatalf("no modal opened for %s: %v", user, err)
+	}
+	return v
 }

@@ -84,7 +84,7 @@ func startElicitApp(t *testing.T, serverEnv ...string) *app {
 		"deployer": map[string]any{"type": "stdio", "command": self, "env": env},
 	}})
 	settings := writeJSON(t, filepath.Join(ops, "settings.json"), map[string]any{"permissions": map[string]any{"allow": []string{"mcp__deployer__deploy"}}})
-	return startApp(t, options{approvers: lee + "," + kim, extraEnv: []string{"CLAUDE_MCP_CONFIG=" + mcp, "CLAUDE_SETTINGS=" + settings}},
+	return startApp(t, options{approvers: lee + "," + kim, configure: func(c *Config) { c.ClaudeMCPConfig, c.ClaudeSettings = mcp, settings }},
 		relaytest.ToolUse("toolu_el", "mcp__deployer__deploy", map[string]any{}),
 		relaytest.Text("deployed"))
 }

@@ -19,7 +19,7 @@ import (
 // approve waits for the card showing text, approves it as lee and returns
 // what the model got back for toolUseID.
 func (a *app) approve(thread, text, toolUseID string) relaytest.ToolResult {
-	a.t.Helper()
+	a.tb.Helper()
 	card := a.card(thread, text)
 	a.click(lee, card.Ref(), "Approve")
 	res := a.toolResult(toolUseID)
@@ -30,28 +30,31 @@ func (a *app) approve(thread, text, toolUseID string) relaytest.ToolResult {
 // stillAsks proves the request after an escape attempt waits for a person:
 // its card is posted and its command has not run until the card is approved.
 func (a *app) stillAsks(thread, dir string) {
-	a.t.Helper()
+	a.tb.Helper()
 	card := a.card(thread, "touch after.txt")
 	if _, err := os.Stat(filepath.Join(dir, "after.txt")); !os.IsNotExist(err) {
-		a.t.Fatalf("after.txt exists before anyone approved (err %v)", err)
+		a.tb.Fatalf("after.txt exists before anyone approved (err %v)", err)
 	}
 	a.click(lee, card.Ref(), "Approve")
 	if res := a.toolResult("toolu_after"); res.IsError {
-		a.t.Fatalf("the approved command failed: %q", res.Content)
+		a.tb.Fatalf("the approved command failed: %q", res.Content)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "after.txt")); err != nil {
-		a.t.Fatalf("the approved command did not run: %v", err)
+		a.tb.Fatalf("the approved command did not run: %v", err)
 	}
 }
 
 func TestApprovedEnvShowsNoneOfSlackgatesSecrets(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, options{transport: httpMode, backend: redisBackend, approvers: lee, extraEnv: []string{
-		"CLAUDE_ENV=SLACKGATE_E2E_PASSED",
-		"SLACKGATE_E2E_PASSED=passed-by-choice",
-		"SLACKGATE_E2E_UNLISTED=unlisted-stays-behind",
-		"SLACK_USER_TOKEN=xoxp-e2e-beside-slackgate",
-	}},
+	// The settings are in slackgate's environment, as in production: what
+	// the test proves is that none leaves it.
+	a := startApp(t, options{transport: httpMode, backend: redisBackend, approvers: lee, fromEnvironment: true,
+		configure: func(c *Config) { c.ClaudeEnv = "SLACKGATE_E2E_PASSED" },
+		environ: []string{
+			"SLACKGATE_E2E_PASSED=passed-by-choice",
+			"SLACKGATE_E2E_UNLISTED=unlisted-stays-behind",
+			"SLACK_USER_TOKEN=xoxp-e2e-beside-slackgate",
+		}},
 		relaytest.ToolUse("toolu_env", "Bash", bash("env | sort", "Show the environment")),
 		relaytest.ToolUse("toolu_after", "Bash", bash("touch after.txt", "Mark")),
 		relaytest.Text("done"))
@@ -63,7 +66,7 @@ func TestApprovedEnvShowsNoneOfSlackgatesSecrets(t *testing.T) {
 	}
 	secrets := map[string]string{
 		"SLACK_BOT_TOKEN": fakeslack.BotToken, "SLACK_SIGNING_SECRET": signingSecret,
-		"REDIS_URL": os.Getenv("REDIS_URL"), "SLACK_USER_TOKEN": "xoxp-e2e-beside-slackgate",
+		"REDIS_URL": a.cfg.RedisURL, "SLACK_USER_TOKEN": "xoxp-e2e-beside-slackgate",
 		"SLACKGATE_E2E_UNLISTED": "unlisted-stays-behind",
 	}
 	for name, value := range secrets {
@@ -99,7 +102,7 @@ func TestClaudeUserCannotReadSlackgatesEnvironOrDataDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	environ := fmt.Sprintf("/proc/%d/environ", os.Getpid()) // slackgate runs in this test process
-	a := startApp(t, options{approvers: lee, extraEnv: []string{"CLAUDE_USER=" + name, "CLAUDE_WORKDIR=" + work, "DATA_DIR=" + data}},
+	a := startApp(t, options{approvers: lee, configure: func(c *Config) { c.ClaudeUser, c.WorkDir, c.DataDir = name, work, data }},
 		relaytest.ToolUse("toolu_who", "Bash", bash("id -un > who.txt; echo home=$HOME >> who.txt; cat who.txt", "Who am I")),
 		relaytest.ToolUse("toolu_environ", "Bash", bash("cat "+environ, "Read slackgate's environment")),
 		relaytest.ToolUse("toolu_data", "Bash", bash("ls -la "+data+"; cat "+data+"/slackgate.db", "Read slackgate's store")),

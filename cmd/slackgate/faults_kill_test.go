@@ -174,9 +174,9 @@ func TestFaultCardPostNeverAnswered(t *testing.T) {
 		{"SIGTERM while Slack hangs, then Slack posts it", func(a *faultApp, b *child, held *fakeslack.Held) {
 			took, err := b.term(botStopBound)
 			if err != nil {
-				a.t.Fatalf("the bot exited with %v after SIGTERM, want status 0", err)
+				a.tb.Fatalf("the bot exited with %v after SIGTERM, want status 0", err)
 			}
-			a.t.Logf("bot: SIGTERM → exit in %s with Slack not answering (bound %s)", took.Round(time.Millisecond), botStopBound)
+			a.tb.Logf("bot: SIGTERM → exit in %s with Slack not answering (bound %s)", took.Round(time.Millisecond), botStopBound)
 			held.Release()
 			a.slack.DropConnections()
 		}},

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/slackgate/slackgate/relay"
 	"github.com/slackgate/slackgate/relay/relaytest"
 	"github.com/slackgate/slackgate/store"
-	"github.com/slackgate/slackgate/store/redisstore"
 )
 
 // How long each process may take to end after SIGTERM (faults_test.go),
@@ -27,25 +25,15 @@ const (
 // pendingIn returns the pending requests of the session in thread, read
 // straight from the test's Redis.
 func (a *faultApp) pendingIn(thread string) []store.Request {
-	a.t.Helper()
-	prefix := ""
-	for _, kv := range a.prog.environ {
-		if v, ok := strings.CutPrefix(kv, "REDIS_KEY_PREFIX="); ok {
-			prefix = v
-		}
-	}
-	st, err := redisstore.New(a.ctx, a.redis.URL(), redisstore.WithPrefix(prefix))
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	defer st.Close()
+	a.tb.Helper()
+	st := a.redisStore()
 	s, err := st.SessionByThread(a.ctx, store.MessageRef{Channel: general, TS: thread})
 	if err != nil {
-		a.t.Fatalf("the thread's session: %v", err)
+		a.tb.Fatalf("the thread's session: %v", err)
 	}
 	rs, err := st.ListPending(a.ctx, s.ID)
 	if err != nil {
-		a.t.Fatal(err)
+		a.tb.Fatal(err)
 	}
 	return rs
 }

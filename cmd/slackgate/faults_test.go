@@ -191,7 +191,7 @@ func removeBuiltBinary() {
 // own process group (a worker's Claude processes with it, as in a
 // container).
 type child struct {
-	t      testing.TB
+	tb     testing.TB
 	name   string
 	cmd    *exec.Cmd
 	logs   *syncBuffer
@@ -200,12 +200,12 @@ type child struct {
 }
 
 // spawn starts `slackgate command` as a child process with the app's
-// environment plus env (later values win). The test's cleanup kills it if
-// it still runs and shows its logs when the test failed.
-func (a *app) spawn(name, command string, env ...string) *child {
-	a.t.Helper()
-	cmd := exec.Command(slackgateBinary(a.t), command)
-	cmd.Env = append(append([]string(nil), a.prog.environ...), env...)
+// configuration and environment (see processEnv). The test's cleanup
+// kills it if it still runs and shows its logs when the test failed.
+func (a *app) spawn(name, command string) *child {
+	a.tb.Helper()
+	cmd := exec.Command(slackgateBinary(a.tb), command)
+	cmd.Env = a.processEnv(nil)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return a.start(name, cmd)
 }
@@ -215,21 +215,21 @@ func (a *app) spawn(name, command string, env ...string) *child {
 // what it started if it still runs and shows its logs when the test
 // failed.
 func (a *app) start(name string, cmd *exec.Cmd) *child {
-	a.t.Helper()
-	c := &child{t: a.t, name: name, cmd: cmd, logs: &syncBuffer{}, exited: make(chan struct{})}
+	a.tb.Helper()
+	c := &child{tb: a.tb, name: name, cmd: cmd, logs: &syncBuffer{}, exited: make(chan struct{})}
 	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
 	if err := c.cmd.Start(); err != nil {
-		a.t.Fatalf("start %s: %v", name, err)
+		a.tb.Fatalf("start %s: %v", name, err)
 	}
 	go func() {
 		c.err = c.cmd.Wait()
 		close(c.exited)
 	}()
-	a.t.Cleanup(func() {
+	a.tb.Cleanup(func() {
 		c.signalGroup(syscall.SIGKILL)
 		<-c.exited
-		if a.t.Failed() {
-			a.t.Logf("%s (%s) logs:\n%s", name, strings.Join(cmd.Args, " "), c.logs.String())
+		if a.tb.Failed() {
+			a.tb.Logf("%s (%s) logs:\n%s", name, strings.Join(cmd.Args, " "), c.logs.String())
 		}
 	})
 	return c
@@ -253,7 +253,7 @@ func (c *child) signalGroup(sig syscall.Signal) {
 
 // kill SIGKILLs the child and what it started, and waits for it to die.
 func (c *child) kill() {
-	c.t.Helper()
+	c.tb.Helper()
 	c.signalGroup(syscall.SIGKILL)
 	<-c.exited
 }
@@ -267,7 +267,7 @@ func (c *child) freeze() { c.signalGroup(syscall.SIGSTOP) }
 // returns how long it took to exit and its error (nil: exit status 0). It
 // fails the test when the child is still running after bound.
 func (c *child) term(bound time.Duration) (time.Duration, error) {
-	c.t.Helper()
+	c.tb.Helper()
 	start := time.Now()
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	timer := time.NewTimer(bound)
@@ -276,7 +276,7 @@ func (c *child) term(bound time.Duration) (time.Duration, error) {
 	case <-c.exited:
 		return time.Since(start), c.err
 	case <-timer.C:
-		c.t.Fatalf("%s still runs %s after SIGTERM", c.name, bound)
+		c.tb.Fatalf("%s still runs %s after SIGTERM", c.name, bound)
 		return 0, nil
 	}
 }
@@ -289,7 +289,7 @@ type faultApp struct {
 	redis *redistest.Server
 }
 
-// startFaults sets the stage: o (its timeout and extraEnv) with the
+// startFaults sets the stage: o (its timeout and configuration) with the
 // test's own Redis, APPROVERS=lee and no program. The fake Slack tolerates
 // deliveries that were never acknowledged: a bot killed while an event or
 // a click is on its way cannot acknowledge it, which is the fault itself;
@@ -305,10 +305,10 @@ func startFaults(t *testing.T, o options, steps ...relaytest.Step) *faultApp {
 
 // bot starts a bot process and waits until Slack sees it connected.
 func (a *faultApp) bot(name string) *child {
-	a.t.Helper()
+	a.tb.Helper()
 	c := a.spawn(name, "bot")
 	if err := a.slack.WaitConnected(a.ctx); err != nil {
-		a.t.Fatalf("%s never connected over Socket Mode: %v\nlogs:\n%s", name, err, c.logs.String())
+		a.tb.Fatalf("%s never connected over Socket Mode: %v\nlogs:\n%s", name, err, c.logs.String())
 	}
 	return c
 }
@@ -317,7 +317,7 @@ func (a *faultApp) bot(name string) *child {
 // once (Slack notices a dead socket only later), so WaitConnected waits for
 // the next bot.
 func (a *faultApp) killBot(c *child) {
-	a.t.Helper()
+	a.tb.Helper()
 	c.kill()
 	a.slack.DropConnections()
 }
@@ -325,7 +325,7 @@ func (a *faultApp) killBot(c *child) {
 // worker starts a worker process under the app's WORKER_ID: a restarted
 // worker keeps its name, as the deploy manifests do.
 func (a *faultApp) worker(name string) *child {
-	a.t.Helper()
+	a.tb.Helper()
 	return a.spawn(name, "worker")
 }
 
@@ -345,13 +345,13 @@ func (a *faultApp) cardsFor(thread, cmd string) []fakeslack.Message {
 // oneFinalCard checks the promises about cards: exactly one card for cmd
 // in the thread, and it shows final (no buttons left).
 func (a *faultApp) oneFinalCard(thread, cmd string) fakeslack.Message {
-	a.t.Helper()
+	a.tb.Helper()
 	cards := a.cardsFor(thread, cmd)
 	if len(cards) != 1 {
-		a.t.Fatalf("%d cards for `%s`, want exactly 1:%s", len(cards), cmd, a.dump(thread))
+		a.tb.Fatalf("%d cards for `%s`, want exactly 1:%s", len(cards), cmd, a.dump(thread))
 	}
 	if b := cards[0].Buttons(); len(b) > 0 {
-		a.t.Fatalf("the card for `%s` still has buttons %q, want a final state:\n%s", cmd, b, cards[0].AllText())
+		a.tb.Fatalf("the card for `%s` still has buttons %q, want a final state:\n%s", cmd, b, cards[0].AllText())
 	}
 	return cards[0]
 }
@@ -363,7 +363,7 @@ func (a *faultApp) ranTimes(name string) int {
 		return 0
 	}
 	if err != nil {
-		a.t.Fatal(err)
+		a.tb.Fatal(err)
 	}
 	return strings.Count(string(b), "ran\n")
 }
@@ -371,9 +371,9 @@ func (a *faultApp) ranTimes(name string) int {
 // carriesOn replies in the thread and waits for Claude's answer, after a
 // fault that ended the turn: the session resumes.
 func (a *faultApp) carriesOn(thread, answer string) {
-	a.t.Helper()
+	a.tb.Helper()
 	if _, err := a.slack.Reply(a.ctx, dana, general, thread, "carry on"); err != nil {
-		a.t.Fatal(err)
+		a.tb.Fatal(err)
 	}
 	a.threadText(thread, answer)
 }
@@ -386,13 +386,13 @@ const stillHere = "Still here after the fault."
 // ran wantRuns times (never twice for one approval); and the session goes
 // on: a reply in the thread is answered.
 func (a *faultApp) keptPromises(thread, cmd string, wantRuns int) {
-	a.t.Helper()
+	a.tb.Helper()
 	a.oneFinalCard(thread, cmd)
 	if n := a.ranTimes(ranFile); n != wantRuns {
-		a.t.Errorf("the command ran %d times, want %d", n, wantRuns)
+		a.tb.Errorf("the command ran %d times, want %d", n, wantRuns)
 	}
 	if _, err := a.slack.Reply(a.ctx, dana, general, thread, "still there?"); err != nil {
-		a.t.Fatal(err)
+		a.tb.Fatal(err)
 	}
 	a.threadText(thread, stillHere)
 }
@@ -401,7 +401,7 @@ func (a *faultApp) keptPromises(thread, cmd string, wantRuns int) {
 // that nothing outside shows. The logs have no change notification, so it
 // polls them.
 func (c *child) waitLog(text string) {
-	c.t.Helper()
+	c.tb.Helper()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	timeout := time.NewTimer(e2eTimeout)
@@ -410,9 +410,9 @@ func (c *child) waitLog(text string) {
 		select {
 		case <-tick.C:
 		case <-c.exited:
-			c.t.Fatalf("%s exited before logging %q", c.name, text)
+			c.tb.Fatalf("%s exited before logging %q", c.name, text)
 		case <-timeout.C:
-			c.t.Fatalf("%s never logged %q", c.name, text)
+			c.tb.Fatalf("%s never logged %q", c.name, text)
 		}
 	}
 }
@@ -423,7 +423,7 @@ func (c *child) waitLog(text string) {
 // can resume (the thread says so), which is not the fault under test.
 // Nothing announces the write, so it polls the files.
 func (a *faultApp) recorded(toolUseID string) {
-	a.t.Helper()
+	a.tb.Helper()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -436,7 +436,7 @@ func (a *faultApp) recorded(toolUseID string) {
 		select {
 		case <-tick.C:
 		case <-a.ctx.Done():
-			a.t.Fatalf("Claude Code never wrote %s to a session file under %s", toolUseID, a.model.Home())
+			a.tb.Fatalf("Claude Code never wrote %s to a session file under %s", toolUseID, a.model.Home())
 		}
 	}
 }
@@ -444,11 +444,11 @@ func (a *faultApp) recorded(toolUseID string) {
 // mentionHoldingTheCard starts a session ("record a run") and returns once
 // its card's chat.postMessage is held in flight at the fake Slack.
 func (a *faultApp) mentionHoldingTheCard() (thread string, held *fakeslack.Held) {
-	a.t.Helper()
+	a.tb.Helper()
 	held = a.slack.Hold("chat.postMessage", isCardPost)
 	thread = a.mention("record a run")
 	if _, err := held.Wait(a.ctx); err != nil {
-		a.t.Fatal(err)
+		a.tb.Fatal(err)
 	}
 	return thread, held
 }
@@ -471,7 +471,7 @@ func startWithACard(t *testing.T) (a *faultApp, b *child, thread string, card fa
 // approvedAndDone approves card and checks the promises kept: the card
 // says so, the command ran once, and Claude finished its turn.
 func (a *faultApp) approvedAndDone(thread string, card fakeslack.Message) {
-	a.t.Helper()
+	a.tb.Helper()
 	a.click(lee, card.Ref(), "Approve")
 	a.settled(card.Ref(), "Approved")
 	a.threadText(thread, "Approved and done.")

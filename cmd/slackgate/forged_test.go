@@ -13,18 +13,7 @@ import (
 	"github.com/slackgate/slackgate/relay"
 	"github.com/slackgate/slackgate/relay/relaytest"
 	"github.com/slackgate/slackgate/store"
-	"github.com/slackgate/slackgate/store/redisstore"
 )
-
-// envValue is the value of name in environ ("" when unset).
-func envValue(environ []string, name string) string {
-	for _, kv := range environ {
-		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
-			return v
-		}
-	}
-	return ""
-}
 
 // TestDecisionWrittenIntoRedisIsRefused plays an attacker who can reach the
 // deployment's Redis (what an approved command with REDIS_URL in its reach
@@ -38,16 +27,11 @@ func TestDecisionWrittenIntoRedisIsRefused(t *testing.T) {
 		relaytest.ToolUse("toolu_1", "Bash", bash("echo forged > forged.txt", "Forged")),
 		relaytest.ToolUse("toolu_2", "Bash", bash("echo second > second.txt", "Second")),
 		relaytest.Text("Done."))
-	a.launch("worker-1", "worker", "WORKER_ID=worker-1")
+	a.launch("worker-1", "worker", withWorkerID("worker-1"))
 	thread := a.mention("write the files")
 	card := a.card(thread, "echo forged")
 
-	attacker, err := redisstore.New(a.ctx, envValue(a.prog.environ, "REDIS_URL"),
-		redisstore.WithPrefix(envValue(a.prog.environ, "REDIS_KEY_PREFIX")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer attacker.Close()
+	attacker := a.redisStore()
 	pending, err := attacker.ListPending(a.ctx, "")
 	if err != nil || len(pending) != 1 {
 		t.Fatalf("the attacker sees pending requests %+v (%v), want the one on the card", pending, err)
@@ -98,18 +82,6 @@ func writeAsked(id string) relaytest.Step {
 	})
 }
 
-// attackerStore connects to the app's Redis as someone who reached it
-// (REDIS_URL in the reach of an approved command), without a bot's key.
-func attackerStore(a *app) store.Store {
-	a.t.Helper()
-	st, err := redisstore.New(a.ctx, envValue(a.prog.environ, "REDIS_URL"), redisstore.WithPrefix(envValue(a.prog.environ, "REDIS_KEY_PREFIX")))
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	a.t.Cleanup(func() { _ = st.Close() })
-	return st
-}
-
 // auditHas reports whether the audit log holds an entry of action about
 // sessionID naming by.
 func auditHas(t *testing.T, a *app, st store.Store, action store.AuditAction, sessionID, by string) bool {
@@ -141,8 +113,9 @@ func TestASecondBotWithItsOwnKeyCannotChooseHowSessionsRun(t *testing.T) {
 	malloryDir := t.TempDir()
 	a := startApp(t, options{backend: redisBackend, command: "none", approvers: lee},
 		writeAsked("toolu_1"), relaytest.Text("Written."), writeAsked("toolu_2"), relaytest.Text("Written."))
-	stopMallory := a.launch("mallory", "bot", "DECISION_SIGNING_KEY="+otherKeys.sign, "CLAUDE_PERMISSION_MODE=acceptEdits",
-		"CLAUDE_WORKDIR="+malloryDir, "CLAUDE_MODEL=claude-mallory-1")
+	stopMallory := a.launch("mallory", "bot", func(c *Config) {
+		c.DecisionSigningKey, c.PermissionMode, c.WorkDir, c.Model = otherKeys.sign, "acceptEdits", malloryDir, "claude-mallory-1"
+	})
 	if err := a.slack.WaitConnected(a.ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -150,14 +123,14 @@ func TestASecondBotWithItsOwnKeyCannotChooseHowSessionsRun(t *testing.T) {
 	thread := a.mention("write " + forged)
 	a.threadText(thread, "Queued") // her session and its prompt are in the store
 	stopMallory()
-	a.launch("bot", "bot")
-	a.launch("worker-1", "worker", "WORKER_ID=worker-1")
+	a.launch("bot", "bot", nil)
+	a.launch("worker-1", "worker", withWorkerID("worker-1"))
 
 	line := a.threadText(thread, "refused to run this session")
 	if !line.HasText(relay.RefusedSession(relay.WhyForged)) {
 		t.Errorf("the thread says %q, want %q", line.AllText(), relay.RefusedSession(relay.WhyForged))
 	}
-	st := attackerStore(a)
+	st := a.redisStore() // as an attacker who reached Redis, without a bot's key
 	s, err := st.SessionByThread(a.ctx, store.MessageRef{Channel: general, TS: thread})
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +196,7 @@ func TestARememberedAnswerWrittenIntoRedisIsNotUsed(t *testing.T) {
 	t.Parallel()
 	a := startApp(t, options{backend: redisBackend, approvers: lee},
 		relaytest.ToolUse("toolu_q1", "AskUserQuestion", ask(dbQuestion)), relaytest.Text("done"))
-	st := attackerStore(a)
+	st := a.redisStore() // as an attacker who reached Redis, without a bot's key
 	input, err := json.Marshal(ask(dbQuestion))
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,6 @@ import (
 	"github.com/slackgate/slackgate/bot/fakeslack"
 	"github.com/slackgate/slackgate/relay/relaytest"
 	"github.com/slackgate/slackgate/store"
-	"github.com/slackgate/slackgate/store/redisstore"
 )
 
 // These tests run the real CLI without slackgate's relay, as a developer's
@@ -47,10 +46,13 @@ func runHookIfAsked() {
 	os.Exit(0)
 }
 
+// laptopToken turns the approval API on with one token, for #general.
+func laptopToken(c *Config) { c.APITokens = "laptop:" + general + ":" + hookToken }
+
 // startHookApp runs slackgate in HTTP mode with the approval API on (a
 // token for #general) and returns the app and the API's base URL.
 func startHookApp(t *testing.T, steps ...relaytest.Step) (*app, string) {
-	a := startApp(t, options{transport: httpMode, extraEnv: []string{"API_TOKENS=laptop:" + general + ":" + hookToken}}, steps...)
+	a := startApp(t, options{transport: httpMode, configure: laptopToken}, steps...)
 	return a, "http://" + a.prog.listener.Addr().String()
 }
 
@@ -245,7 +247,7 @@ func TestHookCancelledByClaudeCodeSaysAnsweredInTheTerminalOnTheSlackCard(t *tes
 
 func TestHookReportsWhatRanInTheSessionThreadAndTheAuditLog(t *testing.T) {
 	t.Parallel()
-	a := startApp(t, options{transport: httpMode, backend: redisBackend, extraEnv: []string{"API_TOKENS=laptop:" + general + ":" + hookToken}},
+	a := startApp(t, options{transport: httpMode, backend: redisBackend, configure: laptopToken},
 		relaytest.ToolUse("toolu_hr", "Bash", bash("echo reported > reported.txt", "Write reported.txt")),
 		relaytest.ToolUse("toolu_hf", "Bash", bash("exit 3", "Fail")),
 		relaytest.Text("done"))
@@ -266,11 +268,7 @@ func TestHookReportsWhatRanInTheSessionThreadAndTheAuditLog(t *testing.T) {
 			t.Errorf("no thread line %q: %v\n%s", want, err, a.dump(root.TS))
 		}
 	}
-	st, err := redisstore.New(a.ctx, envValue(a.prog.environ, "REDIS_URL"), redisstore.WithPrefix(envValue(a.prog.environ, "REDIS_KEY_PREFIX")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := a.redisStore()
 	entries, err := st.AuditLog(a.ctx, "", 100)
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,6 @@ import (
 	"github.com/slackgate/slackgate/relay"
 	"github.com/slackgate/slackgate/relay/relaytest"
 	"github.com/slackgate/slackgate/store"
-	"github.com/slackgate/slackgate/store/redisstore"
 )
 
 // workerSwitch makes the test binary run `slackgate worker` (see
@@ -42,13 +41,14 @@ func runWorkerIfAsked() {
 
 // spawnWorker starts `slackgate worker` as a process of its own, in a
 // process group of its own (its Claude processes join it), with the app's
-// environment and env added. The returned kill ends the whole group with
-// SIGKILL, as a machine dying would: nothing of it shuts down cleanly.
-func (a *app) spawnWorker(name string, env ...string) (kill func()) {
-	a.t.Helper()
-	t := a.t
+// configuration changed by configure and its environment plus env (see
+// processEnv). The returned kill ends the whole group with SIGKILL, as a
+// machine dying would: nothing of it shuts down cleanly.
+func (a *app) spawnWorker(name string, configure func(*Config), env ...string) (kill func()) {
+	a.tb.Helper()
+	t := a.tb
 	cmd := exec.Command(os.Args[0])
-	cmd.Env = append(append(append([]string(nil), a.prog.environ...), env...), workerSwitch+"=1")
+	cmd.Env = append(a.processEnv(configure, env...), workerSwitch+"=1")
 	logs := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -71,27 +71,6 @@ func (a *app) spawnWorker(name string, env ...string) (kill func()) {
 		}
 	})
 	return kill
-}
-
-// appStore opens a client of the app's Redis store, for a test to look at
-// what the workers left there.
-func (a *app) appStore() store.Store {
-	a.t.Helper()
-	var url, prefix string
-	for _, kv := range a.prog.environ {
-		if v, ok := strings.CutPrefix(kv, "REDIS_URL="); ok {
-			url = v
-		}
-		if v, ok := strings.CutPrefix(kv, "REDIS_KEY_PREFIX="); ok {
-			prefix = v
-		}
-	}
-	st, err := redisstore.New(a.ctx, url, redisstore.WithPrefix(prefix))
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	a.t.Cleanup(func() { _ = st.Close() })
-	return st
 }
 
 // waitTranscript waits until the store holds a transcript of the session
@@ -140,9 +119,9 @@ func TestAKilledWorkersSessionResumesOnAnotherWithItsTranscript(t *testing.T) {
 		relaytest.Text("Noted: the code word is PINEAPPLE."),
 		relaytest.ToolUse("toolu_1", "Bash", bash("echo deployed > deploy.txt", "Deploy")),
 		relaytest.Text("The code word was PINEAPPLE."))
-	st := a.appStore()
+	st := a.redisStore()
 	homeA, homeB := t.TempDir(), t.TempDir()
-	killA := a.spawnWorker("worker-a", "WORKER_ID=worker-a", "HOME="+homeA, "WORKER_TIMEOUT="+timeout.String(), "HEALTH_ADDR=off")
+	killA := a.spawnWorker("worker-a", func(c *Config) { c.WorkerID, c.WorkerTimeout, c.HealthAddr = "worker-a", timeout, "off" }, "HOME="+homeA)
 
 	thread := a.mention("remember the code word PINEAPPLE")
 	a.threadText(thread, "Noted: the code word is PINEAPPLE.")
@@ -157,7 +136,7 @@ func TestAKilledWorkersSessionResumesOnAnotherWithItsTranscript(t *testing.T) {
 		t.Fatal(err)
 	}
 	card := a.card(thread, "echo deployed")
-	a.launch("worker-b", "worker", "WORKER_ID=worker-b", "HOME="+homeB, "WORKER_TIMEOUT="+timeout.String())
+	a.launch("worker-b", "worker", func(c *Config) { c.WorkerID, c.WorkerTimeout = "worker-b", timeout }, "HOME="+homeB)
 	killA()
 
 	lost := relay.LostMessage(timeout)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -16,7 +15,7 @@ import (
 	"time"
 
 	"github.com/slackgate/slackgate/bot/fakeslack"
-	"github.com/slackgate/slackgate/relay/relaytest"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
 )
 
 // BenchmarkDecisionsUnderLoad measures decisions per second end to end with
@@ -123,12 +122,9 @@ import (
 // The limit a team meets is Slack's: about 50 chat.update calls a minute a
 // workspace, under one decision a second.
 func BenchmarkDecisionsUnderLoad(b *testing.B) {
-	redisURL := cmp.Or(os.Getenv("SLACKGATE_LOAD_REDIS_URL"), os.Getenv("REDIS_URL"))
+	redisURL := os.Getenv("SLACKGATE_LOAD_REDIS_URL")
 	if redisURL == "" {
-		if relaytest.RequireIntegration() {
-			b.Fatal("neither SLACKGATE_LOAD_REDIS_URL nor REDIS_URL is set; .ci/with-redis.sh starts a redis-server")
-		}
-		b.Skip("SLACKGATE_LOAD_REDIS_URL or REDIS_URL is not set; run under .ci/with-redis.sh")
+		redisURL = redistest.URL(b)
 	}
 	cfg := loadSettings{
 		redisURL:  redisURL,
@@ -184,7 +180,7 @@ type loadSettings struct {
 // loadRun is one run: the fake Slack, the processes, and what the fake
 // Slack saw, gathered by its OnMessage hook.
 type loadRun struct {
-	b     *testing.B
+	bench *testing.B
 	cfg   loadSettings
 	ctx   context.Context
 	slack *fakeslack.Fake
@@ -217,7 +213,7 @@ func startLoad(b *testing.B, cfg loadSettings) *loadRun {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	b.Cleanup(cancel)
-	r := &loadRun{b: b, cfg: cfg, ctx: ctx, times: b.TempDir(), logs: b.TempDir(),
+	r := &loadRun{bench: b, cfg: cfg, ctx: ctx, times: b.TempDir(), logs: b.TempDir(),
 		cpu: map[string]time.Duration{}, cards: map[int64]*loadCard{}, cardTS: map[string]bool{}, outcomes: map[string]bool{}, finished: map[string]bool{}, done: make(chan struct{})}
 	r.slack = fakeslack.New(b, fakeslack.WithoutRateModel(), fakeslack.OnMessage(r.onMessage))
 	r.slack.AddUser(lee, "lee")
@@ -225,10 +221,12 @@ func startLoad(b *testing.B, cfg loadSettings) *loadRun {
 		r.slack.AddChannel(loadChannel(s), fmt.Sprintf("load-%d", s))
 		r.slack.AddUser(loadStarter(s), fmt.Sprintf("starter-%d", s))
 	}
-	env := r.environ()
+	config := r.config()
 	for i := range 2 {
-		r.launch(fmt.Sprintf("bot-%d", i), "bot", env)
-		r.launch(fmt.Sprintf("worker-%d", i), "worker", append(env, fmt.Sprintf("WORKER_ID=load-worker-%d", i)))
+		r.launch(fmt.Sprintf("bot-%d", i), "bot", config)
+		worker := config
+		worker.WorkerID = fmt.Sprintf("load-worker-%d", i)
+		r.launch(fmt.Sprintf("worker-%d", i), "worker", worker)
 	}
 	if err := r.slack.WaitConnections(ctx, 2); err != nil {
 		r.fatal("the bots never connected: %v", err)
@@ -239,27 +237,37 @@ func startLoad(b *testing.B, cfg loadSettings) *loadRun {
 func loadChannel(s int) string { return fmt.Sprintf("CLD%04d", s) }
 func loadStarter(s int) string { return fmt.Sprintf("U2S%04d", s) }
 
-// environ is what every process of the run gets.
+// config is the configuration every process of the run gets.
+func (r *loadRun) config() Config {
+	cfg, err := loadConfig(nil)
+	if err != nil {
+		r.fatal("%v", err)
+	}
+	cfg.SlackBotToken, cfg.SlackAppToken, cfg.SlackAPIURL = fakeslack.BotToken, fakeslack.AppToken, r.slack.APIURL()
+	cfg.RedisURL, cfg.RedisKeyPrefix = r.cfg.redisURL, testPrefix("load")
+	cfg.DecisionSigningKey, cfg.DecisionVerifyKey = testKeys.sign, testKeys.verify
+	// STARTERS: the load's starters are many people, none an approver.
+	cfg.Approvers, cfg.Starters = lee, "*"
+	cfg.ClaudeBin, cfg.WorkDir, cfg.MaxSessions = r.cfg.standin, r.bench.TempDir(), r.cfg.sessions
+	cfg.HealthAddr = "off"
+	// The bots' own Slack pacing, out of the way (see the benchmark's doc).
+	const high = 1000000
+	cfg.SlackPostsPerSecond, cfg.SlackPostBurst, cfg.SlackUpdatesPerMinute, cfg.SlackUpdateBurst = high, high, high, high
+	return cfg
+}
+
+// environ is the environment every process of the run gets beside its
+// configuration: what the stand-in CLI reads.
 func (r *loadRun) environ() []string {
-	const high = "1000000" // the bots' own Slack pacing, out of the way (see the benchmark's doc)
 	return []string{
 		"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME"),
-		"SLACK_BOT_TOKEN=" + fakeslack.BotToken, "SLACK_APP_TOKEN=" + fakeslack.AppToken,
-		"SLACK_API_URL=" + r.slack.APIURL(),
-		"REDIS_URL=" + r.cfg.redisURL, "REDIS_KEY_PREFIX=" + testPrefix("load"),
-		"DECISION_SIGNING_KEY=" + testKeys.sign, "DECISION_VERIFY_KEY=" + testKeys.verify,
-		// STARTERS: the load's starters are many people, none an approver.
-		"APPROVERS=" + lee, "STARTERS=*", "CLAUDE_BIN=" + r.cfg.standin, "CLAUDE_WORKDIR=" + r.b.TempDir(),
 		"CLAUDE_CODE_STANDIN_REQUESTS=" + strconv.Itoa(r.cfg.requests), "CLAUDE_CODE_STANDIN_TIMES=" + r.times,
-		"MAX_SESSIONS=" + strconv.Itoa(r.cfg.sessions), "HEALTH_ADDR=off", "LOG_LEVEL=info", "LOG_FORMAT=json",
-		"SLACK_POSTS_PER_SECOND=" + high, "SLACK_POST_BURST=" + high,
-		"SLACK_UPDATES_PER_MINUTE=" + high, "SLACK_UPDATE_BURST=" + high,
 	}
 }
 
-// launch starts one slackgate process (or program, in-process) with its
-// log in r.logs.
-func (r *loadRun) launch(name, cmd string, env []string) {
+// launch starts one slackgate process (or program, in-process) configured
+// with cfg, with its log in r.logs.
+func (r *loadRun) launch(name, cmd string, cfg Config) {
 	log, err := os.Create(filepath.Join(r.logs, name+".log"))
 	if err != nil {
 		r.fatal("%v", err)
@@ -267,25 +275,27 @@ func (r *loadRun) launch(name, cmd string, env []string) {
 	if r.cfg.inProcess {
 		ctx, cancel := context.WithCancel(r.ctx)
 		done := make(chan error, 1)
-		go func() { done <- program{environ: env, stdout: log, stderr: log}.run(ctx, []string{cmd}) }()
+		go func() {
+			done <- program{environ: r.environ(), config: &cfg, stdout: log, stderr: log}.run(ctx, []string{cmd})
+		}()
 		r.stops = append(r.stops, func() {
 			cancel()
 			if err := <-done; err != nil {
-				r.b.Errorf("%s: %v", name, err)
+				r.bench.Errorf("%s: %v", name, err)
 			}
 			log.Close()
 		})
 		return
 	}
 	c := exec.Command(r.cfg.slackgate, cmd)
-	c.Env, c.Stdout, c.Stderr = env, log, log
+	c.Env, c.Stdout, c.Stderr = append(r.environ(), cfg.environ()...), log, log
 	if err := c.Start(); err != nil {
 		r.fatal("start %s: %v", name, err)
 	}
 	r.stops = append(r.stops, func() {
 		_ = c.Process.Signal(syscall.SIGTERM)
 		if err := c.Wait(); err != nil {
-			r.b.Errorf("%s: %v", name, err)
+			r.bench.Errorf("%s: %v", name, err)
 		}
 		log.Close()
 		r.mu.Lock()
@@ -303,16 +313,16 @@ func (r *loadRun) stopAll() {
 	}
 	wg.Wait()
 	r.clicks.Wait()
-	if r.b.Failed() {
+	if r.bench.Failed() {
 		r.dumpLogs()
 	}
 }
 
 func (r *loadRun) fatal(format string, args ...any) {
-	r.b.Helper()
+	r.bench.Helper()
 	r.stopAll()
 	r.dumpLogs()
-	r.b.Fatalf(format, args...)
+	r.bench.Fatalf(format, args...)
 }
 
 func (r *loadRun) dumpLogs() {
@@ -320,7 +330,7 @@ func (r *loadRun) dumpLogs() {
 	for _, e := range entries {
 		raw, _ := os.ReadFile(filepath.Join(r.logs, e.Name()))
 		lines := strings.Split(strings.TrimSpace(string(raw)), "\n")
-		r.b.Logf("%s, last lines:\n%s", e.Name(), strings.Join(lines[max(0, len(lines)-30):], "\n"))
+		r.bench.Logf("%s, last lines:\n%s", e.Name(), strings.Join(lines[max(0, len(lines)-30):], "\n"))
 	}
 }
 
@@ -345,7 +355,7 @@ func (r *loadRun) drive() {
 	case <-r.done:
 	case <-r.ctx.Done():
 		r.mu.Lock()
-		r.b.Errorf("after %s: %d of %d cards, %d outcomes, %d of %d final answers", time.Since(r.start).Round(time.Second),
+		r.bench.Errorf("after %s: %d of %d cards, %d outcomes, %d of %d final answers", time.Since(r.start).Round(time.Second),
 			len(r.cards), r.cfg.sessions*r.cfg.requests, len(r.outcomes), len(r.finished), r.cfg.sessions)
 		r.mu.Unlock()
 	}
@@ -409,7 +419,7 @@ func (r *loadRun) click(c *loadCard, ref fakeslack.MessageRef) {
 // report reads when each stand-in read its answers, checks that nothing
 // was lost and reports the figures.
 func (r *loadRun) report() {
-	b := r.b
+	b := r.bench
 	answered := r.answers()
 	want := r.cfg.sessions * r.cfg.requests
 	for _, f := range r.failures {
@@ -454,18 +464,18 @@ func (r *loadRun) answers() map[int64]time.Time {
 	out := map[int64]time.Time{}
 	entries, err := os.ReadDir(r.times)
 	if err != nil {
-		r.b.Fatal(err)
+		r.bench.Fatal(err)
 	}
 	for _, e := range entries {
 		f, err := os.Open(filepath.Join(r.times, e.Name()))
 		if err != nil {
-			r.b.Fatal(err)
+			r.bench.Fatal(err)
 		}
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {
 			var asked, at int64
 			if _, err := fmt.Sscanf(sc.Text(), "%d %d", &asked, &at); err != nil {
-				r.b.Errorf("%s: %q: %v", e.Name(), sc.Text(), err)
+				r.bench.Errorf("%s: %q: %v", e.Name(), sc.Text(), err)
 				continue
 			}
 			out[asked] = time.Unix(0, at)

@@ -111,12 +111,13 @@ func setFileCaps(t *testing.T, path string) {
 }
 
 // spawnAs starts `bin args…` as u, holding the ambient capabilities
-// given, in dir, with the app's environment plus env.
-func (a *app) spawnAs(name string, u *relay.RunAs, ambient []uintptr, dir string, bin string, args []string, env ...string) *child {
-	a.t.Helper()
+// given, in dir, with the app's configuration changed by configure and
+// its environment plus env (see processEnv).
+func (a *app) spawnAs(name string, u *relay.RunAs, ambient []uintptr, dir string, bin string, args []string, configure func(*Config), env ...string) *child {
+	a.tb.Helper()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = dir
-	cmd.Env = append(append([]string(nil), a.prog.environ...), env...)
+	cmd.Env = a.processEnv(configure, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, AmbientCaps: ambient,
 		Credential: &syscall.Credential{Uid: u.UID, Gid: u.GID, Groups: u.Groups}}
 	return a.start(name, cmd)
@@ -145,8 +146,10 @@ func TestSlackgatesProcessIsClosedToItsOwnUser(t *testing.T) {
 	home := sharedDir(t, svc.Name)
 	bin := install(t, slackgateBinary(t), 0, 0o755)
 	port := redistest.FreePort(t)
-	sg := a.spawnAs("run", svc, nil, home, bin, []string{"run"}, "HOME="+home, "DATA_DIR="+filepath.Join(home, "data"),
-		"CLAUDE_WORKDIR="+sharedDir(t, svc.Name), fmt.Sprintf("HEALTH_ADDR=127.0.0.1:%d", port))
+	work := sharedDir(t, svc.Name)
+	sg := a.spawnAs("run", svc, nil, home, bin, []string{"run"}, func(c *Config) {
+		c.DataDir, c.WorkDir, c.HealthAddr = filepath.Join(home, "data"), work, fmt.Sprintf("127.0.0.1:%d", port)
+	}, "HOME="+home)
 	if err := a.slack.WaitConnected(a.ctx); err != nil {
 		t.Fatalf("slackgate never connected: %v\n%s", err, sg.logs.String())
 	}
@@ -259,8 +262,9 @@ func capableSession(t *testing.T, svc, claude *relay.RunAs, bin string, ambient 
 	a := startApp(t, options{command: "none", approvers: lee},
 		relaytest.ToolUse("toolu_probe", "Bash", bash("sh probe.sh "+data+" "+bin, "Probe")),
 		relaytest.Text("done"))
-	sg := a.spawnAs("run", svc, ambient, home, bin, []string{"run"}, "HOME="+home, "DATA_DIR="+data,
-		"CLAUDE_WORKDIR="+work, "CLAUDE_USER="+claude.Name)
+	sg := a.spawnAs("run", svc, ambient, home, bin, []string{"run"}, func(c *Config) {
+		c.DataDir, c.WorkDir, c.ClaudeUser = data, work, claude.Name
+	}, "HOME="+home)
 	if err := a.slack.WaitConnected(a.ctx); err != nil {
 		t.Fatalf("slackgate never connected: %v\n%s", err, sg.logs.String())
 	}
@@ -315,8 +319,10 @@ func TestACapableSlackgateStopsAClaudeOfAnotherUser(t *testing.T) {
 	}
 	home := sharedDir(t, svc.Name)
 	a := startApp(t, options{command: "none"})
-	sg := a.spawnAs("run", svc, switchCaps, home, bin, []string{"run"}, "HOME="+home, "DATA_DIR="+filepath.Join(home, "data"),
-		"CLAUDE_WORKDIR="+sharedDir(t, claude.Name), "CLAUDE_USER="+claude.Name, "CLAUDE_BIN="+stuck)
+	work := sharedDir(t, claude.Name)
+	sg := a.spawnAs("run", svc, switchCaps, home, bin, []string{"run"}, func(c *Config) {
+		c.DataDir, c.WorkDir, c.ClaudeUser, c.ClaudeBin = filepath.Join(home, "data"), work, claude.Name, stuck
+	}, "HOME="+home)
 	if err := a.slack.WaitConnected(a.ctx); err != nil {
 		t.Fatalf("slackgate never connected: %v\n%s", err, sg.logs.String())
 	}
@@ -500,8 +506,10 @@ func TestStartupSaysWhatCapabilitiesClaudeUserNeeds(t *testing.T) {
 			t.Parallel()
 			a := startApp(t, options{command: "none"})
 			home := sharedDir(t, svc.Name)
-			c := a.spawnAs(tt.name, svc, tt.ambient, home, tt.bin, tt.args, "HOME="+home,
-				"DATA_DIR="+filepath.Join(home, "data"), "CLAUDE_WORKDIR="+sharedDir(t, claude), "CLAUDE_USER="+claude)
+			work := sharedDir(t, claude)
+			c := a.spawnAs(tt.name, svc, tt.ambient, home, tt.bin, tt.args, func(cfg *Config) {
+				cfg.DataDir, cfg.WorkDir, cfg.ClaudeUser = filepath.Join(home, "data"), work, claude
+			}, "HOME="+home)
 			select {
 			case <-c.exited:
 			case <-a.ctx.Done():

@@ -82,9 +82,14 @@ func main() {
 }
 
 // program is one slackgate invocation. Tests build one with their own
-// environment and listener and run it in-process.
+// configuration, environment and listener and run it in-process.
 type program struct {
-	environ        []string
+	// environ is the process's environment: where main reads the
+	// configuration from, and what the CLI's environment is drawn from.
+	environ []string
+	// config, when set, is the configuration instead of what environ says
+	// (tests); it is completed and checked as loadConfig does.
+	config         *Config
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	// listener, when set, serves HTTP mode instead of listening on HTTP_ADDR.
@@ -115,7 +120,7 @@ func (p program) run(ctx context.Context, args []string) error {
 		fmt.Fprint(p.stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
 	}
-	cfg, err := loadConfig(p.environ)
+	cfg, err := p.configuration()
 	if err != nil {
 		return err
 	}
@@ -156,13 +161,22 @@ func (p program) run(ctx context.Context, args []string) error {
 	return p.serve(ctx, cmd, cfg, botCfg, keys, st, log)
 }
 
+// configuration is the program's Config: the one it was given, or the one
+// its environment sets.
+func (p program) configuration() (Config, error) {
+	if p.config != nil {
+		return p.config.complete()
+	}
+	return loadConfig(p.environ)
+}
+
 // serve runs what cmd runs over st, with the health and metrics endpoints,
 // until ctx ends or a part fails.
 func (p program) serve(ctx context.Context, cmd string, cfg Config, botCfg bot.Config, keys decisionKeys, st store.Store, log zerolog.Logger) error {
 	m := newMetrics()
 	m.watchPending(st)
 	m.watchQueued(st)
-	runs, checks, notes, err := p.parts(ctx, cmd, cfg, botCfg, keys, timedStore{Store: st, m: m}, m, log)
+	runs, checks, notes, err := p.parts(ctx, cmd, cfg, botCfg, keys, timedStore{Store: st, metrics: m}, m, log)
 	if err != nil {
 		return err
 	}

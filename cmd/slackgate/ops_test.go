@@ -24,6 +24,7 @@ import (
 
 	"github.com/slackgate/slackgate/relay/relaytest"
 	"github.com/slackgate/slackgate/store/boltstore"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
 )
 
 // get fetches url and returns its status and body.
@@ -108,25 +109,18 @@ func TestReadyzNamesWhatIsDownAndNothingMore(t *testing.T) {
 // TestWorkerServesHealthAndReadiness runs `slackgate worker` on the real
 // Redis: a worker has no Slack side, and still answers its probes.
 func TestWorkerServesHealthAndReadiness(t *testing.T) {
-	url := os.Getenv("REDIS_URL")
-	if url == "" {
-		if relaytest.RequireIntegration() {
-			t.Fatal("REDIS_URL is not set; make test starts a private redis-server")
-		}
-		t.Skip("REDIS_URL is not set; run .ci/with-redis.sh go test ./cmd/...")
+	cfg, err := loadConfig(nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	cfg.RedisURL, cfg.RedisKeyPrefix = redistest.URL(t), testPrefix("ops")
+	cfg.ClaudeBin, cfg.WorkDir, cfg.WorkerID = relaytest.CLI(t), t.TempDir(), "ops-worker"
+	cfg.DecisionVerifyKey = testKeys.verify
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := program{
-		environ: []string{
-			"REDIS_URL=" + url, "REDIS_KEY_PREFIX=" + testPrefix("ops"),
-			"CLAUDE_BIN=" + relaytest.CLI(t), "CLAUDE_WORKDIR=" + t.TempDir(), "WORKER_ID=ops-worker",
-			"DECISION_VERIFY_KEY=" + testKeys.verify, "LOG_LEVEL=debug", "LOG_FORMAT=console",
-		},
-		stdout: io.Discard, stderr: io.Discard, healthListener: ln,
-	}
+	p := program{config: &cfg, stdout: io.Discard, stderr: io.Discard, healthListener: ln}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
@@ -265,7 +259,7 @@ func TestMetricsCountSessionsByState(t *testing.T) {
 		n := strings.TrimPrefix(req.LastUserText(), "count ")
 		return relaytest.ToolUse("toolu_"+n, "Bash", bash("echo "+n+" > "+n+".txt", "Count"))
 	})
-	a := startApp(t, options{extraEnv: []string{"MAX_SESSIONS=1"}}, step, step, step, step)
+	a := startApp(t, options{configure: func(c *Config) { c.MaxSessions = 1 }}, step, step, step, step)
 	sessionsAre(t, a, "before any session", 0, 0, 0, 0)
 
 	first := a.mention("count one")

@@ -197,7 +197,7 @@ func noMarkers(t *testing.T, marks string) {
 func TestOptedInRepositorySettingsApplyButNotItsMCPServers(t *testing.T) {
 	t.Parallel()
 	marks := t.TempDir()
-	a := startApp(t, options{approvers: lee, extraEnv: []string{"CLAUDE_SETTING_SOURCES=project,local"}}, relaytest.Text("Done."))
+	a := startApp(t, options{approvers: lee, configure: func(c *Config) { c.ClaudeSettingSources = "project,local" }}, relaytest.Text("Done."))
 	plant(t, a.workdir, marks, map[string]string{
 		".claude/settings.local.json": mustJSON(t, map[string]any{"enableAllProjectMcpServers": true,
 			"hooks": map[string]any{"SessionStart": touchHook("trusted-hook")}}),

@@ -9,7 +9,7 @@ import (
 
 // statusWithStop waits for the thread's status message while it offers Stop.
 func (a *app) statusWithStop(thread string) fakeslack.Message {
-	a.t.Helper()
+	a.tb.Helper()
 	m, err := a.slack.WaitThread(a.ctx, general, thread, func(m fakeslack.Message) bool {
 		if !m.FromBot() {
 			return false
@@ -22,7 +22,7 @@ func (a *app) statusWithStop(thread string) fakeslack.Message {
 		return false
 	})
 	if err != nil {
-		a.t.Fatalf("no status message with a Stop button: %v\nthread: %s", err, a.dump(thread))
+		a.tb.Fatalf("no status message with a Stop button: %v\nthread: %s", err, a.dump(thread))
 	}
 	return m
 }

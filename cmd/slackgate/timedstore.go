@@ -13,12 +13,12 @@ import (
 // decisions, session states, Claude process exits.
 type timedStore struct {
 	store.Store
-	m *metrics
+	metrics *metrics
 }
 
 func (t timedStore) time(op string) func() {
 	start := time.Now()
-	return func() { t.m.storeTime.WithLabelValues(op).Observe(time.Since(start).Seconds()) }
+	return func() { t.metrics.storeTime.WithLabelValues(op).Observe(time.Since(start).Seconds()) }
 }
 
 func (t timedStore) CreateRequest(ctx context.Context, r store.Request) error {
@@ -40,7 +40,7 @@ func (t timedStore) Decide(ctx context.Context, id string, d store.Decision) (st
 	defer t.time("decide")()
 	r, err := t.Store.Decide(ctx, id, d)
 	if err == nil {
-		t.m.decided(r)
+		t.metrics.decided(r)
 	}
 	return r, err
 }
@@ -49,7 +49,7 @@ func (t timedStore) Refuse(ctx context.Context, id string, d store.Decision) (st
 	defer t.time("refuse")()
 	r, err := t.Store.Refuse(ctx, id, d)
 	if err == nil {
-		t.m.decisions.WithLabelValues(string(store.OutcomeRefused), "system").Inc()
+		t.metrics.decisions.WithLabelValues(string(store.OutcomeRefused), "system").Inc()
 	}
 	return r, err
 }
@@ -68,7 +68,7 @@ func (t timedStore) CreateSession(ctx context.Context, s store.Session) error {
 	defer t.time("create_session")()
 	err := t.Store.CreateSession(ctx, s)
 	if err == nil {
-		t.m.sessions.WithLabelValues(string(s.State)).Inc()
+		t.metrics.sessions.WithLabelValues(string(s.State)).Inc()
 	}
 	return err
 }
@@ -91,7 +91,7 @@ func (t timedStore) UpdateSession(ctx context.Context, id string, fn func(*store
 		return fn(s)
 	})
 	if err == nil && s.State != before {
-		t.m.sessions.WithLabelValues(string(s.State)).Inc()
+		t.metrics.sessions.WithLabelValues(string(s.State)).Inc()
 	}
 	return s, err
 }
@@ -124,7 +124,7 @@ func (t timedStore) Publish(ctx context.Context, e store.Event) (string, error) 
 		if cause == "" {
 			cause = "unknown"
 		}
-		t.m.cliExits.WithLabelValues(cause).Inc()
+		t.metrics.cliExits.WithLabelValues(cause).Inc()
 	}
 	return id, err
 }

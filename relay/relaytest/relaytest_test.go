@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 // cliRun drives one real CLI process over stream-json, the way the relay
 // does, but with nothing of package relay.
 type cliRun struct {
-	t      *testing.T
+	tb     *testing.T
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan wireLine
@@ -87,7 +87,7 @@ func startCLIIn(t *testing.T, bin, dir string, env []string, extra ...string) *c
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &cliRun{t: t, cmd: cmd, stdin: stdin, lines: make(chan wireLine, 1024), stderr: &lockedBuffer{}, dir: dir}
+	r := &cliRun{tb: t, cmd: cmd, stdin: stdin, lines: make(chan wireLine, 1024), stderr: &lockedBuffer{}, dir: dir}
 	cmd.Stderr = r.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -140,14 +140,14 @@ func (r *cliRun) close(ctx context.Context) {
 		}
 		r.wg.Wait()
 		if err := r.cmd.Wait(); err != nil {
-			r.t.Logf("cli exit: %v; stderr: %s", err, r.stderr.String())
+			r.tb.Logf("cli exit: %v; stderr: %s", err, r.stderr.String())
 		}
 	})
 }
 
 // send writes one stream-json user message.
 func (r *cliRun) send(text string) {
-	r.t.Helper()
+	r.tb.Helper()
 	r.write(map[string]any{
 		"type":               "user",
 		"message":            map[string]any{"role": "user", "content": text},
@@ -157,19 +157,19 @@ func (r *cliRun) send(text string) {
 }
 
 func (r *cliRun) write(v any) {
-	r.t.Helper()
+	r.tb.Helper()
 	raw, err := json.Marshal(v)
 	if err != nil {
-		r.t.Fatal(err)
+		r.tb.Fatal(err)
 	}
 	if _, err := r.stdin.Write(append(raw, '\n')); err != nil {
-		r.t.Fatalf("write stdin: %v", err)
+		r.tb.Fatalf("write stdin: %v", err)
 	}
 }
 
 // respond answers a control_request with a success response.
 func (r *cliRun) respond(requestID string, response any) {
-	r.t.Helper()
+	r.tb.Helper()
 	r.write(map[string]any{"type": "control_response", "response": map[string]any{
 		"subtype": "success", "request_id": requestID, "response": response,
 	}})
@@ -178,14 +178,14 @@ func (r *cliRun) respond(requestID string, response any) {
 // until reads stdout lines until one satisfies match, failing the test
 // when the process ends or ctx does first.
 func (r *cliRun) until(ctx context.Context, what string, match func(wireLine) bool) wireLine {
-	r.t.Helper()
+	r.tb.Helper()
 	for {
 		select {
 		case <-ctx.Done():
-			r.t.Fatalf("waiting for %s: %v; stderr: %s", what, ctx.Err(), r.stderr.String())
+			r.tb.Fatalf("waiting for %s: %v; stderr: %s", what, ctx.Err(), r.stderr.String())
 		case l, ok := <-r.lines:
 			if !ok {
-				r.t.Fatalf("waiting for %s: stdout closed; stderr: %s", what, r.stderr.String())
+				r.tb.Fatalf("waiting for %s: stdout closed; stderr: %s", what, r.stderr.String())
 			}
 			if match(l) {
 				return l

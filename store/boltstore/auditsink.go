@@ -41,7 +41,7 @@ func (s *Store) ClaimAuditSink(ctx context.Context, sink, holder string, ttl tim
 		if _, err := getJSON(b, []byte(sink), &rec); err != nil {
 			return err
 		}
-		now := s.opts.now()
+		now := s.opts.clock.Now()
 		if rec.live(now) && rec.Holder != holder {
 			return errNothing
 		}
@@ -72,7 +72,7 @@ func (s *Store) AdvanceAuditSink(ctx context.Context, sink, holder string, cur s
 		if _, err := getJSON(b, []byte(sink), &rec); err != nil {
 			return err
 		}
-		if !rec.live(s.opts.now()) || rec.Holder != holder {
+		if !rec.live(s.opts.clock.Now()) || rec.Holder != holder {
 			return fmt.Errorf("%s does not hold it: %w", holder, store.ErrNotOwner)
 		}
 		rec.Cursor, rec.Started = cur, true

@@ -101,7 +101,7 @@ type options struct {
 	redeliveryDelay time.Duration
 	retention       time.Duration
 	auditRetention  time.Duration
-	now             func() time.Time
+	clock           store.Clock
 	sweepEvery      time.Duration
 }
 
@@ -125,7 +125,7 @@ func WithRedeliveryDelay(d time.Duration) Option { return func(o *options) { o.r
 // Open opens (creating it and its directory if needed) the store file at path.
 func Open(path string, opts ...Option) (*Store, error) {
 	o := options{
-		lockTimeout: time.Second, redeliveryDelay: store.DefaultRedeliveryDelay, now: time.Now,
+		lockTimeout: time.Second, redeliveryDelay: store.DefaultRedeliveryDelay, clock: store.WallClock{},
 		retention: store.DefaultRetention, auditRetention: store.DefaultAuditRetention, sweepEvery: DefaultSweepEvery,
 	}
 	for _, opt := range opts {
@@ -215,25 +215,25 @@ func (s *Store) wait(ctx context.Context, wake <-chan struct{}, timer <-chan tim
 // signal is a broadcast: every channel handed out by ch is closed by the next
 // broadcast.
 type signal struct {
-	mu sync.Mutex
-	c  chan struct{}
+	mu   sync.Mutex
+	next chan struct{}
 }
 
 func (g *signal) ch() <-chan struct{} {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.c == nil {
-		g.c = make(chan struct{})
+	if g.next == nil {
+		g.next = make(chan struct{})
 	}
-	return g.c
+	return g.next
 }
 
 func (g *signal) broadcast() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.c != nil {
-		close(g.c)
-		g.c = nil
+	if g.next != nil {
+		close(g.next)
+		g.next = nil
 	}
 }
 

@@ -30,7 +30,7 @@ func (s *Store) FirstSeen(ctx context.Context, key string, ttl time.Duration) (b
 	}
 	first := false
 	err := s.db.Update(func(tx *bolt.Tx) error {
-		now := s.opts.now().UnixNano()
+		now := s.opts.clock.Now().UnixNano()
 		keys, byExpiry := tx.Bucket(bktDedup), tx.Bucket(bktDedupExpiry)
 		if _, err := sweepDedup(keys, byExpiry, now, sweepPerCall); err != nil {
 			return err

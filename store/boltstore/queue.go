@@ -83,7 +83,7 @@ func (s *Store) Enqueue(ctx context.Context, in store.Input) (store.Input, error
 		if err := putJSON(inbox, be64(n), in); err != nil {
 			return err
 		}
-		if err := s.retainSession(tx, in.SessionID, s.opts.now()); err != nil {
+		if err := s.retainSession(tx, in.SessionID, s.opts.clock.Now()); err != nil {
 			return err
 		}
 		q, err := getQueueState(tx, in.SessionID)
@@ -233,7 +233,7 @@ func (s *Store) Release(ctx context.Context, sessionID, worker string) error {
 			if err := tx.Bucket(bktQState).Delete([]byte(sessionID)); err != nil {
 				return err
 			}
-			return s.retainSession(tx, sessionID, s.opts.now())
+			return s.retainSession(tx, sessionID, s.opts.clock.Now())
 		}
 		if err := markReady(tx, sessionID, &q); err != nil {
 			return err

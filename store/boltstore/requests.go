@@ -51,7 +51,7 @@ func (s *Store) CreateRequest(ctx context.Context, r store.Request) error {
 		if err := tx.Bucket(bktPending).Put(pendingKey(r), []byte(r.SessionID)); err != nil {
 			return err
 		}
-		if err := s.retainSession(tx, r.SessionID, s.opts.now()); err != nil {
+		if err := s.retainSession(tx, r.SessionID, s.opts.clock.Now()); err != nil {
 			return err
 		}
 		if err := appendAudit(tx, store.CreatedAudit(r)); err != nil {
@@ -238,7 +238,7 @@ func (s *Store) SetCard(ctx context.Context, id string, card store.MessageRef) (
 // AppendAudit appends an entry of its own (AuditToolRan).
 func (s *Store) AppendAudit(ctx context.Context, a store.AuditEntry) error {
 	if a.At.IsZero() {
-		a.At = s.opts.now()
+		a.At = s.opts.clock.Now()
 	}
 	if err := a.ValidateAppend(); err != nil {
 		return fmt.Errorf("boltstore: append audit: %w", err)

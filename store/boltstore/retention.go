@@ -58,9 +58,10 @@ func WithRetention(d time.Duration) Option { return func(o *options) { o.retenti
 // store.DefaultAuditRetention); 0 keeps them forever.
 func WithAuditRetention(d time.Duration) Option { return func(o *options) { o.auditRetention = d } }
 
-// WithClock sets the clock retention and dedup expiry are measured with
-// (default time.Now), so tests can let time pass without waiting.
-func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+// WithClock sets the clock retention, dedup expiry and heartbeats are
+// measured with (default store.WallClock), so tests can let time pass
+// without waiting.
+func WithClock(c store.Clock) Option { return func(o *options) { o.clock = c } }
 
 // WithSweepEvery sets how often the store sweeps expired records on its own
 // (default DefaultSweepEvery); 0 never does, leaving it to Sweep.
@@ -99,7 +100,7 @@ func (s *Store) Sweep(ctx context.Context) error {
 		}
 		n := 0
 		err := s.db.Update(func(tx *bolt.Tx) (err error) {
-			n, err = s.sweepBatch(tx, s.opts.now())
+			n, err = s.sweepBatch(tx, s.opts.clock.Now())
 			return err
 		})
 		if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
@@ -322,7 +323,7 @@ func (s *Store) trimAudit(tx *bolt.Tx, now time.Time, limit int) (int, error) {
 // retainSettled schedules a request Decide just settled, and its session,
 // which may have waited only for it to come to rest.
 func (s *Store) retainSettled(tx *bolt.Tx, r store.Request) error {
-	now := s.opts.now()
+	now := s.opts.clock.Now()
 	if err := s.retainRequest(tx, r.ID, now); err != nil {
 		return err
 	}

@@ -2,7 +2,6 @@ package boltstore_test
 
 import (
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -11,29 +10,11 @@ import (
 	"github.com/slackgate/slackgate/store/storetest"
 )
 
-// clock is a manual clock for the store's retention.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 func TestRetention(t *testing.T) {
 	storetest.RunRetention(t, func(tb testing.TB) storetest.RetentionBackend {
-		c := &clock{now: time.Now()}
+		c := storetest.NewClock(time.Now())
 		s := open(tb, filepath.Join(tb.TempDir(), "slackgate.db"), boltstore.WithNoSync(),
-			boltstore.WithClock(c.Now), boltstore.WithSweepEvery(0),
+			boltstore.WithClock(c), boltstore.WithSweepEvery(0),
 			boltstore.WithRetention(time.Hour), boltstore.WithAuditRetention(24*time.Hour))
 		return storetest.RetentionBackend{
 			Store: s, Retention: time.Hour, AuditRetention: 24 * time.Hour,
@@ -42,7 +23,7 @@ func TestRetention(t *testing.T) {
 				// A sweep before the clock moves records where the audit
 				// log stands now.
 				must(tb, s.Sweep(tb.Context()))
-				c.advance(d)
+				c.Advance(d)
 				must(tb, s.Sweep(tb.Context()))
 			},
 			Records: func(tb testing.TB) int {
@@ -58,15 +39,15 @@ func TestRetention(t *testing.T) {
 // TestSweeperRunsOnItsOwn: an open store sweeps without being asked, and
 // Close stops its sweeper (goleak checks that).
 func TestSweeperRunsOnItsOwn(t *testing.T) {
-	c := &clock{now: time.Now()}
+	c := storetest.NewClock(time.Now())
 	s := open(t, filepath.Join(t.TempDir(), "slackgate.db"), boltstore.WithNoSync(),
-		boltstore.WithClock(c.Now), boltstore.WithSweepEvery(time.Millisecond), boltstore.WithRetention(time.Hour))
+		boltstore.WithClock(c), boltstore.WithSweepEvery(time.Millisecond), boltstore.WithRetention(time.Hour))
 	ctx := t.Context()
 	r := store.Request{ID: "r1", SessionID: "s1", Kind: store.KindTool, ToolName: "Bash"}
 	must(t, s.CreateRequest(ctx, r))
 	_, err := s.Decide(ctx, r.ID, store.Decision{Outcome: store.OutcomeAllow, At: c.Now()})
 	must(t, err)
-	c.advance(2 * time.Hour)
+	c.Advance(2 * time.Hour)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		if _, err := s.GetRequest(ctx, r.ID); err != nil {

@@ -51,7 +51,7 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
 		if err := putJSON(sessions, []byte(sess.ID), sess); err != nil {
 			return err
 		}
-		return s.retainSession(tx, sess.ID, s.opts.now())
+		return s.retainSession(tx, sess.ID, s.opts.clock.Now())
 	})
 	if err != nil {
 		return fmt.Errorf("boltstore: create session %s: %w", sess.ID, err)
@@ -114,7 +114,7 @@ func (s *Store) UpdateSession(ctx context.Context, id string, fn func(*store.Ses
 		if err := putJSON(tx.Bucket(bktSessions), []byte(id), next); err != nil {
 			return err
 		}
-		return s.retainSession(tx, id, s.opts.now())
+		return s.retainSession(tx, id, s.opts.clock.Now())
 	})
 	if fnErr != nil {
 		return store.Session{}, fnErr

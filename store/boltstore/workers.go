@@ -22,7 +22,7 @@ func (s *Store) Heartbeat(ctx context.Context, worker string, ttl time.Duration)
 		return fmt.Errorf("boltstore: heartbeat %q for %s: %w", worker, ttl, store.ErrInvalid)
 	}
 	var until [8]byte
-	binary.BigEndian.PutUint64(until[:], uint64(s.opts.now().Add(ttl).UnixNano()))
+	binary.BigEndian.PutUint64(until[:], uint64(s.opts.clock.Now().Add(ttl).UnixNano()))
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bktHeartbeats).Put([]byte(worker), until[:])
 	})
@@ -42,7 +42,7 @@ func alive(tx *bolt.Tx, worker []byte, now time.Time) bool {
 // bucket per worker that owns something (disown drops empty ones).
 func (s *Store) DeadWorkers(ctx context.Context) ([]string, error) {
 	var dead []string
-	now := s.opts.now()
+	now := s.opts.clock.Now()
 	err := s.db.View(func(tx *bolt.Tx) error {
 		return tx.Bucket(bktOwned).ForEachBucket(func(worker []byte) error {
 			if !alive(tx, worker, now) {
@@ -64,7 +64,7 @@ func (s *Store) TakeOver(ctx context.Context, sessionID, dead, worker string) er
 	if worker == "" || dead == "" || worker == dead {
 		return fmt.Errorf("boltstore: take over %s from %q by %q: %w", sessionID, dead, worker, store.ErrInvalid)
 	}
-	now := s.opts.now()
+	now := s.opts.clock.Now()
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		q, err := ownedQueueState(tx, sessionID, dead)
 		if err != nil {

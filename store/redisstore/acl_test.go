@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/slackgate/slackgate/store"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
 	"github.com/slackgate/slackgate/store/storetest"
 )
 
@@ -42,7 +43,7 @@ func deployACLRules(t *testing.T) []string {
 // commands it needs are allowed. Each store of the suite gets a user of its
 // own, its prefix standing in for "slackgate".
 func TestConformanceAsTheDeployACLUser(t *testing.T) {
-	url := redisURL(t)
+	url := redistest.URL(t)
 	opts, err := redis.ParseURL(url)
 	if err != nil {
 		t.Fatal(err)

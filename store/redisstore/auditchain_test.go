@@ -12,13 +12,14 @@ import (
 
 	"github.com/slackgate/slackgate/store"
 	"github.com/slackgate/slackgate/store/redisstore"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
 )
 
 // TestLuaLinkMatchesGo: the SHA-256 compression the append scripts carry
 // finishes every link exactly as Go's crypto/sha256 hashes it, on random
 // digests and hashes and on sequence numbers at every word boundary.
 func TestLuaLinkMatchesGo(t *testing.T) {
-	url := redisURL(t)
+	url := redistest.URL(t)
 	prefix := uniquePrefix()
 	t.Cleanup(func() { dropPrefix(t, url, prefix) })
 	s := open(t, url, prefix)

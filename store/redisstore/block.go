@@ -73,21 +73,21 @@ func (b *blocker) blmove(ctx context.Context, src, dst, from, to string, d time.
 // made on the first wait and replaced after a failed one, whose connection
 // may be broken. The loop's owner closes it.
 type listWaiter struct {
-	s *Store
-	b *blocker
+	st      *Store
+	blocker *blocker
 }
 
 // blmove is blocker.blmove for up to blockFor(ctx); redis.Nil means the wait
 // ended empty.
 func (w *listWaiter) blmove(ctx context.Context, src, dst, from, to string) (string, error) {
-	if w.b == nil {
-		b, err := w.s.newBlocker(ctx, src)
+	if w.blocker == nil {
+		b, err := w.st.newBlocker(ctx, src)
 		if err != nil {
 			return "", err
 		}
-		w.b = b
+		w.blocker = b
 	}
-	v, err := w.b.blmove(ctx, src, dst, from, to, blockFor(ctx))
+	v, err := w.blocker.blmove(ctx, src, dst, from, to, blockFor(ctx))
 	if err != nil && !errors.Is(err, redis.Nil) {
 		w.close() // take a fresh connection next time
 	}
@@ -95,8 +95,8 @@ func (w *listWaiter) blmove(ctx context.Context, src, dst, from, to string) (str
 }
 
 func (w *listWaiter) close() {
-	if w.b != nil {
-		w.b.close()
-		w.b = nil
+	if w.blocker != nil {
+		w.blocker.close()
+		w.blocker = nil
 	}
 }

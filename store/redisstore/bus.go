@@ -63,7 +63,7 @@ func (s *Store) Consume(ctx context.Context, group, consumer string, fn func(con
 	if group == "" || consumer == "" {
 		return fmt.Errorf("redisstore: consume: group and consumer required: %w", store.ErrInvalid)
 	}
-	c := &consumerLoop{s: s, group: group, consumer: consumer, fn: fn, cursor: "0-0"}
+	c := &consumerLoop{st: s, group: group, consumer: consumer, fn: fn, cursor: "0-0"}
 	c.ownPending.Store(true)
 	defer c.dropBlocker()
 	delay := 50 * time.Millisecond
@@ -101,11 +101,11 @@ func (s *Store) Consume(ctx context.Context, group, consumer string, fn func(con
 func isNoGroup(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "NOGROUP") }
 
 type consumerLoop struct {
-	s               *Store
+	st              *Store
 	group, consumer string
 	fn              func(context.Context, store.Event) error
 	cursor          string   // XAUTOCLAIM's position
-	b               *blocker // for XREADGROUP BLOCK; nil until needed
+	blocker         *blocker // for XREADGROUP BLOCK; nil until needed
 
 	// ownPending: entries of this consumer may be pending (a failed
 	// handler, or a previous life under the same name), so look for them.
@@ -116,9 +116,9 @@ type consumerLoop struct {
 }
 
 func (c *consumerLoop) dropBlocker() {
-	if c.b != nil {
-		c.b.close()
-		c.b = nil
+	if c.blocker != nil {
+		c.blocker.close()
+		c.blocker = nil
 	}
 }
 
@@ -126,7 +126,7 @@ func (c *consumerLoop) dropBlocker() {
 // entry still in the stream, so events published before the first consumer
 // ran are not lost. An existing group keeps its position.
 func (c *consumerLoop) createGroup(ctx context.Context) error {
-	err := c.s.rdb.XGroupCreateMkStream(ctx, c.s.keys.events(), c.group, "0").Err()
+	err := c.st.rdb.XGroupCreateMkStream(ctx, c.st.keys.events(), c.group, "0").Err()
 	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
 		return fmt.Errorf("redisstore: consume: create group %s: %w", c.group, err)
 	}
@@ -138,7 +138,7 @@ func (c *consumerLoop) createGroup(ctx context.Context) error {
 func (c *consumerLoop) round(ctx context.Context) error {
 	// Bounded by claimIdle too, so entries abandoned by a dead consumer are
 	// picked up within about twice that.
-	block := min(blockTimeout, c.s.cfg.claimIdle)
+	block := min(blockTimeout, c.st.cfg.claimIdle)
 	if done, err := c.retryOwn(ctx, &block); done || err != nil {
 		return err
 	}
@@ -155,8 +155,8 @@ func (c *consumerLoop) retryOwn(ctx context.Context, block *time.Duration) (bool
 	if !c.ownPending.Load() {
 		return false, nil
 	}
-	stream := c.s.keys.events()
-	mine, err := c.s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+	stream := c.st.keys.events()
+	mine, err := c.st.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
 		Stream: stream, Group: c.group, Start: "-", End: "+", Count: batch, Consumer: c.consumer,
 	}).Result()
 	if err != nil {
@@ -170,7 +170,7 @@ func (c *consumerLoop) retryOwn(ctx context.Context, block *time.Duration) (bool
 		// Redis counts idle time in whole milliseconds, so an entry reported
 		// idle for exactly the delay may be up to 1ms short of it: wait for
 		// one more, and the delay is never cut short.
-		wait := store.RedeliveryDelay(c.s.cfg.redeliveryDelay, int(p.RetryCount)) + time.Millisecond
+		wait := store.RedeliveryDelay(c.st.cfg.redeliveryDelay, int(p.RetryCount)) + time.Millisecond
 		if p.Idle >= wait {
 			due = append(due, p.ID)
 			counts[p.ID] = p.RetryCount + 1 // XCLAIM below counts one more delivery
@@ -184,7 +184,7 @@ func (c *consumerLoop) retryOwn(ctx context.Context, block *time.Duration) (bool
 	if len(due) == 0 {
 		return false, nil
 	}
-	msgs, err := c.s.rdb.XClaim(ctx, &redis.XClaimArgs{
+	msgs, err := c.st.rdb.XClaim(ctx, &redis.XClaimArgs{
 		Stream: stream, Group: c.group, Consumer: c.consumer, MinIdle: minIdle, Messages: due,
 	}).Result()
 	if err != nil {
@@ -198,27 +198,27 @@ func (c *consumerLoop) retryOwn(ctx context.Context, block *time.Duration) (bool
 // the end). It shortens *block to the next scan and reports whether it
 // delivered anything.
 func (c *consumerLoop) claimAbandoned(ctx context.Context, block *time.Duration) (bool, error) {
-	stream := c.s.keys.events()
+	stream := c.st.keys.events()
 	var msgs []redis.XMessage
 	if now := time.Now(); !now.Before(c.nextSweep) {
 		var cursor string
 		var err error
-		msgs, cursor, err = c.s.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-			Stream: stream, Group: c.group, MinIdle: c.s.cfg.claimIdle, Start: c.cursor, Count: batch, Consumer: c.consumer,
+		msgs, cursor, err = c.st.rdb.XAutoClaim(ctx, &redis.XAutoClaimArgs{
+			Stream: stream, Group: c.group, MinIdle: c.st.cfg.claimIdle, Start: c.cursor, Count: batch, Consumer: c.consumer,
 		}).Result()
 		if err != nil {
 			return false, err
 		}
 		c.cursor = cursor
 		if cursor == "0-0" {
-			c.nextSweep = now.Add(c.s.cfg.claimIdle / 2)
+			c.nextSweep = now.Add(c.st.cfg.claimIdle / 2)
 		}
 	}
 	*block = min(*block, max(time.Until(c.nextSweep), 0))
 	if len(msgs) == 0 {
 		return false, nil
 	}
-	pend, err := c.s.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+	pend, err := c.st.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
 		Stream: stream, Group: c.group, Start: msgs[0].ID, End: msgs[len(msgs)-1].ID,
 		Count: int64(len(msgs)) + batch, Consumer: c.consumer,
 	}).Result()
@@ -234,15 +234,15 @@ func (c *consumerLoop) claimAbandoned(ctx context.Context, block *time.Duration)
 
 // readNew waits up to block for entries no consumer of the group has seen.
 func (c *consumerLoop) readNew(ctx context.Context, block time.Duration) error {
-	if c.b == nil {
-		b, err := c.s.newBlocker(ctx, c.s.keys.events())
+	if c.blocker == nil {
+		b, err := c.st.newBlocker(ctx, c.st.keys.events())
 		if err != nil {
 			return err
 		}
-		c.b = b
+		c.blocker = b
 	}
-	streams, err := c.b.conn.XReadGroup(ctx, &redis.XReadGroupArgs{
-		Group: c.group, Consumer: c.consumer, Streams: []string{c.s.keys.events(), ">"}, Count: batch,
+	streams, err := c.blocker.conn.XReadGroup(ctx, &redis.XReadGroupArgs{
+		Group: c.group, Consumer: c.consumer, Streams: []string{c.st.keys.events(), ">"}, Count: batch,
 		Block: max(min(block, blockFor(ctx)), time.Millisecond), // 0 would block forever
 	}).Result()
 	if errors.Is(err, redis.Nil) {
@@ -319,7 +319,7 @@ func (c *consumerLoop) ackAsDone(ctx context.Context, done <-chan string, finish
 		select {
 		case id := <-done:
 			if len(ids) == 0 {
-				linger.Reset(min(ackLinger, c.s.cfg.claimIdle/4))
+				linger.Reset(min(ackLinger, c.st.cfg.claimIdle/4))
 			}
 			ids = append(ids, id)
 		case <-linger.C:
@@ -342,7 +342,7 @@ func (c *consumerLoop) ack(ctx context.Context, ids []string) error {
 	}
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackTimeout)
 	defer cancel()
-	if err := c.s.rdb.XAck(actx, c.s.keys.events(), c.group, ids...).Err(); err != nil {
+	if err := c.st.rdb.XAck(actx, c.st.keys.events(), c.group, ids...).Err(); err != nil {
 		return fmt.Errorf("redisstore: consume: ack %s: %w", strings.Join(ids, " "), err)
 	}
 	return nil
@@ -389,8 +389,8 @@ func (c *consumerLoop) handle(ctx context.Context, m redis.XMessage, deliveries 
 	c.ownPending.Store(true)
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackTimeout)
 	defer cancel()
-	err = c.s.rdb.XClaimJustID(actx, &redis.XClaimArgs{
-		Stream: c.s.keys.events(), Group: c.group, Consumer: c.consumer, Messages: []string{m.ID},
+	err = c.st.rdb.XClaimJustID(actx, &redis.XClaimArgs{
+		Stream: c.st.keys.events(), Group: c.group, Consumer: c.consumer, Messages: []string{m.ID},
 	}).Err()
 	if err != nil {
 		return false, fmt.Errorf("redisstore: consume: hold %s for redelivery: %w", m.ID, err)

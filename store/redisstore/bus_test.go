@@ -8,13 +8,14 @@ import (
 
 	"github.com/slackgate/slackgate/store"
 	"github.com/slackgate/slackgate/store/redisstore"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
 )
 
 // TestConsumeRunsSessionsSideBySide: a handler that waits on one session's
 // event does not hold up another session's event read in the same batch,
 // and each session's events still come one after another, in order.
 func TestConsumeRunsSessionsSideBySide(t *testing.T) {
-	url := redisURL(t)
+	url := redistest.URL(t)
 	s := open(t, url, uniquePrefix())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -70,10 +71,10 @@ func TestConsumeRunsSessionsSideBySide(t *testing.T) {
 // acknowledged in one XACK, not one each; and an entry done while another
 // session's handler still runs is acknowledged without waiting for it.
 func TestConsumeAcknowledgesABatchTogether(t *testing.T) {
-	url := redisURL(t)
+	url := redistest.URL(t)
 	prefix := uniquePrefix()
 	s := open(t, url, prefix)
-	hook := &countHook{n: map[string]int{}}
+	hook := &countHook{calls: map[string]int{}}
 	s.Client().AddHook(hook)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -66,7 +66,7 @@ func (s *Store) Claim(ctx context.Context, worker string) (string, error) {
 		return "", fmt.Errorf("redisstore: claim: empty worker: %w", store.ErrInvalid)
 	}
 	delay := 50 * time.Millisecond
-	w := listWaiter{s: s}
+	w := listWaiter{st: s}
 	defer w.close()
 	for {
 		if err := s.stopped(ctx); err != nil {
@@ -114,7 +114,7 @@ func (s *Store) Claim(ctx context.Context, worker string) (string, error) {
 func (s *Store) NextInput(ctx context.Context, sessionID, worker string) (store.Input, error) {
 	delay := 50 * time.Millisecond
 	what := "next input of " + sessionID
-	w := listWaiter{s: s}
+	w := listWaiter{st: s}
 	defer w.close()
 	for {
 		if err := s.stopped(ctx); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/slackgate/slackgate/store"
 	"github.com/slackgate/slackgate/store/redisstore"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
 )
 
 func newTestRequest(id, sessionID string) store.Request {
@@ -20,7 +21,7 @@ func newTestRequest(id, sessionID string) store.Request {
 }
 
 func TestSettledRequestsExpireAfterTheRetention(t *testing.T) {
-	url := redisURL(t)
+	url := redistest.URL(t)
 	for _, tc := range []struct {
 		name      string
 		retention time.Duration
@@ -54,7 +55,7 @@ func TestSettledRequestsExpireAfterTheRetention(t *testing.T) {
 }
 
 func TestEventsStreamIsCappedAndAuditIsNot(t *testing.T) {
-	url := redisURL(t)
+	url := redistest.URL(t)
 	ctx := t.Context()
 	prefix := uniquePrefix()
 	t.Cleanup(func() { dropPrefix(t, url, prefix) })
@@ -132,7 +133,7 @@ func TestEveryKeyCarriesThePrefixInItsHashTag(t *testing.T) {
 // and on every node of the 3-node cluster, and the store computes each
 // key's slot as the server does.
 func TestKeysSpreadOverTheCluster(t *testing.T) {
-	url := clusterURL(t)
+	url := redistest.ClusterURL(t)
 	ctx := t.Context()
 	prefix := uniquePrefix()
 	t.Cleanup(func() { dropPrefix(t, url, prefix) })
@@ -184,7 +185,7 @@ func TestKeysSpreadOverTheCluster(t *testing.T) {
 }
 
 func TestWaitersShareOneConnection(t *testing.T) {
-	url := redisURL(t)
+	url := redistest.URL(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	prefix := uniquePrefix()
@@ -252,8 +253,8 @@ func TestScriptsComeBackAfterAFlush(t *testing.T) {
 
 // countHook counts the commands a client sends, by name, pipelined or not.
 type countHook struct {
-	mu sync.Mutex
-	n  map[string]int
+	mu    sync.Mutex
+	calls map[string]int
 }
 
 func (h *countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -277,13 +278,13 @@ func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 func (h *countHook) add(cmd redis.Cmder) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.n[cmd.Name()]++
+	h.calls[cmd.Name()]++
 }
 
 func (h *countHook) count(name string) int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.n[name]
+	return h.calls[name]
 }
 
 // TestWaitDecisionAfterCreateRequestDoesNotRead: the worker that created a
@@ -299,7 +300,7 @@ func TestWaitDecisionAfterCreateRequestDoesNotRead(t *testing.T) {
 			prefix := uniquePrefix()
 			t.Cleanup(func() { dropPrefix(t, url, prefix) })
 			worker, bot := open(t, url, prefix, testOptions...), open(t, url, prefix, testOptions...)
-			hook := &countHook{n: map[string]int{}}
+			hook := &countHook{calls: map[string]int{}}
 			worker.Client().AddHook(hook)
 			mine, theirs := newTestRequest("req-mine", "sess-1"), newTestRequest("req-theirs", "sess-1")
 			if err := worker.CreateRequest(ctx, mine); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -14,48 +13,19 @@ import (
 
 	"github.com/slackgate/slackgate/store"
 	"github.com/slackgate/slackgate/store/redisstore"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
 	"github.com/slackgate/slackgate/store/storetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// redisURL returns the server the integration tests use, or skips (fails
-// when integration tests are required).
-func redisURL(tb testing.TB) string {
-	tb.Helper()
-	url := os.Getenv("REDIS_URL")
-	if url != "" {
-		return url
-	}
-	if os.Getenv("SLACKGATE_REQUIRE_INTEGRATION") == "1" || os.Getenv("CI") == "true" {
-		tb.Fatal("REDIS_URL is not set; run: .ci/with-redis.sh go test -race ./store/redisstore/")
-	}
-	tb.Skip("REDIS_URL is not set; run with a private server: .ci/with-redis.sh go test -race ./store/redisstore/")
-	return ""
-}
-
-// clusterURL returns the Redis Cluster the cluster tests use, or skips
-// (fails when integration tests are required).
-func clusterURL(tb testing.TB) string {
-	tb.Helper()
-	url := os.Getenv("REDIS_CLUSTER_URL")
-	if url != "" {
-		return url
-	}
-	if os.Getenv("SLACKGATE_REQUIRE_INTEGRATION") == "1" || os.Getenv("CI") == "true" {
-		tb.Fatal("REDIS_CLUSTER_URL is not set; run: .ci/with-redis.sh go test -race ./store/redisstore/ (it starts a 3-node cluster)")
-	}
-	tb.Skip("REDIS_CLUSTER_URL is not set; run with a private cluster: .ci/with-redis.sh go test -race ./store/redisstore/")
-	return ""
-}
 
 // servers are the two deployments the suite runs on.
 var servers = []struct {
 	name string
 	url  func(testing.TB) string
 }{
-	{"Single", redisURL},
-	{"Cluster", clusterURL},
+	{"Single", redistest.URL},
+	{"Cluster", redistest.ClusterURL},
 }
 
 // testRedelivery is the base redelivery delay of the suite's stores.

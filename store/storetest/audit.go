@@ -104,13 +104,13 @@ func (h *harness) testClose(t *testing.T) {
 	requireNoError(t, await(t, h, closed, "Close"), "Close")
 
 	if res := await(t, h, wait, "WaitDecision after Close"); res.err == nil {
-		t.Errorf("WaitDecision after Close returned %+v and no error", res.v)
+		t.Errorf("WaitDecision after Close returned %+v and no error", res.value)
 	}
 	if res := await(t, h, claim, "Claim after Close"); res.err == nil {
-		t.Errorf("Claim after Close returned %q and no error", res.v)
+		t.Errorf("Claim after Close returned %q and no error", res.value)
 	}
 	if res := await(t, h, next, "NextInput after Close"); res.err == nil {
-		t.Errorf("NextInput after Close returned %+v and no error", res.v)
+		t.Errorf("NextInput after Close returned %+v and no error", res.value)
 	}
 	await(t, h, c.done, "Consume after Close")
 	if _, err := s.GetRequest(ctx, r.ID); err == nil {

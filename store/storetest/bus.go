@@ -24,7 +24,7 @@ const probeEvery = 20 * time.Millisecond
 
 type delivery struct {
 	consumer string
-	e        store.Event
+	event    store.Event
 }
 
 // running is one Consume call owned by a test.
@@ -96,7 +96,7 @@ func collect(sessionID, consumer string, ch chan<- delivery) func(context.Contex
 			return nil
 		}
 		select {
-		case ch <- delivery{consumer: consumer, e: e}:
+		case ch <- delivery{consumer: consumer, event: e}:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
@@ -154,7 +154,7 @@ func (h *harness) testBus(t *testing.T) {
 		}
 		for i, w := range want {
 			d := await(t, h, ch, fmt.Sprintf("event %d", i))
-			requireSameEvent(t, w, d.e)
+			requireSameEvent(t, w, d.event)
 		}
 	})
 	t.Run("NewGroupStartsAtOldestEventInLog", func(t *testing.T) {
@@ -168,7 +168,7 @@ func (h *harness) testBus(t *testing.T) {
 		want = append(want, h.publish(t, s1, textEvent(sid, 2)))
 		for i, w := range want {
 			d := await(t, h, ch, fmt.Sprintf("event %d", i))
-			requireSameEvent(t, w, d.e)
+			requireSameEvent(t, w, d.event)
 		}
 	})
 	t.Run("NewGroupGetsEventsAnotherGroupAcknowledged", func(t *testing.T) {
@@ -178,12 +178,12 @@ func (h *harness) testBus(t *testing.T) {
 		a := h.startConsumer(t, s, uniq("group-a"), "c", collect(sid, "a", chA))
 		h.ready(t, s, a)
 		e := h.publish(t, s, textEvent(sid, 0))
-		requireSameEvent(t, e, await(t, h, chA, "the event in group a").e)
+		requireSameEvent(t, e, await(t, h, chA, "the event in group a").event)
 		// Groups are independent: what group a acknowledged is still news
 		// to a group created afterwards (the log is far below its cap).
 		chB := make(chan delivery, 100)
 		h.startConsumer(t, s, uniq("group-b"), "c", collect(sid, "b", chB))
-		requireSameEvent(t, e, await(t, h, chB, "the event in group b").e)
+		requireSameEvent(t, e, await(t, h, chB, "the event in group b").event)
 	})
 	t.Run("GroupResumesWhereItStopped", func(t *testing.T) {
 		s := h.newStore(t)
@@ -200,7 +200,7 @@ func (h *harness) testBus(t *testing.T) {
 		h.startConsumer(t, s, group, "c2", collect(sid, "c2", ch))
 		for i, w := range want {
 			d := await(t, h, ch, fmt.Sprintf("event %d after restart", i))
-			requireSameEvent(t, w, d.e)
+			requireSameEvent(t, w, d.event)
 		}
 	})
 	t.Run("ConsumersOfOneGroupSplitEvents", func(t *testing.T) {
@@ -219,13 +219,13 @@ func (h *harness) testBus(t *testing.T) {
 		seen := map[string]string{}
 		for range n {
 			d := await(t, h, ch, "an event of the group")
-			if prev, dup := seen[d.e.ID]; dup {
-				t.Fatalf("event %s delivered to %s and %s", d.e.ID, prev, d.consumer)
+			if prev, dup := seen[d.event.ID]; dup {
+				t.Fatalf("event %s delivered to %s and %s", d.event.ID, prev, d.consumer)
 			}
-			if !published[d.e.ID] {
-				t.Fatalf("delivered unknown event %s", d.e.ID)
+			if !published[d.event.ID] {
+				t.Fatalf("delivered unknown event %s", d.event.ID)
 			}
-			seen[d.e.ID] = d.consumer
+			seen[d.event.ID] = d.consumer
 		}
 		requireBlocked(t, ch, "a delivery beyond the published events")
 	})
@@ -244,7 +244,7 @@ func (h *harness) testBus(t *testing.T) {
 		for name, ch := range map[string]chan delivery{"a": chA, "b": chB} {
 			for i, w := range want {
 				d := await(t, h, ch, fmt.Sprintf("event %d in group %s", i, name))
-				requireSameEvent(t, w, d.e)
+				requireSameEvent(t, w, d.event)
 			}
 		}
 	})
@@ -367,7 +367,7 @@ func (h *harness) testBus(t *testing.T) {
 		ch := make(chan delivery, 10)
 		h.startConsumer(t, s2, group, "B", collect(sid, "B", ch))
 		d := await(t, h, ch, "B to receive the event A left unacknowledged")
-		requireSameEvent(t, e, d.e)
+		requireSameEvent(t, e, d.event)
 	})
 	t.Run("PublishedOnSecondClientReachesConsumer", func(t *testing.T) {
 		s1, s2 := h.pair(t)
@@ -376,7 +376,7 @@ func (h *harness) testBus(t *testing.T) {
 		c := h.startConsumer(t, s1, uniq("group"), "c1", collect(sid, "c1", ch))
 		h.ready(t, s2, c)
 		e := h.publish(t, s2, textEvent(sid, 1))
-		requireSameEvent(t, e, await(t, h, ch, "the event").e)
+		requireSameEvent(t, e, await(t, h, ch, "the event").event)
 	})
 	t.Run("RequestsPublishCreatedAndSettled", func(t *testing.T) {
 		s := h.newStore(t)
@@ -391,8 +391,8 @@ func (h *harness) testBus(t *testing.T) {
 		requireNoError(t, err, "Decide")
 		for _, want := range []store.EventType{store.EventRequestCreated, store.EventRequestSettled} {
 			d := await(t, h, ch, string(want))
-			if d.e.Type != want || d.e.RequestID != r.ID || d.e.SessionID != sid || d.e.ID == "" {
-				t.Errorf("event = %+v, want %s for request %s of session %s with an id", d.e, want, r.ID, sid)
+			if d.event.Type != want || d.event.RequestID != r.ID || d.event.SessionID != sid || d.event.ID == "" {
+				t.Errorf("event = %+v, want %s for request %s of session %s with an id", d.event, want, r.ID, sid)
 			}
 		}
 	})

@@ -150,7 +150,7 @@ func (h *harness) testZeroTimes(t *testing.T) {
 		_, err := s.Publish(h.ctx(t), store.Event{Type: store.EventAssistantText, SessionID: sid, Text: "no time"})
 		requireNoError(t, err, "Publish")
 		after := time.Now()
-		within(t, "event At", await(t, h, ch, "the event").e.At, before, after)
+		within(t, "event At", await(t, h, ch, "the event").event.At, before, after)
 	})
 }
 

@@ -119,7 +119,7 @@ func (h *harness) testQueue(t *testing.T) {
 		want := h.enqueue(t, s2, sid, "second")[0]
 		res := await(t, h, next, "NextInput after Enqueue")
 		requireNoError(t, res.err, "NextInput")
-		requireInput(t, want, res.v)
+		requireInput(t, want, res.value)
 	})
 	t.Run("ControlInputKeepsItsKindInOrderAndThroughRequeue", func(t *testing.T) {
 		s1, s2 := h.pair(t)
@@ -243,8 +243,8 @@ func (h *harness) testQueue(t *testing.T) {
 		h.enqueue(t, s2, sid, "wake up")
 		res := await(t, h, claim, "Claim after Enqueue")
 		requireNoError(t, res.err, "Claim")
-		if res.v != sid {
-			t.Fatalf("Claim = %s, want %s", res.v, sid)
+		if res.value != sid {
+			t.Fatalf("Claim = %s, want %s", res.value, sid)
 		}
 	})
 	t.Run("ClaimHonoursContext", func(t *testing.T) {
@@ -284,7 +284,7 @@ func (h *harness) testQueue(t *testing.T) {
 		for _, c := range claims {
 			res := await(t, h, c, "Claim")
 			requireNoError(t, res.err, "Claim")
-			got = append(got, res.v)
+			got = append(got, res.value)
 		}
 		slices.Sort(got)
 		slices.Sort(want)

@@ -66,7 +66,7 @@ func (h *harness) testRefuseReplaces(t *testing.T) {
 
 	var types []store.EventType
 	for range 3 {
-		e := await(t, h, ch, "an event of the request").e
+		e := await(t, h, ch, "an event of the request").event
 		if e.RequestID != r.ID {
 			t.Errorf("event %+v is not about %s", e, r.ID)
 		}

@@ -298,7 +298,7 @@ func (h *harness) testWaitDecision(t *testing.T) {
 		requireNoError(t, err, "Decide")
 		res := await(t, h, waiter, "WaitDecision after Decide")
 		requireNoError(t, res.err, "WaitDecision")
-		requireSameDecision(t, d, res.v)
+		requireSameDecision(t, d, res.value)
 	})
 	t.Run("DecisionThroughSecondClientReachesWaiter", func(t *testing.T) {
 		s1, s2 := h.pair(t)
@@ -315,8 +315,8 @@ func (h *harness) testWaitDecision(t *testing.T) {
 		for i, w := range waiters {
 			res := await(t, h, w, "WaitDecision on the first client")
 			requireNoError(t, res.err, "WaitDecision")
-			if res.v.By != d.By {
-				t.Errorf("waiter %d got %+v, want %+v", i, res.v, d)
+			if res.value.By != d.By {
+				t.Errorf("waiter %d got %+v, want %+v", i, res.value, d)
 			}
 		}
 	})

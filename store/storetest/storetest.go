@@ -233,8 +233,8 @@ func requireNoError(t *testing.T, err error, what string) {
 
 // result is what a call run in the background returned.
 type result[T any] struct {
-	v   T
-	err error
+	value T
+	err   error
 }
 
 // goCall runs f in a goroutine with a child of ctx. At cleanup the child is

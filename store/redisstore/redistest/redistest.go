@@ -2,7 +2,9 @@
 // port, in its own directory, with an append-only file fsynced on every
 // write, so that what it acknowledged survives a SIGKILL and a restart on
 // the same port. Tests use it to take Redis away under the code they test.
-// It is test code: nothing outside tests imports it.
+// URL and ClusterURL are the shared servers .ci/with-redis.sh starts, for
+// tests that need Redis but not one of their own. It is test code: nothing
+// outside tests imports it.
 package redistest
 
 import (
@@ -23,7 +25,7 @@ import (
 // Server is one redis-server, started by Start and killed when the test
 // ends.
 type Server struct {
-	t      testing.TB
+	tb     testing.TB
 	bin    string
 	dir    string
 	port   int
@@ -39,7 +41,7 @@ type Server struct {
 // SLACKGATE_REQUIRE_INTEGRATION=1 or CI=true.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	srv := &Server{t: t, bin: serverBin(t), dir: t.TempDir(), port: FreePort(t)}
+	srv := &Server{tb: t, bin: serverBin(t), dir: t.TempDir(), port: FreePort(t)}
 	srv.Restart()
 	t.Cleanup(srv.Kill)
 	return srv
@@ -51,7 +53,7 @@ func serverBin(t testing.TB) string {
 	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		if os.Getenv("SLACKGATE_REQUIRE_INTEGRATION") == "1" || os.Getenv("CI") == "true" {
+		if required() {
 			t.Fatal("redis-server not found; install it (apt-get install redis-server)")
 		}
 		t.Skip("redis-server not found; install it to run the tests that take Redis away")
@@ -64,7 +66,7 @@ func serverBin(t testing.TB) string {
 // monitors it.
 func StartSentinel(t testing.TB, primaryPort int) *Server {
 	t.Helper()
-	srv := &Server{t: t, bin: serverBin(t), dir: t.TempDir(), port: FreePort(t), ready: "+monitor master main"}
+	srv := &Server{tb: t, bin: serverBin(t), dir: t.TempDir(), port: FreePort(t), ready: "+monitor master main"}
 	conf := filepath.Join(srv.dir, "sentinel.conf")
 	body := fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nsentinel monitor main 127.0.0.1 %d 1\n", srv.port, srv.dir, primaryPort)
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
@@ -89,7 +91,7 @@ func (srv *Server) Running() bool { return srv.cmd != nil }
 // its append-only file, and returns once it logs that it accepts
 // connections.
 func (srv *Server) Restart() {
-	t := srv.t
+	t := srv.tb
 	t.Helper()
 	if srv.cmd != nil {
 		t.Fatal("redistest: Restart while the server runs; Kill it first")

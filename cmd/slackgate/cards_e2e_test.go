@@ -1,14 +1,17 @@
 package main
 
+// End-to-end tests of what people do on a request's card: deny with a
+// reason, edit and approve, always allow, a click by someone who may not
+// decide and two at once, and cards that must still fit and arrive (a
+// hostile command, a very long write, a storm of rate limits).
+
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/slackgate/slackgate/blocks"
 	"github.com/slackgate/slackgate/bot/fakeslack"
 	"github.com/slackgate/slackgate/relay/relaytest"
 )
@@ -136,151 +139,6 @@ var (
 		"options": []map[string]any{{"label": "Auth", "description": "log in"}, {"label": "Export", "description": "CSV"}, {"label": "Audit", "description": "who did what"}}}
 )
 
-func ask(qs ...map[string]any) map[string]any { return map[string]any{"questions": qs} }
-
-func TestQuestionAnsweredWithOneTap(t *testing.T) {
-	t.Parallel()
-	a := startApp(t, options{},
-		relaytest.ToolUse("toolu_q", "AskUserQuestion", ask(dbQuestion)),
-		relaytest.Text("SQLite it is"))
-	thread := a.mention("start a project")
-	card := a.card(thread, "Which database should we use?")
-
-	a.click(dana, card.Ref(), "Postgres")
-	res := a.toolResult("toolu_q")
-	if res.IsError || !strings.Contains(res.Content, `"Which database should we use?"="Postgres"`) {
-		t.Errorf("the model got %q (is_error %v), want the answer Postgres", res.Content, res.IsError)
-	}
-	a.settled(card.Ref(), "Postgres")
-}
-
-func TestMultiSelectQuestion(t *testing.T) {
-	t.Parallel()
-	a := startApp(t, options{},
-		relaytest.ToolUse("toolu_q", "AskUserQuestion", ask(featureQuestion)),
-		relaytest.Text("noted"))
-	thread := a.mention("plan features")
-	card := a.card(thread, "Which features do you want?")
-
-	menus := selectBlocks(t, card)
-	if err := a.slack.Select(a.ctx, dana, card.Ref(), menus[0], "Auth", "Audit"); err != nil {
-		t.Fatal(err)
-	}
-	a.click(dana, card.Ref(), "Submit answers")
-	res := a.toolResult("toolu_q")
-	if !strings.Contains(res.Content, `"Which features do you want?"="Auth, Audit"`) {
-		t.Errorf("the model got %q, want both labels joined", res.Content)
-	}
-	a.settled(card.Ref(), "Auth, Audit")
-}
-
-func TestTwoQuestionsAreSubmittedTogether(t *testing.T) {
-	t.Parallel()
-	a := startApp(t, options{},
-		relaytest.ToolUse("toolu_q", "AskUserQuestion", ask(dbQuestion, featureQuestion)),
-		relaytest.Text("noted"))
-	thread := a.mention("set up")
-	card := a.card(thread, "Which features do you want?")
-
-	menus := selectBlocks(t, card)
-	if len(menus) != 2 {
-		t.Fatalf("want one menu per question, got %d", len(menus))
-	}
-	// Submitting before everything is answered is refused, privately.
-	if err := a.slack.Select(a.ctx, dana, card.Ref(), menus[0], "SQLite"); err != nil {
-		t.Fatal(err)
-	}
-	a.click(dana, card.Ref(), "Submit answers")
-	if _, err := a.slack.WaitEphemeral(a.ctx, dana, func(m fakeslack.Message) bool { return m.HasText("Which features do you want?") }); err != nil {
-		t.Fatalf("no ephemeral saying which question is unanswered: %v", err)
-	}
-	if err := a.slack.Select(a.ctx, dana, card.Ref(), menus[1], "Export"); err != nil {
-		t.Fatal(err)
-	}
-	a.click(dana, card.Ref(), "Submit answers")
-
-	res := a.toolResult("toolu_q")
-	for _, want := range []string{`"Which database should we use?"="SQLite"`, `"Which features do you want?"="Export"`} {
-		if !strings.Contains(res.Content, want) {
-			t.Errorf("the model got %q, want %s", res.Content, want)
-		}
-	}
-	a.settled(card.Ref(), "Export")
-}
-
-func TestOtherSendsAFreeTextAnswer(t *testing.T) {
-	t.Parallel()
-	a := startApp(t, options{},
-		relaytest.ToolUse("toolu_q", "AskUserQuestion", ask(dbQuestion)),
-		relaytest.Text("noted"))
-	thread := a.mention("pick a db")
-	card := a.card(thread, "Which database should we use?")
-
-	a.click(dana, card.Ref(), "Other…")
-	view := a.view(dana)
-	if _, err := a.slack.SubmitView(a.ctx, dana, view.ID, map[string]string{"Or answer in your own words": "DuckDB, embedded"}); err != nil {
-		t.Fatalf("submitting the Other modal: %v", err)
-	}
-	if res := a.toolResult("toolu_q"); !strings.Contains(res.Content, `"Which database should we use?"="DuckDB, embedded"`) {
-		t.Errorf("the model got %q, want the free text verbatim", res.Content)
-	}
-	a.settled(card.Ref(), "DuckDB, embedded")
-}
-
-func TestOtherStartsFromWhatTheCardAlreadyPicked(t *testing.T) {
-	t.Parallel()
-	a := startApp(t, options{},
-		relaytest.ToolUse("toolu_q", "AskUserQuestion", ask(dbQuestion, featureQuestion)),
-		relaytest.Text("noted"))
-	thread := a.mention("set up")
-	card := a.card(thread, "Which features do you want?")
-	if err := a.slack.Select(a.ctx, dana, card.Ref(), selectBlocks(t, card)[0], "SQLite"); err != nil {
-		t.Fatal(err)
-	}
-	a.click(dana, card.Ref(), "Other…")
-	view := a.view(dana)
-	// The database question's menu in the modal starts on the pick made on
-	// the card, so answering the other question in words keeps it.
-	var raw struct {
-		Blocks []struct {
-			BlockID string `json:"block_id"`
-			Element struct {
-				InitialOption *struct {
-					Text struct{ Text string } `json:"text"`
-				} `json:"initial_option"`
-			} `json:"element"`
-		} `json:"blocks"`
-	}
-	if err := json.Unmarshal(view.Raw, &raw); err != nil {
-		t.Fatal(err)
-	}
-	var initial []string
-	for _, b := range raw.Blocks {
-		if o := b.Element.InitialOption; o != nil {
-			initial = append(initial, o.Text.Text)
-		}
-	}
-	if len(initial) != 1 || !strings.Contains(initial[0], "SQLite") {
-		t.Fatalf("the modal's preset picks = %q, want the card's pick SQLite", initial)
-	}
-}
-
-func TestSkipDeclinesTheQuestion(t *testing.T) {
-	t.Parallel()
-	a := startApp(t, options{},
-		relaytest.ToolUse("toolu_q", "AskUserQuestion", ask(dbQuestion)),
-		relaytest.Text("I'll choose myself"))
-	thread := a.mention("pick a db")
-	card := a.card(thread, "Which database should we use?")
-
-	a.click(dana, card.Ref(), "Skip")
-	res := a.toolResult("toolu_q")
-	if !res.IsError || !strings.Contains(res.Content, "User skipped this question") {
-		t.Errorf("the model got %q (is_error %v), want the skip message", res.Content, res.IsError)
-	}
-	a.settled(card.Ref(), "Skipped")
-}
-
 func TestClickByANonApproverChangesNothing(t *testing.T) {
 	t.Parallel()
 	a := startApp(t, options{approvers: "S0LEADS"},
@@ -336,26 +194,6 @@ func TestTwoApproversClickingApproveTogetherOneIsToldWhoWon(t *testing.T) {
 	}
 	if _, err := a.slack.WaitEphemeral(a.ctx, loser, func(m fakeslack.Message) bool { return m.HasText("<@" + winner + ">") }); err != nil {
 		t.Errorf("the slower approver was not told who decided: %v", err)
-	}
-}
-
-func TestThreadReplyContinuesTheSession(t *testing.T) {
-	t.Parallel()
-	a := startApp(t, options{},
-		relaytest.Text("first answer"),
-		relaytest.Text("second answer"))
-	thread := a.mention("hello")
-	a.threadText(thread, "first answer")
-
-	if _, err := a.slack.Reply(a.ctx, dana, general, thread, "and now the tests"); err != nil {
-		t.Fatal(err)
-	}
-	a.threadText(thread, "second answer")
-	reqs := a.model.Requests()
-	last := reqs[len(reqs)-1]
-	texts := strings.Join(last.UserTexts(), "\n")
-	if !strings.Contains(texts, "hello") || !strings.Contains(texts, "and now the tests") {
-		t.Errorf("the follow-up turn should carry the whole conversation; user texts: %q", last.UserTexts())
 	}
 }
 
@@ -447,71 +285,4 @@ func TestRateLimitStormLosesNothing(t *testing.T) {
 	}
 	a.file("one.txt")
 	a.file("two.txt")
-}
-
-// view waits for the modal the app opened for user.
-func (a *app) view(user string) fakeslack.View {
-	a.t.Helper()
-	v, err := a.slack.WaitView(a.ctx, user)
-	if err != nil {
-		a.t.Fatalf("no modal opened for %s: %v", user, err)
-	}
-	return v
-}
-
-// selectBlocks returns the block_ids of the card's blocks that hold a menu or
-// choice element, in order, leaving out "Always answer this way…" (which
-// answers no question).
-func selectBlocks(t *testing.T, m fakeslack.Message) []string {
-	t.Helper()
-	var bs []struct {
-		BlockID  string `json:"block_id"`
-		Elements []struct {
-			Type string `json:"type"`
-		} `json:"elements"`
-	}
-	if err := json.Unmarshal(m.RawBlocks, &bs); err != nil {
-		t.Fatal(err)
-	}
-	var ids []string
-	for _, b := range bs {
-		if b.BlockID == blocks.RememberBlockID {
-			continue
-		}
-		for _, e := range b.Elements {
-			switch e.Type {
-			case "static_select", "multi_static_select", "checkboxes", "radio_buttons":
-				ids = append(ids, b.BlockID)
-			}
-		}
-	}
-	if len(ids) == 0 {
-		t.Fatalf("the card has no menus: %s", m.RawBlocks)
-	}
-	return ids
-}
-
-// firstOption is the text of the first option of the menu in block blockID.
-func firstOption(t *testing.T, m fakeslack.Message, blockID string) string {
-	t.Helper()
-	var bs []struct {
-		BlockID  string `json:"block_id"`
-		Elements []struct {
-			Options []struct {
-				Text struct {
-					Text string `json:"text"`
-				} `json:"text"`
-			} `json:"options"`
-		} `json:"elements"`
-	}
-	if err := json.Unmarshal(m.RawBlocks, &bs); err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range bs {
-		if b.BlockID == blockID && len(b.Elements) > 0 && len(b.Elements[0].Options) > 0 {
-			return b.Elements[0].Options[0].Text.Text
-		}
-	}
-	t.Fatalf("the card has no menu %s: %s", blockID, m.RawBlocks)
-	return ""
 }

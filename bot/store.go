@@ -1,0 +1,64 @@
+package bot
+
+import (
+	"context"
+	"time"
+
+	"github.com/slackgate/slackgate/store"
+)
+
+// Store is what the bot reads and writes in the shared record, grouped by
+// what uses it; every backend (store.Store) is one. A method the bot
+// starts to call is added here, so the list stays what the bot depends on.
+type Store interface {
+	// Threads and sessions: a mention, a reply, /claude, Stop and the
+	// status line, with the per-person and per-session bounds.
+	CreateSession(ctx context.Context, s store.Session) error
+	GetSession(ctx context.Context, id string) (store.Session, error)
+	SessionByThread(ctx context.Context, thread store.MessageRef) (store.Session, error)
+	UpdateSession(ctx context.Context, id string, fn func(*store.Session) error) (store.Session, error)
+	Enqueue(ctx context.Context, in store.Input) (store.Input, error)
+	ActiveSessionsBy(ctx context.Context, user string) (int, error)
+	QueuedInputs(ctx context.Context, sessionID string) (int, error)
+
+	// Cards: the events that post and settle them, the clicks that decide
+	// them, the reconciler that posts what a crash lost, and the Events
+	// API deliveries seen once.
+	Consume(ctx context.Context, group, consumer string, fn func(context.Context, store.Event) error) error
+	FirstSeen(ctx context.Context, key string, ttl time.Duration) (bool, error)
+	GetRequest(ctx context.Context, id string) (store.Request, error)
+	ListPending(ctx context.Context, sessionID string) ([]store.Request, error)
+	CountPending(ctx context.Context, sessionID string) (int, error)
+	SetCard(ctx context.Context, id string, card store.MessageRef) (pending bool, err error)
+	Decide(ctx context.Context, id string, d store.Decision) (store.Request, error)
+
+	// The approval API: requests made over HTTP, their long poll and
+	// withdrawal, and each token's limits.
+	CreateRequest(ctx context.Context, r store.Request) error
+	WaitDecision(ctx context.Context, id string) (store.Decision, error)
+	Refuse(ctx context.Context, id string, d store.Decision) (store.Request, error)
+	CountPendingUnder(ctx context.Context, prefix string) (int, error)
+	SessionsUpdatedSince(ctx context.Context, starter string, since time.Time) (int, error)
+
+	// Remembered answers ("Always answer this way") and the App Home.
+	Remember(ctx context.Context, a store.RememberedAnswer) (store.RememberedAnswer, error)
+	LookupAnswer(ctx context.Context, scope store.AnswerScope, fingerprint string) (store.RememberedAnswer, error)
+	ListAnswers(ctx context.Context) ([]store.RememberedAnswer, error)
+	ForgetAnswer(ctx context.Context, id, by, byName string) (store.RememberedAnswer, error)
+
+	// The audit trail: the entries no transition writes, and what the
+	// sealer reads and writes (auditSealStore).
+	AppendAudit(ctx context.Context, a store.AuditEntry) error
+	AuditHead(ctx context.Context) (store.AuditLink, error)
+	LastAuditCheckpoint(ctx context.Context) (store.AuditCheckpoint, error)
+	AuditLog(ctx context.Context, after string, limit int) ([]store.AuditEntry, error)
+	PutAuditCheckpoint(ctx context.Context, cp store.AuditCheckpoint, prev uint64) error
+
+	// The audit channel: its sink's claim and cursor (auditsink.Store).
+	ClaimAuditSink(ctx context.Context, sink, holder string, ttl time.Duration) (store.AuditSink, error)
+	AdvanceAuditSink(ctx context.Context, sink, holder string, cur store.AuditCursor) error
+	ReleaseAuditSink(ctx context.Context, sink, holder string) error
+}
+
+// Every backend is a bot Store.
+var _ Store = store.Store(nil)
