@@ -13,8 +13,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
 
-	"github.com/slackgate/slackgate/bot/auditsink"
 	"github.com/slackgate/slackgate/blocks"
+	"github.com/slackgate/slackgate/bot/auditsink"
 	"github.com/slackgate/slackgate/store"
 )
 

@@ -24,9 +24,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/slackgate/slackgate/store"
-	"github.com/slackgate/slackgate/store/storetest"
 	"github.com/slackgate/slackgate/store/boltstore"
 	"github.com/slackgate/slackgate/store/redisstore"
+	"github.com/slackgate/slackgate/store/storetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

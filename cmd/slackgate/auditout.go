@@ -12,8 +12,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/slackgate/slackgate/bot/auditsink"
 	"github.com/slackgate/slackgate/bot"
+	"github.com/slackgate/slackgate/bot/auditsink"
 	"github.com/slackgate/slackgate/store"
 )
 

@@ -14,8 +14,8 @@ import (
 	"github.com/caarlos0/env/v11"
 	"github.com/rs/zerolog"
 
-	"github.com/slackgate/slackgate/bot/auditsink"
 	"github.com/slackgate/slackgate/bot"
+	"github.com/slackgate/slackgate/bot/auditsink"
 	"github.com/slackgate/slackgate/relay"
 )
 
