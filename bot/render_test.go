@@ -21,13 +21,13 @@ func signedRequest(t testing.TB, key ed25519.PrivateKey) store.Request {
 	return r
 }
 
-// A signature that verified once is remembered; nothing that differs from
-// it in any signed byte, signature or key may pass for it.
+// A decision that verifies is shown as it is, each time; nothing that
+// differs from it in any signed byte, signature or key may pass for it.
 func TestAsShownRefusesWhatDoesNotVerifyAfterItsTwinDid(t *testing.T) {
 	pub, key, _ := ed25519.GenerateKey(nil)
 	otherPub, otherKey, _ := ed25519.GenerateKey(nil)
 	genuine := signedRequest(t, key)
-	for range 2 { // the second time from memory
+	for range 2 {
 		if got := asShown(pub, genuine); got.Decision.Outcome != store.OutcomeAllow {
 			t.Fatalf("a genuine decision is shown as %s", got.Decision.Outcome)
 		}
