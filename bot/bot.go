@@ -47,7 +47,7 @@ type Bot struct {
 	apiOpening apiOpening
 	apiExpiry  apiExpiry
 	status     statusBook
-	posting    cardsPosting
+	cards      *cards
 	// starting and queueing serialise the session-count and backlog
 	// checks with the writes they admit (see stripes); two sets, so a
 	// start that turns into a follow-up never waits on itself.
@@ -113,6 +113,7 @@ func New(cfg Config, st store.Store, log zerolog.Logger) (*Bot, error) {
 
 		apiExpiry: newAPIExpiry(),
 	}
+	b.cards = &cards{b: b}
 	if cfg.Metrics != nil {
 		b.out.metrics = cfg.Metrics
 	}

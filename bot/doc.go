@@ -28,16 +28,16 @@ package bot
 //	approvers.go     who may decide or stop (approvers, guarded, Bot.may)
 //	teams.go         only the installation's team (and ALLOWED_TEAMS) act
 //	stop.go          Stop from the status message or a "stop" reply
-//	store_events.go  store → Slack: the bus consumer that posts cards,
-//	                 settles them and shows what Claude said and did
+//	store_events.go  store → Slack: the bus consumer; what Claude said and
+//	                 did
+//	cards.go         every request's card: posted once (a claim in the
+//	                 store), found in its thread, adopted at a click, its
+//	                 outcome shown; who acknowledges what, and when
 //	answers.go       remembered answers: kept (signed) when an approver
 //	                 answers with "Always answer this way", used when the
 //	                 same question's request arrives and the answer
 //	                 verifies, the App Home and Forget
-//	reconcile.go     cards lost in a crash posted at start and every 30 s;
-//	                 one poster per card (a claim in the store)
-//	findcard.go      a card Slack may have without the store knowing,
-//	                 found in its thread before it is posted again
+//	reconcile.go     cards lost in a crash posted at start and every 30 s
 //	status.go        the one status message per session (statusBook)
 //	outbox.go        every post and edit: paced, coalesced, retried
 //	ephemeral.go     messages only one person sees

@@ -106,7 +106,7 @@ type op struct {
 	live      *liveMsg      // the live message this op shows, if any
 	queuedAt  time.Time     // when it was first queued, for OutboxWait
 	// find, for a post, looks for the message in Slack before it is sent
-	// again after a failure that may have reached Slack (see findcard.go).
+	// again after a failure that may have reached Slack (see cards.find).
 	find func(context.Context) (ts string, found bool, err error)
 
 	// digested memoizes msg.digest() (guarded by the outbox's lock): a
