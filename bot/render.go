@@ -43,7 +43,7 @@ func renderStatus(s store.Session, st blocks.Status) outMsg {
 }
 
 func toMsg(m blocks.Message) outMsg {
-	return outMsg{Text: m.Text, Blocks: m.Blocks, blocksJSON: m.BlocksJSON}
+	return outMsg{Text: m.Text, Blocks: m.Blocks}
 }
 
 // asShown is the request as a card may show it. A person's decision whose
