@@ -133,7 +133,7 @@ func (c *cards) recorded(ctx context.Context, log zerolog.Logger, r store.Reques
 	// A card that promised the full input in the thread says it is not
 	// there, so nobody approves what they think they can read.
 	if settled || opts.AttachmentFailed {
-		if _, err := wait(ctx, c.edit(log, ref, renderCardWith(now, s, opts)).res); err != nil {
+		if err := b.out.Update(ctx, log, ref, renderCardWith(now, s, opts).msg); err != nil {
 			return err
 		}
 	}
@@ -230,12 +230,8 @@ func (c *cards) done(id string) {
 // delivered again (or whose card a click adopted), without holding the
 // consumer while Slack's budget makes the edit wait.
 func (c *cards) refresh(log zerolog.Logger, r store.Request, s store.Session) error {
-	return c.b.awaitWrite(log, c.edit(log, r.Card, renderCard(r, s)), func(pr opResult) error { return pr.err })
-}
-
-// edit queues card in place of the message at ref, in the cards lane.
-func (c *cards) edit(log zerolog.Logger, ref store.MessageRef, card renderedCard) pending {
-	return c.b.out.updatePending(log, laneCard, ref, card.msg)
+	res := c.b.out.updatePending(log, laneCard, r.Card, renderCard(r, s).msg)
+	return c.b.awaitWrite(log, res, func(pr opResult) error { return pr.err })
 }
 
 // errOutcomeNotShown leaves a settled event unacknowledged while its edit
@@ -270,7 +266,7 @@ func (c *cards) outcome(ctx context.Context, log zerolog.Logger, id string) erro
 	r = b.shown(r)
 	card := renderCard(r, s)
 	var shown atomic.Bool
-	err = b.awaitWrite(log, c.edit(log, r.Card, card), func(pr opResult) error {
+	err = b.awaitWrite(log, b.out.updatePending(log, laneCard, r.Card, card.msg), func(pr opResult) error {
 		if pr.err != nil {
 			return pr.err
 		}
@@ -339,7 +335,7 @@ func (c *cards) decided(ctx context.Context, log zerolog.Logger, r store.Request
 		log.Warn().Err(err).Msg("refresh card: get session")
 		return
 	}
-	if _, err := wait(ctx, c.edit(log, ref, renderCard(c.b.shown(r), s)).res); err != nil {
+	if err := c.b.out.Update(ctx, log, ref, renderCard(c.b.shown(r), s).msg); err != nil {
 		log.Warn().Err(err).Msg("refresh card")
 	}
 }
