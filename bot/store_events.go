@@ -14,9 +14,9 @@ import (
 
 // consume shows the store's events in Slack until ctx ends. An event is
 // acknowledged once Slack has what it shows, or once the write has waited
-// handOff in the outbox (see awaitWrite) and its loss would be repaired
-// without the event: cards says how for a request's card and outcome; a
-// lost result or progress line is a gap in the thread, not a stuck request.
+// handOff in the outbox (see awaitWrite) and a crash losing it does no
+// harm that lasts: cards says why for a request's card and outcome; a lost
+// result or progress line is a gap in the thread, not a stuck request.
 func (b *Bot) consume(ctx context.Context) error {
 	if err := b.st.Consume(ctx, consumerGroup, b.cfg.ConsumerName, b.handleEvent); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("bot: consume events: %w", err)
