@@ -21,10 +21,6 @@ type Message struct {
 	Blocks        []slack.Block
 	FullInput     string
 	FullInputName string
-	// BlocksJSON is json.Marshal(Blocks) when the renderer had it at hand
-	// (nil otherwise), so a caller that needs the JSON does not marshal the
-	// blocks again. Whoever changes Blocks must set it to nil.
-	BlocksJSON json.RawMessage
 }
 
 // Budgets that keep a card well inside Slack's limits: a code section stays
@@ -135,10 +131,9 @@ func (c *card) render() {
 			c.msg.FullInputName = c.fullName
 		}
 	}
-	if raw := c.warnings(); len(c.flags) > 0 {
+	c.warnings()
+	if len(c.flags) > 0 {
 		c.msg.Blocks = slices.Insert(c.msg.Blocks, top, slack.Block(section(strings.Join(c.flags, "\n"))))
-	} else {
-		c.msg.BlocksJSON = raw
 	}
 	c.msg.Text = c.fallback()
 }
@@ -230,13 +225,9 @@ func (c *card) flag(long, short string) {
 }
 
 // warnings adds the flags that depend on the whole rendered card: any
-// invisible character the escaping path made visible, masked secrets. It
-// returns the blocks as JSON, as it read them.
-func (c *card) warnings() json.RawMessage {
-	raw, err := json.Marshal(c.msg.Blocks)
-	if err != nil {
-		raw = nil // never for blocks built here; nil says "marshal them yourself"
-	}
+// invisible character the escaping path made visible, masked secrets.
+func (c *card) warnings() {
+	raw, _ := json.Marshal(c.msg.Blocks)
 	shown := string(raw)
 	if strings.Contains(shown, invisibleMark) || hasInvisible(c.real.ToolName) {
 		c.flag("⚠️ *Contains invisible or bidirectional characters*: shown as "+invisibleMark+"…⟧ escapes; "+
@@ -246,7 +237,6 @@ func (c *card) warnings() json.RawMessage {
 		(strings.Contains(shown, mask) && !strings.Contains(string(c.real.Input), mask)) {
 		c.flags = append(c.flags, "🔒 Secrets in the input are masked on this card; Claude gets the input unchanged")
 	}
-	return raw
 }
 
 // whereFull says, next to what a preview hides, where the rest is.

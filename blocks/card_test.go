@@ -467,17 +467,3 @@ func TestRenderingACardLeavesTheRequestAsItWas(t *testing.T) {
 		})
 	}
 }
-
-func TestBlocksJSONIsTheBlocksAsJSON(t *testing.T) {
-	for name, r := range cards() {
-		for _, o := range []CardOptions{{}, {AttachmentFailed: true}} {
-			m := CardWith(r, session, o)
-			if m.BlocksJSON == nil {
-				continue
-			}
-			if want := mustJSON(t, m.Blocks); string(m.BlocksJSON) != want {
-				t.Errorf("%s %+v: BlocksJSON\n%s\nwant the blocks as JSON\n%s", name, o, m.BlocksJSON, want)
-			}
-		}
-	}
-}

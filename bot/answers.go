@@ -192,13 +192,6 @@ func (b *Bot) decideFromMemory(ctx context.Context, log zerolog.Logger, r store.
 	return true
 }
 
-// showFromMemory posts the one thread line that stands for a card answered
-// from memory.
-func (b *Bot) showFromMemory(log zerolog.Logger, s store.Session, a store.RememberedAnswer) error {
-	res := b.out.postPending(log, laneCard, s.Thread.Channel, s.Thread.TS, toMsg(blocks.AnsweredFromMemory(a)))
-	return b.awaitWrite(log, res, func(pr opResult) error { return pr.err })
-}
-
 // forgetAnswers guards forgetting a remembered answer: approvers only.
 var forgetAnswers = guarded{verb: "forget remembered answers", can: "forget remembered answers", refused: "forget by a non-approver refused"}
 

@@ -194,7 +194,7 @@ func (c *auditChannel) verified(e store.AuditEntry, r store.Request) bool {
 		e.Action == store.AuditRefused || d.Outcome != e.Outcome || d.By != e.By || !d.At.Equal(e.At) {
 		return false
 	}
-	return verified(c.b.cfg.SigningKey.Public().(ed25519.PublicKey), r, *d)
+	return store.VerifyDecision(c.b.cfg.SigningKey.Public().(ed25519.PublicKey), r, *d) == nil
 }
 
 // post sends one message of lines in the audit lane and returns its ts

@@ -50,7 +50,7 @@ type Bot struct {
 	// auditChannel posts the audit log's lines (nil: no AUDIT_CHANNEL).
 	auditChannel *auditsink.Follower
 	status       statusBook
-	posting      cardsPosting
+	cards        *cards
 	// starting and queueing serialise the session-count and backlog
 	// checks with the writes they admit (see stripes); two sets, so a
 	// start that turns into a follow-up never waits on itself.
@@ -116,6 +116,7 @@ func New(cfg Config, st Store, log zerolog.Logger) (*Bot, error) {
 
 		apiExpiry: newAPIExpiry(),
 	}
+	b.cards = &cards{b: b}
 	if cfg.Metrics != nil {
 		b.out.metrics = cfg.Metrics
 	}

@@ -107,7 +107,7 @@ type Config struct {
 
 	// ReconcileInterval is how often pending requests without a card are
 	// looked for (0: DefaultReconcileInterval); CardClaimTTL how long a
-	// claim to post a card stands (0: DefaultCardClaimTTL). See reconcile.go.
+	// claim to post a card stands (0: DefaultCardClaimTTL). See reconcile.go, cards.claim.
 	ReconcileInterval time.Duration
 	CardClaimTTL      time.Duration
 }

@@ -52,7 +52,7 @@
 // starts. An event is acknowledged once Slack shows it (a card's once its
 // post is on its way), so one a dead bot held is delivered again. A card
 // Slack took but nobody recorded is found in its thread before it is
-// posted again (findcard.go), or adopted at its first click; one that
+// posted again (cards.go), or adopted at its first click; one that
 // never reached Slack is posted by the reconciler once the dead bot's claim
 // lapses. Stop (the status line's button, or a reply that is just "stop")
 // enqueues a store.ControlInterrupt, so it reaches whichever worker runs
@@ -105,10 +105,12 @@
 //	approvers.go     who may decide, reply, stop or start (Bot.may)
 //	teams.go         only the bot's team (and ALLOWED_TEAMS) act
 //	stop.go          Stop from the status line or a "stop" reply
-//	store_events.go  store → Slack: the consumer posting cards and results
+//	store_events.go  store → Slack: the consumer; what Claude said and did
+//	cards.go         every request's card: posted once (a claim in the store),
+//	                 found in its thread, adopted at a click, its outcome
+//	                 shown; who acknowledges what, and when
 //	answers.go       remembered answers, the App Home and Forget
-//	reconcile.go     lost cards posted at start and every 30 s, one poster each
-//	findcard.go      a card Slack may have without the store knowing
+//	reconcile.go     lost cards posted at start and every 30 s
 //	status.go        the one status message per session
 //	outbox.go        every post and edit: paced, in lanes, coalesced, retried
 //	budget.go        Slack's budgets as the outbox spends them

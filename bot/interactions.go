@@ -107,22 +107,6 @@ func (p *decision) alreadyDecided(ctx context.Context, r store.Request) {
 	p.reply(ctx, func(ctx context.Context) { p.b.alreadyDecided(ctx, p.log, r, p.card, p.user, p.threadTS) })
 }
 
-// adoptCard records the card the person answered on as the request's card
-// when the store has none: a bot died between Slack taking the card and
-// SetCard (or the store was down then). Without the record the outcome
-// would never be shown on the card, which would keep its buttons, and the
-// reconciler would post a second card. Only the bot's own card carries a
-// request's buttons, so the message clicked is that card. It returns the
-// card as recorded (zero when the store refused).
-func (p *decision) adoptCard(ctx context.Context, id string) store.MessageRef {
-	if _, err := p.b.st.SetCard(ctx, id, p.card); err != nil {
-		p.log.Warn().Err(err).Msg("adopt the clicked card as the request's")
-		return store.MessageRef{}
-	}
-	p.log.Info().Str("card_ts", p.card.TS).Msg("card posted by a bot that did not record it; adopted at the click")
-	return p.card
-}
-
 // decode turns the person's answer into a decision for r. ok false means
 // the answer decides nothing now and the entry point has dealt with it; an
 // error from blocks is explained to the person by run.
@@ -144,7 +128,7 @@ func (p *decision) run(ctx context.Context, requestID string, dec decode) error 
 	if !r.Card.IsZero() {
 		p.card = r.Card
 	} else if !p.card.IsZero() {
-		r.Card = p.adoptCard(ctx, r.ID)
+		r.Card = p.b.cards.adopt(ctx, p.log, r.ID, p.card)
 	}
 	if !r.Pending() {
 		p.alreadyDecided(ctx, r)
@@ -263,19 +247,8 @@ func (b *Bot) onViewSubmission(ctx context.Context, cb *slack.InteractionCallbac
 // alreadyDecided tells the person who settled the request first and brings
 // the card up to date, in case they clicked an old version of it.
 func (b *Bot) alreadyDecided(ctx context.Context, log zerolog.Logger, r store.Request, card store.MessageRef, user, threadTS string) {
-	r = b.shown(r)
-	b.ephemeralMsg(ctx, card.Channel, threadTS, user, blocks.AlreadyDecided(r))
-	if r.Decision == nil || card.IsZero() {
-		return
-	}
-	s, err := b.st.GetSession(ctx, r.SessionID)
-	if err != nil {
-		log.Warn().Err(err).Msg("refresh card: get session")
-		return
-	}
-	if err := b.out.Update(ctx, log, card, renderCard(r, s).msg); err != nil {
-		log.Warn().Err(err).Msg("refresh card")
-	}
+	b.ephemeralMsg(ctx, card.Channel, threadTS, user, blocks.AlreadyDecided(b.shown(r)))
+	b.cards.decided(ctx, log, r, card)
 }
 
 // firstBlockID names a block of the submitted view to hang a general error

@@ -29,22 +29,15 @@ type slackWriter interface {
 type outMsg struct {
 	Text   string
 	Blocks []slack.Block
-	// blocksJSON is json.Marshal(Blocks) when the renderer had it (nil
-	// otherwise): digest hashes it rather than marshalling again.
-	blocksJSON json.RawMessage
 }
 
 func (m outMsg) empty() bool { return m.Text == "" && len(m.Blocks) == 0 }
 
 // digest identifies a message's content, to drop an edit that would show
-// what Slack shows already: its text and its blocks as JSON (marshalled
-// here unless the renderer had them already), the text's length first so
-// no text and blocks run into another pair's.
+// what Slack shows already: its text and its blocks as JSON, the text's
+// length first so no text and blocks run into another pair's.
 func (m outMsg) digest() [32]byte {
-	blocks := m.blocksJSON
-	if blocks == nil {
-		blocks, _ = json.Marshal(m.Blocks)
-	}
+	blocks, _ := json.Marshal(m.Blocks)
 	h := sha256.New()
 	_ = binary.Write(h, binary.BigEndian, uint64(len(m.Text)))
 	h.Write([]byte(m.Text))
@@ -106,7 +99,7 @@ type op struct {
 	live      *liveMsg      // the live message this op shows, if any
 	queuedAt  time.Time     // when it was first queued, for OutboxWait
 	// find, for a post, looks for the message in Slack before it is sent
-	// again after a failure that may have reached Slack (see findcard.go).
+	// again after a failure that may have reached Slack (see cards.find).
 	find func(context.Context) (ts string, found bool, err error)
 
 	// digested memoizes msg.digest() (guarded by the outbox's lock): a

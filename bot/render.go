@@ -2,8 +2,6 @@ package bot
 
 import (
 	"crypto/ed25519"
-	"crypto/sha256"
-	"sync"
 
 	"github.com/slackgate/slackgate/blocks"
 	"github.com/slackgate/slackgate/store"
@@ -45,7 +43,7 @@ func renderStatus(s store.Session, st blocks.Status) outMsg {
 }
 
 func toMsg(m blocks.Message) outMsg {
-	return outMsg{Text: m.Text, Blocks: m.Blocks, blocksJSON: m.BlocksJSON}
+	return outMsg{Text: m.Text, Blocks: m.Blocks}
 }
 
 // asShown is the request as a card may show it. A person's decision whose
@@ -57,57 +55,11 @@ func asShown(pub ed25519.PublicKey, r store.Request) store.Request {
 	if d == nil || (d.Outcome != store.OutcomeAllow && d.Outcome != store.OutcomeDeny) {
 		return r
 	}
-	if verified(pub, r, *d) {
+	if store.VerifyDecision(pub, r, *d) == nil {
 		return r
 	}
 	r.Decision = &store.Decision{Outcome: store.OutcomeRefused, At: d.At}
 	return r
-}
-
-// verifiedSigs remembers the decisions whose signatures verified, by a
-// digest of all that was verified: the key, the signature and the signed
-// payload. A settled card is rendered on the click and again for every
-// delivery of its settled event, and an ed25519 verification costs more
-// than the rest of the render. The set is emptied when full.
-var verifiedSigs struct {
-	sync.Mutex
-	m map[[sha256.Size]byte]struct{}
-}
-
-const maxVerifiedSigs = 4096
-
-// verified is store.VerifyDecision(pub, r, d) == nil, remembered.
-func verified(pub ed25519.PublicKey, r store.Request, d store.Decision) bool {
-	if len(pub) != ed25519.PublicKeySize || len(d.Signature) != ed25519.SignatureSize {
-		return store.VerifyDecision(pub, r, d) == nil // fails, and says why in one place
-	}
-	payload, err := store.DecisionPayload(r, d)
-	if err != nil {
-		return false
-	}
-	// Fixed sizes for the key and the signature: no two inputs share bytes.
-	h := sha256.New()
-	h.Write(pub)
-	h.Write(d.Signature)
-	h.Write(payload)
-	var k [sha256.Size]byte
-	h.Sum(k[:0])
-	verifiedSigs.Lock()
-	_, ok := verifiedSigs.m[k]
-	verifiedSigs.Unlock()
-	if ok {
-		return true
-	}
-	if store.VerifyDecision(pub, r, d) != nil {
-		return false
-	}
-	verifiedSigs.Lock()
-	defer verifiedSigs.Unlock()
-	if verifiedSigs.m == nil || len(verifiedSigs.m) >= maxVerifiedSigs {
-		verifiedSigs.m = make(map[[sha256.Size]byte]struct{})
-	}
-	verifiedSigs.m[k] = struct{}{}
-	return true
 }
 
 // shown is asShown with this bot's own public key.

@@ -21,13 +21,13 @@ func signedRequest(t testing.TB, key ed25519.PrivateKey) store.Request {
 	return r
 }
 
-// A signature that verified once is remembered; nothing that differs from
-// it in any signed byte, signature or key may pass for it.
+// A decision that verifies is shown as it is, each time; nothing that
+// differs from it in any signed byte, signature or key may pass for it.
 func TestAsShownRefusesWhatDoesNotVerifyAfterItsTwinDid(t *testing.T) {
 	pub, key, _ := ed25519.GenerateKey(nil)
 	otherPub, otherKey, _ := ed25519.GenerateKey(nil)
 	genuine := signedRequest(t, key)
-	for range 2 { // the second time from memory
+	for range 2 {
 		if got := asShown(pub, genuine); got.Decision.Outcome != store.OutcomeAllow {
 			t.Fatalf("a genuine decision is shown as %s", got.Decision.Outcome)
 		}
@@ -68,9 +68,9 @@ func BenchmarkAsShown(b *testing.B) {
 	}
 }
 
-// The digest drops an edit that would show what Slack shows already: a
-// card carrying its blocks' JSON must digest as the same content without.
-func TestACardDigestsTheSameWithItsBlocksJSONOrWithout(t *testing.T) {
+// The digest drops an edit that would show what Slack shows already: the
+// same card rendered again digests the same, and different cards do not.
+func TestCardDigestsTellCardsApart(t *testing.T) {
 	s := store.Session{ID: "s1", WorkDir: "/srv/repo", StartedBy: "U0"}
 	pending := store.Request{ID: "req-d", SessionID: "s1", Kind: store.KindTool, ToolName: "Bash",
 		Input: json.RawMessage(`{"command":"make deploy ENV=staging <!channel> & more"}`)}
@@ -81,9 +81,8 @@ func TestACardDigestsTheSameWithItsBlocksJSONOrWithout(t *testing.T) {
 	seen := map[[32]byte]bool{}
 	for _, r := range []store.Request{pending, secret, settled} {
 		m := renderCard(r, s).msg
-		bare := outMsg{Text: m.Text, Blocks: m.Blocks}
-		if m.digest() != bare.digest() {
-			t.Errorf("%s: digest with the blocks' JSON differs from the digest without", m.Text)
+		if again := renderCard(r, s).msg; m.digest() != again.digest() {
+			t.Errorf("%s: the same card rendered again digests differently", m.Text)
 		}
 		seen[m.digest()] = true
 	}
@@ -96,12 +95,8 @@ func BenchmarkCardDigest(b *testing.B) {
 	r := store.Request{ID: "req-d", SessionID: "s1", Kind: store.KindTool, ToolName: "Bash",
 		Input: json.RawMessage(`{"command":"cd /srv/repo && go test -race ./store/... 2>&1 | tee /tmp/test.log"}`)}
 	m := renderCard(r, store.Session{ID: "s1", WorkDir: "/srv/repo", StartedBy: "U0"}).msg
-	for name, m := range map[string]outMsg{"rendered": m, "marshalled": {Text: m.Text, Blocks: m.Blocks}} {
-		b.Run(name, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				m.digest()
-			}
-		})
+	b.ReportAllocs()
+	for b.Loop() {
+		m.digest()
 	}
 }

@@ -28,30 +28,22 @@ const statusKeep blocks.Phase = ""
 // to what Slack shows never sent. Failures are logged: the status line is
 // a convenience, the thread's messages are the record.
 func (b *Bot) refreshStatus(ctx context.Context, sessionID string, phase blocks.Phase, detail ...string) {
-	b.refreshStatusFrom(ctx, sessionID, statusFrom{pending: -1}, phase, detail...)
+	b.refreshStatusFrom(ctx, sessionID, nil, phase, detail...)
 }
 
 // refreshStatusOf is refreshStatus for a caller that has read the session
 // already (see statusSession).
 func (b *Bot) refreshStatusOf(ctx context.Context, s store.Session, phase blocks.Phase, detail ...string) {
-	b.refreshStatusFrom(ctx, s.ID, statusFrom{session: &s, pending: -1}, phase, detail...)
+	b.refreshStatusFrom(ctx, s.ID, &s, phase, detail...)
 }
 
-// statusFrom is what a caller of refreshStatusFrom knows already, so the
-// refresh need not read it again.
-type statusFrom struct {
-	session *store.Session // the session as the caller read it; nil reads it
-	// pending is the session's pending requests, counted (-1 counts them):
-	// the reconciler has listed every pending request already.
-	pending int
-}
-
-// refreshStatusFrom is refreshStatus, starting from what the caller knows.
-func (b *Bot) refreshStatusFrom(ctx context.Context, sessionID string, from statusFrom, phase blocks.Phase, detail ...string) {
+// refreshStatusFrom is refreshStatus, starting from the session as the
+// caller read it (nil reads it).
+func (b *Bot) refreshStatusFrom(ctx context.Context, sessionID string, known *store.Session, phase blocks.Phase, detail ...string) {
 	entry := b.status.lock(sessionID)
 	defer b.status.unlock(entry)
 	log := b.log.With().Str("session_id", sessionID).Logger()
-	s, err := b.statusSession(ctx, sessionID, from.session)
+	s, err := b.statusSession(ctx, sessionID, known)
 	if err != nil {
 		log.Warn().Err(err).Msg("status: get session")
 		return
@@ -73,14 +65,10 @@ func (b *Bot) refreshStatusFrom(ctx context.Context, sessionID string, from stat
 		}
 	}
 	entry.shown, entry.known = st, true
-	pending := from.pending
-	if pending < 0 {
-		// Only the number is shown: counted without reading the requests.
-		if pending, err = b.st.CountPending(ctx, sessionID); err != nil {
-			log.Warn().Err(err).Msg("status: count pending")
-		}
+	// Only the number is shown: counted without reading the requests.
+	if st.Pending, err = b.st.CountPending(ctx, sessionID); err != nil {
+		log.Warn().Err(err).Msg("status: count pending")
 	}
-	st.Pending = pending
 	log = log.With().Str("channel", s.Thread.Channel).Logger()
 	b.out.Live(log, liveSpec{
 		key:      statusKey(sessionID),

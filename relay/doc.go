@@ -99,5 +99,5 @@
 //	env.go         the CLI's environment, an allowlist
 //	runas*.go      running the CLI as another OS user, without capabilities
 //	config.go      Config and its defaults
-//	clock.go       the injectable clock
+//	store.go       what the worker reads and writes in the store (Store)
 package relay

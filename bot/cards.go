@@ -1,0 +1,431 @@
+package bot
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
+
+	"github.com/slackgate/slackgate/blocks"
+	"github.com/slackgate/slackgate/store"
+)
+
+// cards owns every request's card: exactly one card per request, its
+// outcome always shown. Nothing else in the bot posts, records, finds or
+// edits one; the event consumer, the reconciler and the click handler call
+// the transitions below, each documented beside its store calls.
+//
+// One rule says when a store event is acknowledged: once Slack has its
+// write, or once the write's loss would be repaired without the event. A
+// write still in the outbox after handOff finishes in a task (awaitWrite).
+// A lost card is found again by listing: a pending request without a card
+// (the reconciler). A lost outcome is not: nothing tells a settled
+// request's card that still shows buttons from one that does not, so a
+// settled event stays unacknowledged until Slack has the edit.
+//
+//	caller           transition  event acknowledged        crash repaired by
+//	request_created  post        Slack has it, or handOff  the reconciler
+//	  card recorded  refresh     Slack has it, or handOff  nothing: the card is up
+//	request_settled  outcome     Slack has it              redelivery, then a click
+//	reconciler pass  post        (no event)                its next pass
+//	click on a card  adopt,      (no event)                the next click
+//	                 decided
+type cards struct {
+	b *Bot
+
+	mu      sync.Mutex
+	posting map[string]bool // requests whose card this bot is posting
+}
+
+// How post comes to a card: new from its event, or lost (the reconciler
+// found a pending request without one, whose poster may have died after
+// Slack took the card).
+const (
+	newCard  = false
+	lostCard = true
+)
+
+// post shows request id's card in its session's thread, in the outbox's
+// cards lane. Store: GetRequest and GetSession; a card recorded already is
+// refreshed instead. claim makes this bot the card's one poster; a question
+// a remembered answer settles (fromMemory: LookupAnswer, Decide) gets a
+// thread line instead of a card. A lost card is looked for in the thread
+// first, and so is a card whose post failed before it is sent again
+// (find). Then recorded.
+func (c *cards) post(ctx context.Context, log zerolog.Logger, id string, lost bool) error {
+	b := c.b
+	r, err := b.st.GetRequest(ctx, id)
+	if err != nil {
+		return fmt.Errorf("bot: get request %s: %w", id, err)
+	}
+	s, err := b.st.GetSession(ctx, r.SessionID)
+	if err != nil {
+		return fmt.Errorf("bot: get session %s: %w", r.SessionID, err)
+	}
+	log = log.With().Str("channel", s.Thread.Channel).Logger()
+	r = b.shown(r)
+	if !r.Card.IsZero() {
+		return c.refresh(log, r, s)
+	}
+	if ok, err := c.claim(ctx, log, r.ID); !ok {
+		return err
+	}
+	if a, ok := b.fromMemory(ctx, log, r, s); ok {
+		c.done(r.ID)
+		return c.answeredFromMemory(log, s, a)
+	}
+	card := renderCard(r, s)
+	if lost {
+		ts, found, err := c.inThread(ctx, log, s, r.ID)
+		if err != nil || found {
+			defer c.done(r.ID)
+		}
+		if err != nil {
+			return err
+		}
+		if found {
+			return c.recorded(ctx, log, r, s, card, ts)
+		}
+	}
+	res := b.out.postCardPending(log, s.Thread.Channel, s.Thread.TS, card.msg, func(ctx context.Context) (string, bool, error) {
+		return c.find(ctx, s, r.ID)
+	})
+	// The card shows the call: take it out of the turn's fold.
+	b.showProgress(log, s, store.Event{Type: store.EventRequestCreated}, &r)
+	return b.awaitWrite(log, res, func(pr opResult) error {
+		defer c.done(r.ID)
+		if pr.err != nil {
+			return c.notPosted(ctx, log, r, s, pr.err)
+		}
+		return c.recorded(ctx, log, r, s, card, pr.ts)
+	})
+}
+
+// recorded stores where r's card went (SetCard, even while the bot stops:
+// an unrecorded card would be posted again after a restart), attaches the
+// input the card had to truncate, and brings the status line up to date.
+// SetCard reports whether r was still pending; when it was not (another
+// replica showed the settlement before the card existed), GetRequest reads
+// the outcome and the card shows it. A settlement after SetCard finds the
+// card, and its own event shows it.
+func (c *cards) recorded(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, card renderedCard, ts string) error {
+	b := c.b
+	ref := store.MessageRef{Channel: s.Thread.Channel, TS: ts}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+	pending, err := b.st.SetCard(sctx, r.ID, ref)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("bot: set card %s: %w", r.ID, err)
+	}
+	opts := c.attachFullInput(ctx, log, r, s, card)
+	now, settled := r, false
+	if !pending && r.Pending() {
+		if got, err := b.st.GetRequest(ctx, r.ID); err == nil && !got.Pending() {
+			now, settled = b.shown(got), true
+		}
+	}
+	// A card that promised the full input in the thread says it is not
+	// there, so nobody approves what they think they can read.
+	if settled || opts.AttachmentFailed {
+		if err := b.out.Update(ctx, log, ref, renderCardWith(now, s, opts).msg); err != nil {
+			return err
+		}
+	}
+	b.refreshStatusOf(ctx, s, statusKeep)
+	return nil
+}
+
+// notPosted returns err, the failed post of r's card. When Slack refused
+// the card itself, the thread says so rather than leave people unaware
+// that Claude is waiting.
+func (c *cards) notPosted(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, err error) error {
+	if retryable(ctx, err) {
+		return err
+	}
+	notice := fmt.Sprintf("⚠️ Claude is waiting for a decision on %s, but its card could not be shown in Slack (%s). "+
+		"The request will expire unless it is decided another way; the bot's log has the details.",
+		"`"+blocks.Escape(r.ToolName)+"`", blocks.Escape(slackErrCode(err)))
+	if perr := (<-c.b.out.post(log, laneCard, s.Thread.Channel, s.Thread.TS, outMsg{Text: notice})).err; perr != nil {
+		log.Error().Err(perr).Msg("post card failure notice")
+	}
+	return err
+}
+
+// attachFullInput uploads the input a card had to truncate, and returns
+// the options the card must be rendered with from now on.
+func (c *cards) attachFullInput(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, card renderedCard) blocks.CardOptions {
+	if card.fullInput == "" {
+		return blocks.CardOptions{}
+	}
+	name := cmp.Or(card.fullInputName, "request-"+r.ID+".txt")
+	if err := c.b.out.Upload(ctx, log, s.Thread.Channel, s.Thread.TS, name, "Full input of "+r.ToolName, card.fullInput); err != nil {
+		// The card is up; a missing attachment is not worth posting it
+		// twice, only worth saying on the card.
+		log.Error().Err(err).Msg("upload full input")
+		return blocks.CardOptions{AttachmentFailed: true}
+	}
+	return blocks.CardOptions{}
+}
+
+// answeredFromMemory posts the one thread line that stands for a card a
+// remembered answer settled.
+func (c *cards) answeredFromMemory(log zerolog.Logger, s store.Session, a store.RememberedAnswer) error {
+	res := c.b.out.postPending(log, laneCard, s.Thread.Channel, s.Thread.TS, toMsg(blocks.AnsweredFromMemory(a)))
+	return c.b.awaitWrite(log, res, func(pr opResult) error { return pr.err })
+}
+
+// claim reports whether this bot may post request id's card. Store:
+// FirstSeen("card:"+id, CardClaimTTL), so the event path, the reconciler
+// and every replica post one card between them; a claim held elsewhere is
+// left to its holder. When the store cannot tell, nobody posts now (the
+// event comes again, or the next pass tries): a second card is what the
+// claim prevents. A holder that died lets its claim lapse, and the
+// reconciler posts the card; a card waiting in its outbox longer than the
+// claim could race another replica's pass, while within one bot a card
+// being posted (busy) is never claimed twice. done gives that hold back.
+func (c *cards) claim(ctx context.Context, log zerolog.Logger, id string) (bool, error) {
+	if c.busy(id) {
+		return false, nil
+	}
+	first, err := c.b.st.FirstSeen(ctx, "card:"+id, c.b.cfg.CardClaimTTL)
+	if err != nil {
+		return false, fmt.Errorf("bot: claim card %s: %w", id, err)
+	}
+	if !first {
+		log.Debug().Msg("card claimed by another poster; the reconciler posts it if that claim lapses")
+		return false, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.posting[id] {
+		return false, nil
+	}
+	if c.posting == nil {
+		c.posting = map[string]bool{}
+	}
+	c.posting[id] = true
+	return true, nil
+}
+
+// busy reports whether this bot is posting request id's card.
+func (c *cards) busy(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.posting[id]
+}
+
+func (c *cards) done(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.posting, id)
+}
+
+// refresh brings a recorded card up to date for a request_created event
+// delivered again (or whose card a click adopted), without holding the
+// consumer while Slack's budget makes the edit wait.
+func (c *cards) refresh(log zerolog.Logger, r store.Request, s store.Session) error {
+	res := c.b.out.updatePending(log, laneCard, r.Card, renderCard(r, s).msg)
+	return c.b.awaitWrite(log, res, func(pr opResult) error { return pr.err })
+}
+
+// errOutcomeNotShown leaves a settled event unacknowledged while its edit
+// finishes in a task, so it is delivered again: to this bot, which finds
+// the edit done (or coalesces with it), or after a crash to the restarted
+// bot or another replica, which makes it.
+var errOutcomeNotShown = errors.New("bot: the card's outcome is not in slack yet")
+
+// outcome replaces request id's buttons with its outcome. Store:
+// GetRequest (no card recorded yet: recorded shows the outcome when it is
+// posted), GetSession, and for an edited input FirstSeen in attachRan.
+// The edit spends the workspace's update budget, so like a card it gets
+// handOff and then finishes in a task (the consumer must not hold up a card
+// in another channel behind it), but its event stays unacknowledged
+// (errOutcomeNotShown) until Slack has the edit. Only an edit that waits
+// out every delivery (store.MaxDeliveries) and then dies with its bot is
+// lost; the card then keeps its buttons until the next click (decided).
+func (c *cards) outcome(ctx context.Context, log zerolog.Logger, id string) error {
+	b := c.b
+	r, err := b.st.GetRequest(ctx, id)
+	if err != nil {
+		return fmt.Errorf("bot: get request %s: %w", id, err)
+	}
+	if r.Card.IsZero() {
+		return nil
+	}
+	s, err := b.st.GetSession(ctx, r.SessionID)
+	if err != nil {
+		return fmt.Errorf("bot: get session %s: %w", r.SessionID, err)
+	}
+	log = log.With().Str("channel", r.Card.Channel).Logger()
+	r = b.shown(r)
+	card := renderCard(r, s)
+	var shown atomic.Bool
+	err = b.awaitWrite(log, b.out.updatePending(log, laneCard, r.Card, card.msg), func(pr opResult) error {
+		if pr.err != nil {
+			return pr.err
+		}
+		shown.Store(true)
+		c.attachRan(ctx, log, r, s, card)
+		b.refreshStatusOf(ctx, s, statusKeep)
+		return nil
+	})
+	if err == nil && !shown.Load() {
+		return errOutcomeNotShown
+	}
+	return err
+}
+
+// editedClaimTTL outlasts every redelivery of a settled event, so the
+// input a person edited is attached to the thread once.
+const editedClaimTTL = 24 * time.Hour
+
+// attachRan puts in the thread what a settled card could only summarise:
+// the input a person edited before approving (what ran). Claimed through
+// the store (FirstSeen("edited:"+id)), so a redelivery or another replica
+// does not attach it twice.
+func (c *cards) attachRan(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, card renderedCard) {
+	if card.fullInput == "" {
+		return
+	}
+	first, err := c.b.st.FirstSeen(ctx, "edited:"+r.ID, editedClaimTTL)
+	if err != nil || !first {
+		if err != nil {
+			log.Warn().Err(err).Msg("claim the edited input's attachment")
+		}
+		return
+	}
+	name := cmp.Or(card.fullInputName, "edited-input-"+r.ID+".json")
+	if err := c.b.out.Upload(ctx, log, s.Thread.Channel, s.Thread.TS, name, "What ran: the edited input of "+r.ToolName, card.fullInput); err != nil {
+		log.Error().Err(err).Msg("upload the edited input")
+	}
+}
+
+// adopt records ref, the message a person clicked, as request id's card
+// when the store has none (SetCard): its poster died between Slack taking
+// it and SetCard, or the store was down then. Only the bot's own card
+// carries a request's buttons, so the message clicked is the card. Without
+// the record the outcome would never reach it, and the reconciler would
+// post a second card. It returns the card as recorded (zero when the store
+// refused).
+func (c *cards) adopt(ctx context.Context, log zerolog.Logger, id string, ref store.MessageRef) store.MessageRef {
+	if _, err := c.b.st.SetCard(ctx, id, ref); err != nil {
+		log.Warn().Err(err).Msg("adopt the clicked card as the request's")
+		return store.MessageRef{}
+	}
+	log.Info().Str("card_ts", ref.TS).Msg("card posted by a bot that did not record it; adopted at the click")
+	return ref
+}
+
+// decided brings the card at ref up to date once r is settled, for a
+// person who clicked an old version of it (or whose outcome edit was
+// lost), and waits for Slack. Store: GetSession. Failures are logged: the
+// person has been told who decided.
+func (c *cards) decided(ctx context.Context, log zerolog.Logger, r store.Request, ref store.MessageRef) {
+	if r.Decision == nil || ref.IsZero() {
+		return
+	}
+	s, err := c.b.st.GetSession(ctx, r.SessionID)
+	if err != nil {
+		log.Warn().Err(err).Msg("refresh card: get session")
+		return
+	}
+	if err := c.b.out.Update(ctx, log, ref, renderCard(c.b.shown(r), s).msg); err != nil {
+		log.Warn().Err(err).Msg("refresh card")
+	}
+}
+
+// Slack has no idempotent chat.postMessage: a post whose answer was lost
+// (a timeout, a dropped connection, a 5xx after Slack acted) may be in the
+// thread, and so may a card whose bot died between Slack taking it and
+// SetCard. Where a card may be there without the store knowing (a retried
+// post, a lost card), find reads the thread (conversations.replies, which
+// the *:history scopes allow) for a message of the bot's own carrying the
+// request's buttons; never on the usual path.
+
+// maxFindPages bounds the thread pages one look reads (200 messages each).
+const maxFindPages = 5
+
+// find returns the ts of the bot's card for request id in s's thread, if
+// the thread holds one.
+func (c *cards) find(ctx context.Context, s store.Session, id string) (string, bool, error) {
+	params := &slack.GetConversationRepliesParameters{ChannelID: s.Thread.Channel, Timestamp: s.Thread.TS, Limit: 200}
+	for range maxFindPages {
+		msgs, more, next, err := c.b.api.GetConversationRepliesContext(ctx, params)
+		if slackErrCode(err) == "thread_not_found" {
+			return "", false, nil // nothing there, so no card either
+		}
+		if err != nil {
+			return "", false, fmt.Errorf("bot: read thread %s/%s: %w", s.Thread.Channel, s.Thread.TS, err)
+		}
+		for _, m := range msgs {
+			if m.User == c.b.botUserID && cardOf(m.Blocks) == id {
+				return m.Timestamp, true, nil
+			}
+		}
+		if !more || next == "" {
+			break
+		}
+		params.Cursor = next
+	}
+	return "", false, nil
+}
+
+// inThread is find for a lost card. A thread that cannot be read now
+// (Slack unreachable) is an error: the next pass tries again rather than
+// risk a second card. One Slack refuses to show (a permanent error) is
+// logged and reported as no card, so the card is posted.
+func (c *cards) inThread(ctx context.Context, log zerolog.Logger, s store.Session, id string) (string, bool, error) {
+	ts, found, err := c.find(ctx, s, id)
+	switch {
+	case err != nil && permanent(err):
+		log.Warn().Err(err).Msg("reconcile: cannot read the thread for a card posted before; posting one")
+		return "", false, nil
+	case err != nil:
+		return "", false, err
+	case found:
+		log.Info().Str("card_ts", ts).Msg("reconcile: the card is in the thread already; recording it")
+	}
+	return ts, found, nil
+}
+
+// cardOf is the request whose buttons the blocks carry ("" when none).
+func cardOf(bs slack.Blocks) string {
+	for _, bl := range bs.BlockSet {
+		var els []slack.BlockElement
+		switch bl := bl.(type) {
+		case *slack.ActionBlock:
+			if bl.Elements != nil {
+				els = bl.Elements.ElementSet
+			}
+		case *slack.SectionBlock:
+			if bl.Accessory != nil && bl.Accessory.ButtonElement != nil {
+				els = []slack.BlockElement{bl.Accessory.ButtonElement}
+			}
+		}
+		for _, el := range els {
+			btn, ok := el.(*slack.ButtonBlockElement)
+			if !ok {
+				continue
+			}
+			if a, ok := blocks.ParseAction(&slack.BlockAction{ActionID: btn.ActionID, Value: btn.Value}); ok && a.RequestID != "" {
+				return a.RequestID
+			}
+		}
+	}
+	return ""
+}
+
+// slackErrCode is Slack's short error code when there is one.
+func slackErrCode(err error) string {
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) {
+		return se.Err
+	}
+	return "error"
+}
