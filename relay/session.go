@@ -49,8 +49,10 @@ func (w *Worker) session(ctx context.Context, sl, victim *slot, log zerolog.Logg
 	if r := w.vetSession(sl.id, sess); r != nil {
 		return w.refuseSession(ctx, sl.id, sess, r, log)
 	}
-	if !w.admitInput(ctx, sl.id, in, nil, log) {
-		return sessionEnd{} // inputs queued behind it make the session ready again
+	if refusal := w.refuseInput(ctx, sl.id, in, nil, log); refusal != nil {
+		// Told once the session is handed back; inputs queued behind it
+		// make it ready again.
+		return sessionEnd{last: refusal}
 	}
 	if in.Control != "" {
 		// Nothing runs here to act on, and starting claude just to stop it

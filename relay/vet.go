@@ -138,17 +138,27 @@ func (w *Worker) refuseSession(ctx context.Context, id string, sess store.Sessio
 // delivered. One that may not is dropped: not delivered, not put back,
 // logged, audited and told in the thread.
 func (w *Worker) admitInput(ctx context.Context, sessionID string, in store.Input, delivered map[string]bool, log zerolog.Logger) bool {
+	refusal := w.refuseInput(ctx, sessionID, in, delivered, log)
+	if refusal == nil {
+		return true
+	}
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	w.publish(pctx, sessionID, *refusal, log)
+	return false
+}
+
+// refuseInput logs and audits in when it may not be delivered, and
+// returns the event that tells the thread so; nil when in may go.
+func (w *Worker) refuseInput(ctx context.Context, sessionID string, in store.Input, delivered map[string]bool, log zerolog.Logger) *store.Event {
 	r := w.vetInput(sessionID, in, delivered)
 	if r == nil {
-		return true
+		return nil
 	}
 	log.Error().Err(r.err).Str("input_id", claimed(in.ID)).Str("claimed_by", claimed(in.User)).Msg("refusing a queued input")
 	w.audit(ctx, store.AuditEntry{Action: store.AuditInputRefused, SessionID: sessionID, By: claimed(in.User),
 		Message: fmt.Sprintf("input %q: %s: %v", claimed(in.ID), r.why, r.err)}, log)
-	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	w.publish(pctx, sessionID, store.Event{Type: store.EventRefused, Text: RefusedInput(in.Control != "", r.why)}, log)
-	return false
+	return &store.Event{Type: store.EventRefused, Text: RefusedInput(in.Control != "", r.why)}
 }
 
 // claimed bounds what a refused record says of itself before it reaches
