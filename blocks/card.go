@@ -80,24 +80,6 @@ type card struct {
 	flags    []string // warnings under the headline
 	short    []string // the same warnings for the notification text
 	said     string   // Claude's own words about the request, for the context line
-	acts     map[string]act
-}
-
-// act is toolAct for the card's tool on input. The lead, the body and the
-// fallback each word the act, so each input is decoded and split into
-// steps once a card.
-func (c *card) act(input json.RawMessage) act {
-	if a, ok := c.acts[string(input)]; ok {
-		return a
-	}
-	r := c.r
-	r.Input = input
-	a := toolAct(r, c.s.WorkDir)
-	if c.acts == nil {
-		c.acts = map[string]act{}
-	}
-	c.acts[string(input)] = a
-	return a
 }
 
 func (c *card) render() {
@@ -142,7 +124,7 @@ func (c *card) headline() string {
 	if c.r.Kind != store.KindTool {
 		return headline(c.r)
 	}
-	a := c.act(c.r.Input)
+	a := toolAct(c.r, c.s.WorkDir)
 	return "Claude wants to " + a.verb + " " + a.object
 }
 
@@ -153,12 +135,12 @@ func (c *card) ran() string {
 	if c.r.Kind != store.KindTool {
 		return ""
 	}
-	applied := c.r.Input
+	applied := c.r
 	edited := d.Outcome == store.OutcomeAllow && len(d.UpdatedInput) > 0
 	if edited {
-		applied = maskJSON(d.UpdatedInput)
+		applied.Input = maskJSON(d.UpdatedInput)
 	}
-	a := c.act(applied)
+	a := toolAct(applied, c.s.WorkDir)
 	if withdrawnFor(d) {
 		return a.object
 	}
