@@ -249,39 +249,3 @@ func TestScriptsComeBackAfterAFlush(t *testing.T) {
 		})
 	}
 }
-
-// countHook counts the commands a client sends, by name, pipelined or not.
-type countHook struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (h *countHook) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (h *countHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		h.add(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (h *countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, c := range cmds {
-			h.add(c)
-		}
-		return next(ctx, cmds)
-	}
-}
-
-func (h *countHook) add(cmd redis.Cmder) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.n[cmd.Name()]++
-}
-
-func (h *countHook) count(name string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.n[name]
-}
