@@ -261,25 +261,16 @@ func (s *Store) CreateRequest(ctx context.Context, r store.Request) error {
 
 // createIndexed puts a new request into the pending indexes and then
 // stores it (the createRequest script, whose reply it returns): the
-// indexes first, so no request is ever stored unindexed (keys.go). One
-// server runs a connection's commands in the order sent, so there the
-// three go in one pipeline, one round trip; a cluster's pipeline runs on
-// several nodes at once, so there the script waits for the indexes. The
-// pipeline also reads the request's session (nil when it has none), whose
-// thread its audit entries carry.
+// indexes first, so no request is ever stored unindexed (keys.go). The
+// script's pipeline also reads the request's session (nil when it has
+// none), whose thread its audit entries carry.
 func (s *Store) createIndexed(ctx context.Context, r store.Request, bodyJSON []byte, cardJSON string) (int64, []byte, error) {
-	_, cluster := s.rdb.(*redis.ClusterClient)
-	if cluster {
-		if err := s.indexPending(ctx, r.ID, r.SessionID); err != nil {
-			return 0, nil, err
-		}
+	if err := s.indexPending(ctx, r.ID, r.SessionID); err != nil {
+		return 0, nil, err
 	}
 	var created *redis.Cmd
 	var sess *redis.StringCmd
 	err := s.pipelineScripts(ctx, func(pipe redis.Pipeliner) error {
-		if !cluster {
-			s.indexPendingIn(ctx, pipe, r.ID, r.SessionID)
-		}
 		sess = pipe.Get(ctx, s.keys.session(r.SessionID))
 		var err error
 		created, err = s.runIn(ctx, pipe, createRequest, []string{s.keys.request(r.ID)},
