@@ -68,7 +68,7 @@ test-cli-197:
 # and audit-line renderers (never over Slack's limits, never an unescaped mention or an
 # invisible character), the Slack payload decoders, and the policy file's
 # shell reader (an allow match means every part matched) and parser.
-FUZZ_TARGETS := relay:FuzzDecodeLine blocks:FuzzCard blocks:FuzzEventLine blocks:FuzzAuditLine blocks:FuzzDecodeBlockActions blocks:FuzzDecodeViewSubmission blocks:FuzzMaskSecrets bot/policy:FuzzShell bot/policy:FuzzParse
+FUZZ_TARGETS := relay:FuzzDecodeLine blocks:FuzzCard blocks:FuzzEventLine blocks:FuzzAuditLine blocks:FuzzDecodeBlockActions blocks:FuzzDecodeViewSubmission blocks:FuzzVisible bot/policy:FuzzShell bot/policy:FuzzParse
 fuzz:
 	for t in $(FUZZ_TARGETS); do \
 		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) ./$${t%%:*} || exit 1; \

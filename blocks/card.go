@@ -91,24 +91,6 @@ type card struct {
 	flags    []string // warnings under the headline
 	short    []string // the same warnings for the notification text
 	said     string   // Claude's own words about the request, for the context line
-	acts     map[string]act
-}
-
-// act is toolAct for the card's tool on input. The lead, the body and the
-// fallback each word the act, so each input is decoded and split into
-// steps once a card.
-func (c *card) act(input json.RawMessage) act {
-	if a, ok := c.acts[string(input)]; ok {
-		return a
-	}
-	r := c.req
-	r.Input = input
-	a := toolAct(r, c.sess.WorkDir)
-	if c.acts == nil {
-		c.acts = map[string]act{}
-	}
-	c.acts[string(input)] = a
-	return a
 }
 
 func (c *card) render() {
@@ -152,7 +134,7 @@ func (c *card) headline() string {
 	if c.req.Kind != store.KindTool {
 		return headline(c.req)
 	}
-	a := c.act(c.req.Input)
+	a := toolAct(c.req, c.sess.WorkDir)
 	return "Claude wants to " + a.verb + " " + a.object
 }
 
@@ -163,12 +145,12 @@ func (c *card) ran() string {
 	if c.req.Kind != store.KindTool {
 		return ""
 	}
-	applied := c.req.Input
+	applied := c.req
 	edited := d.Outcome == store.OutcomeAllow && len(d.UpdatedInput) > 0
 	if edited {
-		applied = maskJSON(d.UpdatedInput)
+		applied.Input = maskJSON(d.UpdatedInput)
 	}
-	a := c.act(applied)
+	a := toolAct(applied, c.sess.WorkDir)
 	if withdrawnFor(d) {
 		return a.object
 	}

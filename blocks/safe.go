@@ -75,22 +75,12 @@ func visibleForm(r rune) string { return fmt.Sprintf("%s%04X⟧", invisibleMark,
 
 // hasInvisible reports whether s holds a character visible() would escape.
 func hasInvisible(s string) bool {
-	// Printable ASCII, newline and tab are never invisible: most text is
-	// only those, and a byte test is far cheaper than invisible's tables.
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; (c < ' ' && c != '\n' && c != '\t') || c >= 0x7f {
-			prev := rune(0)
-			if i > 0 {
-				prev = rune(s[i-1]) // ASCII: every byte before i is
-			}
-			for _, r := range s[i:] {
-				if hidden(prev, r) {
-					return true
-				}
-				prev = r
-			}
-			return false
+	prev := rune(0)
+	for _, r := range s {
+		if hidden(prev, r) {
+			return true
 		}
+		prev = r
 	}
 	return false
 }
@@ -123,122 +113,34 @@ const shellMeta = "\\s\"'<>;|&$()`\\\\{}\\[\\],*?!#"
 // before the secret (a recognisable prefix) and replaces the secret group
 // with the mask; the order matters (sk-ant- before sk-).
 var secretRules = []struct {
-	// may reports whether the regexp could match s: a cheap necessary
-	// condition (the literal every match holds), so the regexps, which
-	// cost tens of microseconds a string, run only on text that might
-	// hold a secret. It must never say no to a string the regexp matches.
-	may  func(s string) bool
 	re   *regexp.Regexp
 	keep string // replacement: the kept groups around the mask
 }{
 	// A PEM private key: only lines of base64 (or the two PEM header
 	// lines) between the markers, so a command line cannot hide inside.
-	{anyOf("PRIVATE KEY-----"), regexp.MustCompile(`(-----BEGIN [A-Z0-9 ]{0,30}PRIVATE KEY-----)(?:(?:\\r|\r)?(?:\\n|\n)(?:[A-Za-z0-9+/=]{1,80}|Proc-Type: [0-9A-Z,]+|DEK-Info: [A-Z0-9,-]+)?){2,}?((?:\\r|\r)?(?:\\n|\n)-----END [A-Z0-9 ]{0,30}PRIVATE KEY-----)`), "${1}" + mask + "${2}"},
-	{anyOf("AKIA", "ASIA", "AIDA", "AROA", "AIPA", "ANPA", "ANVA", "AGPA"), regexp.MustCompile(`\b((?:AKIA|ASIA|AIDA|AROA|AIPA|ANPA|ANVA|AGPA))[A-Z0-9]{16}\b`), "${1}" + mask},
-	{anyOf("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), regexp.MustCompile(`\b(gh[pousr]_)[A-Za-z0-9]{20,}`), "${1}" + mask},
-	{anyOf("github_pat_"), regexp.MustCompile(`\b(github_pat_)[A-Za-z0-9_]{20,}`), "${1}" + mask},
-	{anyOf("xox", "xapp-"), regexp.MustCompile(`\b(xox[abposre]-|xapp-)[A-Za-z0-9-]{8,}`), "${1}" + mask},
-	{anyOf("sk-ant-"), regexp.MustCompile(`\b(sk-ant-)[A-Za-z0-9_-]{8,}`), "${1}" + mask},
-	{anyOf("sk-"), regexp.MustCompile(`\b(sk-(?:proj-|svcacct-)?)[A-Za-z0-9_-]{20,}`), "${1}" + mask},
+	{regexp.MustCompile(`(-----BEGIN [A-Z0-9 ]{0,30}PRIVATE KEY-----)(?:(?:\\r|\r)?(?:\\n|\n)(?:[A-Za-z0-9+/=]{1,80}|Proc-Type: [0-9A-Z,]+|DEK-Info: [A-Z0-9,-]+)?){2,}?((?:\\r|\r)?(?:\\n|\n)-----END [A-Z0-9 ]{0,30}PRIVATE KEY-----)`), "${1}" + mask + "${2}"},
+	{regexp.MustCompile(`\b((?:AKIA|ASIA|AIDA|AROA|AIPA|ANPA|ANVA|AGPA))[A-Z0-9]{16}\b`), "${1}" + mask},
+	{regexp.MustCompile(`\b(gh[pousr]_)[A-Za-z0-9]{20,}`), "${1}" + mask},
+	{regexp.MustCompile(`\b(github_pat_)[A-Za-z0-9_]{20,}`), "${1}" + mask},
+	{regexp.MustCompile(`\b(xox[abposre]-|xapp-)[A-Za-z0-9-]{8,}`), "${1}" + mask},
+	{regexp.MustCompile(`\b(sk-ant-)[A-Za-z0-9_-]{8,}`), "${1}" + mask},
+	{regexp.MustCompile(`\b(sk-(?:proj-|svcacct-)?)[A-Za-z0-9_-]{20,}`), "${1}" + mask},
 	// Authorization: <scheme> <credentials>, or a bare credential long
 	// enough not to be a scheme word (so masking twice changes nothing).
-	{assigned("authorization"), regexp.MustCompile(`(?i)\b(authorization"?\s*[:=]\s*"?[a-z]+ )[A-Za-z0-9._~+/=-]{4,}`), "${1}" + mask},
-	{assigned("authorization"), regexp.MustCompile(`(?i)\b(authorization"?\s*[:=]\s*"?)[A-Za-z0-9._~+/=-]{12,}`), "${1}" + mask},
-	{anyFold("bearer ", "basic "), regexp.MustCompile(`(?i)\b((?:bearer|basic) )[A-Za-z0-9._~+/=-]{8,}`), "${1}" + mask},
+	{regexp.MustCompile(`(?i)\b(authorization"?\s*[:=]\s*"?[a-z]+ )[A-Za-z0-9._~+/=-]{4,}`), "${1}" + mask},
+	{regexp.MustCompile(`(?i)\b(authorization"?\s*[:=]\s*"?)[A-Za-z0-9._~+/=-]{12,}`), "${1}" + mask},
+	{regexp.MustCompile(`(?i)\b((?:bearer|basic) )[A-Za-z0-9._~+/=-]{8,}`), "${1}" + mask},
 	// scheme://user:password@host
-	{allOf("://", "@"), regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]{0,20}://[^` + shellMeta + `/:@]{1,200}:)[^` + shellMeta + `/@]{1,200}(@)`), "${1}" + mask + "${2}"},
+	{regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]{0,20}://[^` + shellMeta + `/:@]{1,200}:)[^` + shellMeta + `/@]{1,200}(@)`), "${1}" + mask + "${2}"},
 	// NAME_TOKEN=…, *_SECRET=…, *_KEY=…, PASSWORD=… (also "NAME_TOKEN": "…")
-	{assigned("token", "secret", "key", "passw", "pwd", "credential"), regexp.MustCompile(`(?i)\b((?:(?:[a-z0-9]+_)+(?:token|secret|key|password|passwd|pwd|credentials?)|token|secret|password|passwd|apikey)"?\s*[=:]\s*["']?)[^` + shellMeta + `:]{1,500}`), "${1}" + mask},
-}
-
-// anyOf: a match holds one of words.
-func anyOf(words ...string) func(string) bool {
-	return func(s string) bool {
-		for _, w := range words {
-			if strings.Contains(s, w) {
-				return true
-			}
-		}
-		return false
-	}
-}
-
-// allOf: a match holds every one of words.
-func allOf(words ...string) func(string) bool {
-	return func(s string) bool {
-		for _, w := range words {
-			if !strings.Contains(s, w) {
-				return false
-			}
-		}
-		return true
-	}
-}
-
-// anyFold: a (?i) match holds one of words (lower-case ASCII) in some
-// case. Unicode folds two ASCII letters beyond ASCII (k with the Kelvin
-// sign, s with the long s): text holding either goes to the regexp.
-func anyFold(words ...string) func(string) bool {
-	return func(s string) bool {
-		for _, w := range words {
-			if containsFold(s, w) {
-				return true
-			}
-		}
-		return strings.Contains(s, "\u212a") || strings.Contains(s, "\u017f")
-	}
-}
-
-// assigned: a (?i) match holds one of words in some case, and an = or a :.
-func assigned(words ...string) func(string) bool {
-	fold := anyFold(words...)
-	return func(s string) bool { return strings.ContainsAny(s, "=:") && fold(s) }
-}
-
-// containsFold reports whether s holds word (lower-case ASCII) ignoring
-// ASCII case.
-func containsFold(s, word string) bool {
-	return indexFold(s, word, word[0]) || indexFold(s, word, word[0]-'a'+'A')
-}
-
-// indexFold reports whether s holds word, ignoring ASCII case, at a byte
-// first (word's first letter in one case): IndexByte finds the candidates.
-func indexFold(s, word string, first byte) bool {
-	for i := 0; len(s)-i >= len(word); i++ {
-		j := strings.IndexByte(s[i:], first)
-		if j < 0 || len(s)-i-j < len(word) {
-			return false
-		}
-		i += j
-		if asciiEqualFold(s[i+1:i+len(word)], word[1:]) {
-			return true
-		}
-	}
-	return false
-}
-
-// asciiEqualFold reports whether s equals word (lower-case ASCII letters
-// and punctuation) ignoring the case of ASCII letters.
-func asciiEqualFold(s, word string) bool {
-	for i := range len(word) {
-		c := s[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != word[i] {
-			return false
-		}
-	}
-	return true
+	{regexp.MustCompile(`(?i)\b((?:(?:[a-z0-9]+_)+(?:token|secret|key|password|passwd|pwd|credentials?)|token|secret|password|passwd|apikey)"?\s*[=:]\s*["']?)[^` + shellMeta + `:]{1,500}`), "${1}" + mask},
 }
 
 // maskSecrets masks every secret of a known shape in s; the result is for
 // display only.
 func maskSecrets(s string) string {
 	for _, rule := range secretRules {
-		if rule.may(s) {
-			s = rule.re.ReplaceAllString(s, rule.keep)
-		}
+		s = rule.re.ReplaceAllString(s, rule.keep)
 	}
 	return s
 }
@@ -253,9 +155,6 @@ func maskJSON(raw json.RawMessage) json.RawMessage {
 	}
 	s := string(raw)
 	for _, rule := range secretRules {
-		if !rule.may(s) {
-			continue
-		}
 		if m := rule.re.ReplaceAllString(s, rule.keep); m != s && json.Valid([]byte(m)) {
 			s = m
 		}

@@ -356,7 +356,21 @@ func (f *Fake) deliverSocket(ctx context.Context, d delivery) (json.RawMessage, 
 		if err != nil {
 			return nil, err
 		}
-		if err := c.write(websocket.TextMessage, envelopeFrame(env.id, d, attempt)); err != nil {
+		frame := map[string]any{
+			"envelope_id":              env.id,
+			"type":                     d.typ,
+			"payload":                  json.RawMessage(d.payload),
+			"accepts_response_payload": d.typ != TypeEventsAPI,
+		}
+		if d.typ == TypeEventsAPI {
+			frame["retry_attempt"] = d.retryNum + attempt
+			frame["retry_reason"] = d.retryReason
+		}
+		data, err := json.Marshal(frame)
+		if err != nil {
+			return nil, fmt.Errorf("fakeslack: encode envelope: %w", err)
+		}
+		if err := c.write(websocket.TextMessage, data); err != nil {
 			c.close() // its reader unregisters it; the next attempt waits for a new connection
 			continue
 		}
@@ -378,41 +392,6 @@ func (f *Fake) deliverSocket(ctx context.Context, d delivery) (json.RawMessage, 
 			return nil, fmt.Errorf("fakeslack: %s envelope %s: fake closed", d.typ, env.id)
 		}
 	}
-}
-
-// envelopeFrame is the Socket Mode frame carrying d: what json.Marshal
-// makes of the map {envelope_id, type, payload, accepts_response_payload,
-// and for events retry_attempt and retry_reason}, keys sorted, written
-// out. Every payload is json.Marshal's own output, compact and escaped, so
-// Marshal would only have scanned it and copied it again, which for a
-// block_actions payload holding the whole message is most of the frame.
-func envelopeFrame(id string, d delivery, attempt int) []byte {
-	payload := d.payload
-	if len(payload) == 0 {
-		payload = []byte("null")
-	}
-	b := make([]byte, 0, len(payload)+192)
-	b = append(b, `{"accepts_response_payload":`...)
-	b = strconv.AppendBool(b, d.typ != TypeEventsAPI)
-	b = append(b, `,"envelope_id":`...)
-	b = appendJSONString(b, id)
-	b = append(b, `,"payload":`...)
-	b = append(b, payload...)
-	if d.typ == TypeEventsAPI {
-		b = append(b, `,"retry_attempt":`...)
-		b = strconv.AppendInt(b, int64(d.retryNum+attempt), 10)
-		b = append(b, `,"retry_reason":`...)
-		b = appendJSONString(b, d.retryReason)
-	}
-	b = append(b, `,"type":`...)
-	b = appendJSONString(b, d.typ)
-	return append(b, '}')
-}
-
-// appendJSONString appends s as json.Marshal writes a string.
-func appendJSONString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string always marshals
-	return append(b, q...)
 }
 
 func (f *Fake) deliverHTTP(ctx context.Context, target, secret string, d delivery) (json.RawMessage, error) {

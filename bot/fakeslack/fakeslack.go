@@ -187,16 +187,6 @@ type channel struct {
 	im       bool
 	user     string // the person of a DM channel
 	messages []*Message
-	byTS     map[string]*Message // the same messages, for the lookups of every update and click
-}
-
-// add appends a message (its ts is new: tsLocked never repeats one).
-func (c *channel) add(m *Message) {
-	if c.byTS == nil {
-		c.byTS = map[string]*Message{}
-	}
-	c.messages = append(c.messages, m)
-	c.byTS[m.TS] = m
 }
 
 type trigger struct {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -34,51 +33,6 @@ type Message struct {
 	Ephemeral bool
 	Recipient string // who sees an ephemeral message
 	Files     []File
-
-	// tree is RawBlocks decoded, shared by every copy of this version of
-	// the message: the load run reads each card's texts and buttons and
-	// clicks it, and each of those decoded the blocks again.
-	tree *blockTree
-}
-
-// blockTree is a message's blocks decoded as plain JSON values, once, on
-// first use. What it holds is never modified: readers share it.
-type blockTree struct {
-	raw       json.RawMessage // what it decodes; a copy whose RawBlocks was replaced does not use it
-	once      sync.Once
-	list      []any
-	textsOnce sync.Once
-	texts     []string
-}
-
-func newBlockTree(raw json.RawMessage) *blockTree {
-	if len(raw) == 0 {
-		return nil
-	}
-	return &blockTree{raw: raw}
-}
-
-// decoded returns the decoded blocks of m's RawBlocks, from the shared tree
-// when it was built from them.
-func (m *Message) decoded() *blockTree {
-	t := m.tree
-	if t == nil || len(t.raw) != len(m.RawBlocks) || len(t.raw) > 0 && &t.raw[0] != &m.RawBlocks[0] {
-		t = &blockTree{raw: m.RawBlocks}
-	}
-	t.once.Do(func() { t.list, _ = decodeAny(t.raw).([]any) })
-	return t
-}
-
-// textList is every "text" string of the blocks (see texts).
-func (t *blockTree) textList() []string {
-	t.textsOnce.Do(func() {
-		if t.list != nil {
-			t.texts = textsOf(t.list)
-		} else {
-			t.texts = texts(t.raw) // not a list of blocks: walk whatever it is, as texts does
-		}
-	})
-	return t.texts
 }
 
 // Ref returns the message's channel and ts.
@@ -88,19 +42,18 @@ func (m Message) Ref() MessageRef { return MessageRef{Channel: m.Channel, TS: m.
 func (m Message) FromBot() bool { return m.BotID != "" }
 
 // Buttons returns the visible labels of every button in the message, in order.
-func (m Message) Buttons() []string { return labelsOf(m.decoded().list) }
+func (m Message) Buttons() []string { return buttonLabels(m.RawBlocks) }
 
 // HasText reports whether substr occurs in the text or in any text of the
 // blocks (sections, fields, context, headers, buttons, options, rich text).
 func (m Message) HasText(substr string) bool {
-	return strings.Contains(m.Text, substr) ||
-		slices.ContainsFunc(m.decoded().textList(), func(s string) bool { return strings.Contains(s, substr) })
+	return strings.Contains(m.Text, substr) || blocksContain(m.RawBlocks, substr)
 }
 
 // AllText is the text and every block text, one per line; handy in failure
 // messages.
 func (m Message) AllText() string {
-	return strings.Join(append([]string{m.Text}, m.decoded().textList()...), "\n")
+	return strings.Join(append([]string{m.Text}, texts(m.RawBlocks)...), "\n")
 }
 
 func (m *Message) clone() Message {
@@ -344,7 +297,12 @@ func (f *Fake) messageLocked(channel, ts string) *Message {
 	if !ok {
 		return nil
 	}
-	return c.byTS[ts]
+	for _, m := range c.messages {
+		if m.TS == ts {
+			return m
+		}
+	}
+	return nil
 }
 
 // walk calls fn for every JSON object inside raw, depth first.
@@ -383,11 +341,9 @@ func decodeAny(raw json.RawMessage) any {
 }
 
 // texts collects every "text" string in raw (text objects and rich text).
-func texts(raw json.RawMessage) []string { return textsOf(decodeAny(raw)) }
-
-func textsOf(x any) []string {
+func texts(raw json.RawMessage) []string {
 	var out []string
-	walk(x, func(o map[string]any) {
+	walk(decodeAny(raw), func(o map[string]any) {
 		if s, ok := o["text"].(string); ok {
 			out = append(out, s)
 		}
@@ -433,10 +389,6 @@ func textOf(x any) string {
 
 func buttonLabels(raw json.RawMessage) []string {
 	list, _ := decodeAny(raw).([]any)
-	return labelsOf(list)
-}
-
-func labelsOf(list []any) []string {
 	var out []string
 	elements(list, func(_ string, el map[string]any) {
 		if el["type"] == "button" {

@@ -65,7 +65,7 @@ func mentionsBot(text string) bool { return strings.Contains(text, "<@"+BotUserI
 func (f *Fake) postAsPersonLocked(user string, c *channel, threadTS, text string) (string, [][]byte) {
 	u := f.users[user]
 	m := &Message{Channel: c.id, TS: f.tsLocked(), ThreadTS: threadTS, User: user, Text: text, Posted: f.now()}
-	c.add(m)
+	c.messages = append(c.messages, m)
 	f.notifyLocked()
 	clientMsgID := fmt.Sprintf("%08x-0000-4000-8000-%012x", f.nextLocked(), f.seq)
 	base := func(typ string) map[string]any {
@@ -238,7 +238,7 @@ func (f *Fake) showImmediateAnswer(user, channel string, ack json.RawMessage) er
 		if err != nil {
 			return reject(err)
 		}
-		c.add(m)
+		c.messages = append(c.messages, m)
 		return nil
 	}
 	m.Ephemeral, m.Recipient = true, user
@@ -270,7 +270,8 @@ func containerKey(ref MessageRef) string { return ref.Channel + "/" + ref.TS }
 // and checkboxes (initial values where they did not).
 func (f *Fake) stateLocked(user string, t target) map[string]any {
 	values := map[string]any{}
-	elements(t.msg.decoded().list, func(blockID string, el map[string]any) {
+	list, _ := decodeAny(t.msg.RawBlocks).([]any)
+	elements(list, func(blockID string, el map[string]any) {
 		typ, _ := el["type"].(string)
 		actionID, _ := el["action_id"].(string)
 		if !statefulTypes[typ] {
@@ -360,7 +361,8 @@ func (f *Fake) lockTarget(user string, ref MessageRef) (*User, target, []any, er
 		f.mu.Unlock()
 		return nil, target{}, nil, err
 	}
-	return u, t, t.msg.decoded().list, nil
+	list, _ := decodeAny(t.msg.RawBlocks).([]any)
+	return u, t, list, nil
 }
 
 // Click presses the button labelled label in the current version of the

@@ -105,17 +105,9 @@ func bearer(r *http.Request, p params) string {
 	return p.get("token")
 }
 
-// readBody is io.ReadAll of the body into a buffer of the size the
-// request declares, instead of one grown from 512 bytes.
-func readBody(r *http.Request) ([]byte, error) {
-	buf := bytes.NewBuffer(make([]byte, 0, max(r.ContentLength, 0)+bytes.MinRead))
-	_, err := buf.ReadFrom(r.Body)
-	return buf.Bytes(), err
-}
-
 func (f *Fake) serveAPI(w http.ResponseWriter, r *http.Request) {
 	method := strings.TrimPrefix(r.URL.Path, "/api/")
-	body, err := readBody(r)
+	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
@@ -144,9 +136,10 @@ func (f *Fake) serveAPI(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusTooManyRequests)
 		return
 	}
-	// What json.Encoder writes, with its length: a flushed answer of
-	// unknown length goes out chunked, and its closing chunk is one more
-	// write after the handler returns.
+	// What json.Encoder writes, with its length: flushed for OnMessage, an
+	// answer of unknown length goes out chunked, its closing chunk only
+	// after the hook, and a client that read the answer and closed the
+	// body meanwhile would lose its connection.
 	answer, _ := json.Marshal(out)
 	answer = append(answer, '\n')
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
@@ -204,13 +197,8 @@ func (f *Fake) handleCall(method string, r *http.Request, p params, perr error, 
 	} else {
 		res, err = f.dispatchLocked(method, bearer(r, p), p)
 	}
-	out := res // the method's answer (a map of its own), and "ok"
-	if err == nil {
-		if out == nil {
-			out = map[string]any{}
-		}
-		out["ok"] = true
-	} else {
+	out := map[string]any{"ok": true}
+	if err != nil {
 		var ae *apiError
 		if !errors.As(err, &ae) {
 			ae = &apiError{code: "internal_error", details: []string{err.Error()}}
@@ -232,6 +220,9 @@ func (f *Fake) handleCall(method string, r *http.Request, p params, perr error, 
 				f.tb.Errorf("fakeslack: rejected %s", rej)
 			}
 		}
+	}
+	for k, v := range res {
+		out[k] = v
 	}
 	f.calls = append(f.calls, call)
 	return out, -1
@@ -349,15 +340,14 @@ func (m *Message) wire() map[string]any {
 // decodeMessageBlocks parses the blocks argument and checks the message
 // against Slack's limits with the blocks package's validator.
 func decodeMessageBlocks(text, raw string) (json.RawMessage, []slack.Block, error) {
-	rb := json.RawMessage(raw) // one copy, decoded and kept
 	var bs slack.Blocks
-	if err := json.Unmarshal(rb, &bs); err != nil {
+	if err := json.Unmarshal([]byte(raw), &bs); err != nil {
 		return nil, nil, fail("invalid_blocks", "blocks: "+err.Error())
 	}
 	if err := blocks.ValidateMessage(text, bs.BlockSet); err != nil {
 		return nil, nil, fail("invalid_blocks", problems(err)...)
 	}
-	return rb, bs.BlockSet, nil
+	return json.RawMessage(raw), bs.BlockSet, nil
 }
 
 func problems(err error) []string {
@@ -408,7 +398,7 @@ func (f *Fake) buildMessage(p params, textLimit int) (*Message, error) {
 		if err != nil {
 			return nil, err
 		}
-		m.RawBlocks, m.Blocks, m.tree = rb, bs, newBlockTree(rb)
+		m.RawBlocks, m.Blocks = rb, bs
 	}
 	if text == "" && len(m.Blocks) == 0 {
 		return nil, fail("no_text")
@@ -427,7 +417,7 @@ func (f *Fake) postMessageLocked(p params) (map[string]any, error) {
 	}
 	m.Channel, m.TS, m.User, m.BotID = c.id, f.tsLocked(), BotUserID, BotID
 	m.ThreadTS = f.threadRootLocked(c.id, p.get("thread_ts"))
-	c.add(m)
+	c.messages = append(c.messages, m)
 	return map[string]any{"channel": c.id, "ts": m.TS, "message": m.wire()}, nil
 }
 
@@ -465,16 +455,12 @@ func (f *Fake) applyEditLocked(m *Message, text, rawBlocks string, hasBlocks boo
 			}
 		}
 	} else if len(rb) > 0 {
-		// The kept blocks, already decoded, checked with the new text.
-		if err := blocks.ValidateMessage(text, bs); err != nil {
-			return fail("invalid_blocks", problems(err)...)
+		if _, _, err := decodeMessageBlocks(text, string(rb)); err != nil {
+			return err
 		}
 	}
 	if text == "" && len(bs) == 0 {
 		return fail("no_text")
-	}
-	if hasBlocks {
-		m.tree = newBlockTree(rb)
 	}
 	m.Text, m.RawBlocks, m.Blocks = text, rb, bs
 	m.Updated++
@@ -540,7 +526,7 @@ func (f *Fake) completeUploadLocked(p params) (map[string]any, error) {
 	if c != nil {
 		m := &Message{Channel: c.id, TS: f.tsLocked(), User: BotUserID, BotID: BotID, Text: p.get("initial_comment"),
 			ThreadTS: f.threadRootLocked(c.id, p.get("thread_ts")), Posted: f.now(), Files: shared}
-		c.add(m)
+		c.messages = append(c.messages, m)
 	}
 	return map[string]any{"files": out}, nil
 }

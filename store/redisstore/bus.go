@@ -18,9 +18,9 @@ import (
 // batch is how many entries Consume reads per call.
 const batch = 32
 
-// ackTimeout bounds the acknowledgement sent after handlers returned (and
-// the hold of a failed entry); it runs even when the caller's ctx has just
-// ended, so finished work is not delivered again.
+// ackTimeout bounds the acknowledgement sent after a handler returned; it
+// runs even when the caller's ctx has just ended, so finished work is not
+// delivered again.
 const ackTimeout = 5 * time.Second
 
 // Publish implements store.Bus.
@@ -58,7 +58,7 @@ func (s *Store) Publish(ctx context.Context, e store.Event) (string, error) {
 //
 // An entry is acknowledged when fn returns nil, and also when it has been
 // delivered store.MaxDeliveries times, so a poisoned event cannot stall the
-// group; the entries of one round are acknowledged together (handleAll).
+// group.
 func (s *Store) Consume(ctx context.Context, group, consumer string, fn func(context.Context, store.Event) error) error {
 	if group == "" || consumer == "" {
 		return fmt.Errorf("redisstore: consume: group and consumer required: %w", store.ErrInvalid)
@@ -264,14 +264,6 @@ func (c *consumerLoop) readNew(ctx context.Context, block time.Duration) error {
 // waits (a bot waiting for Slack to take a write) holds up only its own
 // session's, not the whole batch. counts gives each entry's deliveries, at
 // least atLeast.
-//
-// The entries to acknowledge are acknowledged together, in one XACK once
-// every handler of the batch returned: one round trip per batch instead of
-// one per entry. A slow handler must not keep its siblings' finished
-// entries pending for long (a consumer dying then would have them handled
-// again, and past claimIdle another consumer takes them over), so once the
-// first entry is done, those done within ackLinger go out then, in one XACK,
-// and the rest at the end.
 func (c *consumerLoop) handleAll(ctx context.Context, msgs []redis.XMessage, counts map[string]int64, atLeast int64) error {
 	var order []string
 	bySession := map[string][]redis.XMessage{}
@@ -283,69 +275,18 @@ func (c *consumerLoop) handleAll(ctx context.Context, msgs []redis.XMessage, cou
 		bySession[sid] = append(bySession[sid], m)
 	}
 	errs := make([]error, len(order))
-	done := make(chan string, len(msgs)) // never blocks a handler
 	var wg sync.WaitGroup
 	for i, sid := range order {
 		wg.Go(func() {
 			for _, m := range bySession[sid] {
-				var ack bool
-				if ack, errs[i] = c.handle(ctx, m, max(counts[m.ID], atLeast)); errs[i] != nil {
+				if errs[i] = c.handle(ctx, m, max(counts[m.ID], atLeast)); errs[i] != nil {
 					return
-				}
-				if ack {
-					done <- m.ID
 				}
 			}
 		})
 	}
-	finished := make(chan struct{})
-	go func() { wg.Wait(); close(finished) }()
-	return errors.Join(c.ackAsDone(ctx, done, finished), errors.Join(errs...))
-}
-
-// ackLinger bounds how long an entry whose handler is done waits for its
-// batch's other handlers before it is acknowledged (see handleAll); a
-// quarter of claimIdle when that is shorter.
-const ackLinger = 250 * time.Millisecond
-
-// ackAsDone acknowledges the entry ids sent on done, batched as handleAll
-// says, until finished is closed (every sender has returned).
-func (c *consumerLoop) ackAsDone(ctx context.Context, done <-chan string, finished <-chan struct{}) error {
-	var ids []string
-	var errs []error
-	linger := time.NewTimer(time.Hour)
-	linger.Stop() // armed by the first id of each batch of acks
-	for {
-		select {
-		case id := <-done:
-			if len(ids) == 0 {
-				linger.Reset(min(ackLinger, c.st.cfg.claimIdle/4))
-			}
-			ids = append(ids, id)
-		case <-linger.C:
-			errs = append(errs, c.ack(ctx, ids))
-			ids = nil
-		case <-finished:
-			for len(done) > 0 {
-				ids = append(ids, <-done)
-			}
-			return errors.Join(append(errs, c.ack(ctx, ids))...)
-		}
-	}
-}
-
-// ack acknowledges ids in one XACK. It runs even when ctx has just ended,
-// so finished work is not delivered again.
-func (c *consumerLoop) ack(ctx context.Context, ids []string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackTimeout)
-	defer cancel()
-	if err := c.st.rdb.XAck(actx, c.st.keys.events(), c.group, ids...).Err(); err != nil {
-		return fmt.Errorf("redisstore: consume: ack %s: %w", strings.Join(ids, " "), err)
-	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // sessionOf reads the session an entry's event belongs to; "" for one
@@ -359,13 +300,12 @@ func sessionOf(m redis.XMessage) string {
 	return e.SessionID
 }
 
-// handle delivers one entry that has now been delivered `deliveries` times;
-// ack reports whether it is to be acknowledged: fn succeeded or the
-// deliveries are used up (handleAll acknowledges it with its batch). It
+// handle delivers one entry that has now been delivered `deliveries` times
+// and acknowledges it when fn succeeds or the deliveries are used up. It
 // returns only Redis errors; once ctx ends it stops delivering.
-func (c *consumerLoop) handle(ctx context.Context, m redis.XMessage, deliveries int64) (ack bool, err error) {
+func (c *consumerLoop) handle(ctx context.Context, m redis.XMessage, deliveries int64) error {
 	if ctx.Err() != nil {
-		return false, nil // left pending: delivered again later, here or elsewhere
+		return nil // left pending: delivered again later, here or elsewhere
 	}
 	raw, _ := m.Values["e"].(string)
 	var e store.Event
@@ -379,21 +319,24 @@ func (c *consumerLoop) handle(ctx context.Context, m redis.XMessage, deliveries 
 		e.ID = m.ID
 		failed = c.fn(ctx, e) != nil
 	}
-	if !failed || deliveries >= store.MaxDeliveries {
-		return true, nil
-	}
-	// Left pending for a later delivery. Its idle time counted from when
-	// it was handed out; claiming it again (JUSTID: the delivery count
-	// stays) restarts it now that fn has returned, the moment the
-	// redelivery delay is counted from.
-	c.ownPending.Store(true)
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ackTimeout)
 	defer cancel()
-	err = c.st.rdb.XClaimJustID(actx, &redis.XClaimArgs{
-		Stream: c.st.keys.events(), Group: c.group, Consumer: c.consumer, Messages: []string{m.ID},
-	}).Err()
-	if err != nil {
-		return false, fmt.Errorf("redisstore: consume: hold %s for redelivery: %w", m.ID, err)
+	if failed && deliveries < store.MaxDeliveries {
+		// Left pending for a later delivery. Its idle time counted from
+		// when it was handed out; claiming it again (JUSTID: the delivery
+		// count stays) restarts it now that fn has returned, the moment
+		// the redelivery delay is counted from.
+		c.ownPending.Store(true)
+		err := c.st.rdb.XClaimJustID(actx, &redis.XClaimArgs{
+			Stream: c.st.keys.events(), Group: c.group, Consumer: c.consumer, Messages: []string{m.ID},
+		}).Err()
+		if err != nil {
+			return fmt.Errorf("redisstore: consume: hold %s for redelivery: %w", m.ID, err)
+		}
+		return nil
 	}
-	return false, nil
+	if err := c.st.rdb.XAck(actx, c.st.keys.events(), c.group, m.ID).Err(); err != nil {
+		return fmt.Errorf("redisstore: consume: ack %s: %w", m.ID, err)
+	}
+	return nil
 }

@@ -10,16 +10,10 @@ import (
 // Waiters reports how many WaitDecision calls are registered, so tests can
 // act once a waiter is surely blocked.
 func Waiters(s *Store) int {
-	s.hubMu.Lock()
-	h := s.decisions
-	s.hubMu.Unlock()
-	if h == nil {
-		return 0 // nobody has waited yet
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
+	s.decisions.mu.Lock()
+	defer s.decisions.mu.Unlock()
 	n := 0
-	for _, set := range h.waiters {
+	for _, set := range s.decisions.waiters {
 		n += len(set)
 	}
 	return n

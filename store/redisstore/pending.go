@@ -158,18 +158,12 @@ func (s *Store) ListPending(ctx context.Context, sessionID string) ([]store.Requ
 
 // indexPending adds a request to the pending indexes (before it is stored).
 func (s *Store) indexPending(ctx context.Context, id, sessionID string) error {
+	score := indexScore()
 	pipe := s.rdb.Pipeline()
-	s.indexPendingIn(ctx, pipe, id, sessionID)
+	pipe.ZAddNX(ctx, s.keys.pendingOf(id), redis.Z{Score: score, Member: id})
+	pipe.ZAddNX(ctx, s.keys.sessionPending(sessionID), redis.Z{Score: score, Member: id})
 	if _, err := pipe.Exec(ctx); err != nil {
 		return fmt.Errorf("index: %w", err)
 	}
 	return nil
-}
-
-// indexPendingIn queues indexPending's writes in pipe. They add only what
-// is missing (NX), so sending them again is harmless.
-func (s *Store) indexPendingIn(ctx context.Context, pipe redis.Pipeliner, id, sessionID string) {
-	score := indexScore()
-	pipe.ZAddNX(ctx, s.keys.pendingOf(id), redis.Z{Score: score, Member: id})
-	pipe.ZAddNX(ctx, s.keys.sessionPending(sessionID), redis.Z{Score: score, Member: id})
 }

@@ -85,10 +85,7 @@ type Store struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	// decisions is subscribed by the first WaitDecision (a bot seldom
-	// waits: a Store that never does receives no decision it would drop).
-	hubMu     sync.Mutex
-	decisions *decisionHub   // nil until then
+	decisions *decisionHub
 	wg        sync.WaitGroup // the pub/sub listener
 
 	closeOnce sync.Once
@@ -130,6 +127,12 @@ func New(ctx context.Context, rawURL string, opts ...Option) (*Store, error) {
 	}
 	s := &Store{rdb: rdb, keys: newKeys(cfg.prefix), cfg: cfg}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.decisions, err = startDecisionHub(pctx, s)
+	if err != nil {
+		s.cancel()
+		_ = rdb.Close()
+		return nil, fmt.Errorf("redisstore: subscribe on %s: %w", masked, err)
+	}
 	return s, nil
 }
 
@@ -166,12 +169,7 @@ func MaskURL(rawURL string) string {
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		s.cancel()
-		var err error
-		s.hubMu.Lock()
-		if s.decisions != nil {
-			err = s.decisions.close()
-		}
-		s.hubMu.Unlock()
+		err := s.decisions.close()
 		s.wg.Wait()
 		s.closeErr = errors.Join(err, s.rdb.Close())
 		if s.closeErr != nil {
@@ -218,7 +216,7 @@ func (s *Store) backoff(ctx context.Context, d *time.Duration) error {
 // --- requests ---
 
 // CreateRequest implements store.Requests.
-func (s *Store) CreateRequest(ctx context.Context, r store.Request) (err error) {
+func (s *Store) CreateRequest(ctx context.Context, r store.Request) error {
 	if err := r.ValidateNew(); err != nil {
 		return fmt.Errorf("redisstore: create request %q: %w", r.ID, err)
 	}
@@ -238,17 +236,6 @@ func (s *Store) CreateRequest(ctx context.Context, r store.Request) (err error) 
 			return fmt.Errorf("redisstore: create request %s: %w", r.ID, err)
 		}
 		cardJSON = string(b)
-	}
-	// The worker creating a request waits for its decision next: a waiter
-	// registered before the request exists spares that wait its read.
-	// Without the subscription WaitDecision reads, as for any request.
-	if h, hubErr := s.hub(ctx); hubErr == nil {
-		drop := h.expect(r.ID)
-		defer func() {
-			if err != nil {
-				drop()
-			}
-		}()
 	}
 	n, sess, err := s.createIndexed(ctx, r, bodyJSON, cardJSON)
 	if err != nil {
@@ -274,25 +261,16 @@ func (s *Store) CreateRequest(ctx context.Context, r store.Request) (err error) 
 
 // createIndexed puts a new request into the pending indexes and then
 // stores it (the createRequest script, whose reply it returns): the
-// indexes first, so no request is ever stored unindexed (keys.go). One
-// server runs a connection's commands in the order sent, so there the
-// three go in one pipeline, one round trip; a cluster's pipeline runs on
-// several nodes at once, so there the script waits for the indexes. The
-// pipeline also reads the request's session (nil when it has none), whose
-// thread its audit entries carry.
+// indexes first, so no request is ever stored unindexed (keys.go). The
+// script's pipeline also reads the request's session (nil when it has
+// none), whose thread its audit entries carry.
 func (s *Store) createIndexed(ctx context.Context, r store.Request, bodyJSON []byte, cardJSON string) (int64, []byte, error) {
-	_, cluster := s.rdb.(*redis.ClusterClient)
-	if cluster {
-		if err := s.indexPending(ctx, r.ID, r.SessionID); err != nil {
-			return 0, nil, err
-		}
+	if err := s.indexPending(ctx, r.ID, r.SessionID); err != nil {
+		return 0, nil, err
 	}
 	var created *redis.Cmd
 	var sess *redis.StringCmd
 	err := s.pipelineScripts(ctx, func(pipe redis.Pipeliner) error {
-		if !cluster {
-			s.indexPendingIn(ctx, pipe, r.ID, r.SessionID)
-		}
 		sess = pipe.Get(ctx, s.keys.session(r.SessionID))
 		var err error
 		created, err = s.runIn(ctx, pipe, createRequest, []string{s.keys.request(r.ID)},

@@ -19,9 +19,7 @@ import (
 //
 // No decision is missed: a waiter registers before it reads the request, so a
 // decision is either visible to that read or published after it, when the
-// subscription (confirmed before the first waiter registers) delivers it.
-// A waiter registered by CreateRequest before the request existed (expect)
-// needs no read: no decision can precede it. When the pub/sub connection
+// subscription (confirmed in New) delivers it. When the pub/sub connection
 // drops, messages published meanwhile are lost; go-redis resubscribes on
 // reconnect, and on every subscription confirmation the hub reads the
 // decision of every waiter again.
@@ -31,26 +29,7 @@ type decisionHub struct {
 
 	mu      sync.Mutex
 	waiters map[string]map[chan waitResult]struct{}
-	// expected holds the waiters CreateRequest registered for the
-	// WaitDecision that usually follows; expectedQ the same, oldest first,
-	// so those nobody took are dropped after expectTTL.
-	expected  map[string]expectation
-	expectedQ []expectation
 }
-
-// expectation is a waiter registered ahead of its WaitDecision.
-type expectation struct {
-	id string
-	ch chan waitResult
-	at time.Time
-}
-
-// expectTTL is how long a waiter CreateRequest registered waits for its
-// WaitDecision to take it (a worker waits at once; a test or a caller that
-// never waits leaves it); a later WaitDecision reads the request, as any
-// other does. Short, as the queue of them is as long as the requests
-// created within it.
-const expectTTL = 10 * time.Second
 
 type waitResult struct {
 	d   store.Decision
@@ -62,31 +41,10 @@ const (
 	recheckTimeout = 5 * time.Second
 )
 
-// hub returns the Store's decision hub, subscribing on first use.
-func (s *Store) hub(ctx context.Context) (*decisionHub, error) {
-	s.hubMu.Lock()
-	defer s.hubMu.Unlock()
-	if s.decisions != nil {
-		return s.decisions, nil
-	}
-	if s.ctx.Err() != nil {
-		return nil, ErrClosed
-	}
-	sctx, cancel := context.WithTimeout(ctx, pingTimeout)
-	defer cancel()
-	h, err := startDecisionHub(sctx, s)
-	if err != nil {
-		return nil, fmt.Errorf("subscribe: %w", err)
-	}
-	s.decisions = h
-	return h, nil
-}
-
 // startDecisionHub subscribes, waits for Redis to confirm the subscription
-// (until ctx's deadline) and starts the listener (owned by s.wg).
+// and starts the listener (owned by s.wg).
 func startDecisionHub(ctx context.Context, s *Store) (*decisionHub, error) {
-	h := &decisionHub{s: s, ps: s.rdb.PSubscribe(ctx), waiters: map[string]map[chan waitResult]struct{}{},
-		expected: map[string]expectation{}}
+	h := &decisionHub{s: s, ps: s.rdb.PSubscribe(ctx), waiters: map[string]map[chan waitResult]struct{}{}}
 	if err := h.ps.PSubscribe(ctx, s.keys.decidedPattern()); err != nil {
 		_ = h.ps.Close()
 		return nil, err
@@ -211,80 +169,21 @@ func decisionFromFields(id string, vals []any) (res waitResult, settled bool) {
 func (h *decisionHub) register(id string) (<-chan waitResult, func()) {
 	ch := make(chan waitResult, 1)
 	h.mu.Lock()
-	h.addLocked(id, ch)
-	h.mu.Unlock()
-	return ch, func() {
-		h.mu.Lock()
-		h.removeLocked(id, ch)
-		h.mu.Unlock()
-	}
-}
-
-func (h *decisionHub) addLocked(id string, ch chan waitResult) {
 	set := h.waiters[id]
 	if set == nil {
 		set = map[chan waitResult]struct{}{}
 		h.waiters[id] = set
 	}
 	set[ch] = struct{}{}
-}
-
-func (h *decisionHub) removeLocked(id string, ch chan waitResult) {
-	set := h.waiters[id]
-	delete(set, ch)
-	if len(set) == 0 {
-		delete(h.waiters, id)
-	}
-}
-
-// expect registers a waiter for request id before CreateRequest stores it,
-// for the WaitDecision that usually follows to take (take). drop removes
-// it again should the creation fail.
-func (h *decisionHub) expect(id string) (drop func()) {
-	now := time.Now()
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for len(h.expectedQ) > 0 && now.Sub(h.expectedQ[0].at) > expectTTL {
-		h.dropLocked(h.expectedQ[0])
-		h.expectedQ = h.expectedQ[1:]
-	}
-	if _, dup := h.expected[id]; dup {
-		return func() {} // a second creation of one id, which fails
-	}
-	e := expectation{id: id, ch: make(chan waitResult, 1), at: now}
-	h.addLocked(id, e.ch)
-	h.expected[id] = e
-	h.expectedQ = append(h.expectedQ, e)
-	return func() {
+	h.mu.Unlock()
+	return ch, func() {
 		h.mu.Lock()
-		h.dropLocked(e)
+		delete(set, ch)
+		if len(h.waiters[id]) == 0 {
+			delete(h.waiters, id)
+		}
 		h.mu.Unlock()
 	}
-}
-
-// dropLocked removes e unless it was taken (or replaced) already.
-func (h *decisionHub) dropLocked(e expectation) {
-	if cur, ok := h.expected[e.id]; ok && cur.ch == e.ch {
-		delete(h.expected, e.id)
-		h.removeLocked(e.id, e.ch)
-	}
-}
-
-// take hands over the waiter expect registered for id, if it is still
-// there, with its unregister.
-func (h *decisionHub) take(id string) (<-chan waitResult, func(), bool) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	e, ok := h.expected[id]
-	if !ok {
-		return nil, nil, false
-	}
-	delete(h.expected, id)
-	return e.ch, func() {
-		h.mu.Lock()
-		h.removeLocked(id, e.ch)
-		h.mu.Unlock()
-	}, true
 }
 
 func (h *decisionHub) deliver(id string, res waitResult) {
@@ -298,23 +197,31 @@ func (h *decisionHub) deliver(id string, res waitResult) {
 	}
 }
 
-// WaitDecision implements store.Requests. The waiter CreateRequest
-// registered for the request, when this Store created it, needs no read.
+// WaitDecision implements store.Requests.
 func (s *Store) WaitDecision(ctx context.Context, id string) (store.Decision, error) {
 	if err := s.stopped(ctx); err != nil {
 		return store.Decision{}, s.wrapStopped("wait decision "+id, err)
 	}
-	var res waitResult
-	settled := false
-	ch, unregister, expected := s.takeExpected(id)
-	if !expected {
+	ch, unregister := s.decisions.register(id)
+	defer unregister()
+	var vals []any
+	delay := 50 * time.Millisecond
+	for {
 		var err error
-		ch, unregister, res, settled, err = s.registerAndRead(ctx, id)
-		if err != nil {
-			return store.Decision{}, s.wrapStopped("wait decision "+id, err)
+		vals, err = s.rdb.HMGet(ctx, s.keys.request(id), "body", "decision").Result()
+		if err == nil {
+			break
+		}
+		// Redis is unreachable: keep waiting, as a person may still decide
+		// once it is back.
+		if stopErr := s.stopped(ctx); stopErr != nil {
+			return store.Decision{}, s.wrapStopped("wait decision "+id, stopErr)
+		}
+		if stopErr := s.backoff(ctx, &delay); stopErr != nil {
+			return store.Decision{}, s.wrapStopped("wait decision "+id, stopErr)
 		}
 	}
-	defer unregister()
+	res, settled := decisionFromFields(id, vals)
 	if !settled {
 		select {
 		case res = <-ch:
@@ -328,49 +235,6 @@ func (s *Store) WaitDecision(ctx context.Context, id string) (store.Decision, er
 		return store.Decision{}, fmt.Errorf("redisstore: wait decision %s: %w", id, res.err)
 	}
 	return res.d, nil
-}
-
-// takeExpected takes the waiter CreateRequest registered for id, if any.
-func (s *Store) takeExpected(id string) (<-chan waitResult, func(), bool) {
-	s.hubMu.Lock()
-	h := s.decisions
-	s.hubMu.Unlock()
-	if h == nil {
-		return nil, nil, false
-	}
-	return h.take(id)
-}
-
-// registerAndRead registers a waiter for id and then reads the request:
-// settled reports whether waiting is over already (res says how). While
-// Redis is unreachable it keeps trying, as a person may still decide once
-// it is back; err is why it stopped (ctx's end, or the Store's), and then
-// nothing stays registered.
-func (s *Store) registerAndRead(ctx context.Context, id string) (ch <-chan waitResult, unregister func(), res waitResult, settled bool, err error) {
-	delay := 50 * time.Millisecond
-	for {
-		h, err := s.hub(ctx)
-		if err == nil {
-			if ch == nil {
-				ch, unregister = h.register(id)
-			}
-			var vals []any
-			if vals, err = s.rdb.HMGet(ctx, s.keys.request(id), "body", "decision").Result(); err == nil {
-				res, settled = decisionFromFields(id, vals)
-				return ch, unregister, res, settled, nil
-			}
-		}
-		stopErr := s.stopped(ctx)
-		if stopErr == nil {
-			stopErr = s.backoff(ctx, &delay)
-		}
-		if stopErr != nil {
-			if unregister != nil {
-				unregister()
-			}
-			return nil, nil, res, false, stopErr
-		}
-	}
 }
 
 // wrapStopped returns ctx.Err() unwrapped (callers compare it with ==) and
