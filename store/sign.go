@@ -106,6 +106,10 @@ type signedPayload struct {
 	// Content (an elicitation's form) is left out when empty, so the
 	// payload of every other decision is what it was before it existed.
 	Content []byte `json:"content,omitempty"`
+	// Approvals (a request several people approved) are left out when
+	// empty, so the payload of every other decision is what it was
+	// before they existed.
+	Approvals []decisionApproval `json:"approvals,omitempty"`
 }
 
 // DecisionPayload is the byte string a signature of d, settling r, covers.
@@ -136,7 +140,7 @@ func DecisionPayload(r Request, d Decision) ([]byte, error) {
 		RequestID: r.ID, SessionID: r.SessionID, CLIRequestID: r.CLIRequestID, Kind: r.Kind, Tool: r.ToolName,
 		Outcome: d.Outcome, Input: canon, Answers: answers, Permissions: perms,
 		Message: d.Message, Interrupt: d.Interrupt, Skipped: d.Skipped, By: d.By, ByName: d.ByName,
-		At: stamp(d.At), Remembered: d.Remembered, Content: content,
+		At: stamp(d.At), Remembered: d.Remembered, Content: content, Approvals: signedApprovals(d.Approvals),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: decision payload of %s: %w", r.ID, err)

@@ -126,6 +126,11 @@ type Request struct {
 	// Card is where the bot posted this request in Slack (empty until posted).
 	Card MessageRef `json:"card,omitzero"`
 
+	// Approvals are the approvals so far of a request that needs several
+	// (Approvals.Approve), oldest first; the first one's Input is what
+	// they approve.
+	Approvals []Approval `json:"approvals,omitempty"`
+
 	// Decision is nil while the request is pending and set exactly once.
 	Decision *Decision `json:"decision,omitempty"`
 }
@@ -218,6 +223,10 @@ type Decision struct {
 	// question with (allow only); By and ByName then name the approver
 	// who remembered it. Empty for a person's own answer.
 	Remembered string `json:"remembered,omitempty"`
+	// Approvals name every person who approved a request that needed
+	// several, in order (By and ByName are the last of them); only By,
+	// ByName and At are set. Allow only.
+	Approvals []Approval `json:"approvals,omitempty"`
 }
 
 // Validate checks d as Decide takes it: a known outcome, a time, and the
@@ -234,6 +243,9 @@ func (d Decision) Validate() error {
 	}
 	if d.Outcome != OutcomeAllow && (len(d.UpdatedInput) > 0 || len(d.Permissions) > 0 || len(d.Answers) > 0 || len(d.Content) > 0) {
 		return invalid("%s decision with an edited input, permissions, answers or content; only an allow has them", d.Outcome)
+	}
+	if len(d.Approvals) > 0 && d.Outcome != OutcomeAllow {
+		return invalid("%s decision with approvals; only an allow has them", d.Outcome)
 	}
 	if d.Remembered != "" && (d.Outcome != OutcomeAllow || len(d.Answers) == 0) {
 		return invalid("%s decision from a remembered answer without answers; only an allow with answers can be", d.Outcome)
@@ -761,6 +773,7 @@ func SettledEvent(r Request, d Decision) Event {
 // Redis, at the next sweep of the embedded store), never before.
 type Store interface {
 	Requests
+	Approvals
 	Sessions
 	Queue
 	Bus
