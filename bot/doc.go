@@ -103,6 +103,7 @@
 //	apiexpire.go     expiry of requests whose client stopped polling
 //	interactions.go  clicks and modal submissions: the one decide pipeline
 //	approvers.go     who may decide, reply, stop or start (Bot.may)
+//	verdict.go       the team policy applied now (SetPolicy) and its verdict
 //	teams.go         only the bot's team (and ALLOWED_TEAMS) act
 //	stop.go          Stop from the status line or a "stop" reply
 //	store_events.go  store → Slack: the consumer; what Claude said and did

@@ -120,6 +120,17 @@ type Request struct {
 	MCPServer           string `json:"mcp_server,omitempty"`
 	SuppressAlwaysAllow bool   `json:"suppress_always_allow_rule,omitempty"`
 
+	// Home and Resolved are what only the machine Claude runs on knows,
+	// for the team policy: the home of the user Claude runs as, and the
+	// real path (symlinks resolved) of each path the input names and of
+	// the working directory and home. The stdio worker fills them, and
+	// `slackgate hook` and `slackgate mcp` send them through the approval
+	// API. A decision's signature covers both (DecisionPayload), so a
+	// store writer who changes them makes every decision of the request
+	// fail the check of the side that filled them.
+	Home     string            `json:"home,omitempty"`
+	Resolved map[string]string `json:"resolved,omitempty"`
+
 	CreatedAt time.Time `json:"created_at"`
 	Deadline  time.Time `json:"deadline,omitzero"` // zero: waits forever
 
@@ -223,6 +234,11 @@ type Decision struct {
 	// question with (allow only); By and ByName then name the approver
 	// who remembered it. Empty for a person's own answer.
 	Remembered string `json:"remembered,omitempty"`
+	// Rule names the policy rule that decided (an allow or deny without
+	// a card), and PolicyDigest the SHA-256 of the policy file it is in;
+	// both empty for a person's decision.
+	Rule         string `json:"rule,omitempty"`
+	PolicyDigest string `json:"policy_digest,omitempty"`
 	// Approvals name every person who approved a request that needed
 	// several, in order (By and ByName are the last of them); only By,
 	// ByName and At are set. Allow only.

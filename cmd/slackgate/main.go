@@ -272,13 +272,15 @@ func (p program) sides(cmd string, cfg Config) (bot.Config, decisionKeys, error)
 	if err := cfg.validateSlack(); err != nil {
 		return bot.Config{}, keys, err
 	}
-	if err := checkPolicy(cfg); err != nil {
+	pol, err := startPolicy(cfg)
+	if err != nil {
 		return bot.Config{}, keys, err
 	}
 	botCfg, err := p.botConfig(cfg, keys.sign)
 	if err != nil {
 		return bot.Config{}, keys, fmt.Errorf("config: %w", err)
 	}
+	botCfg.Policy = pol
 	return botCfg, keys, nil
 }
 

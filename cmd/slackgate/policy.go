@@ -64,17 +64,17 @@ func loadPolicy(file string, cfg Config) (*policy.Policy, error) {
 	return policy.Parse(file, data, opts)
 }
 
-// checkPolicy stops `run` and `bot` at startup on a broken POLICY_FILE.
-// The bot does not apply the policy yet; a file that will be applied must
-// be right from the start.
-func checkPolicy(cfg Config) error {
+// startPolicy is the POLICY_FILE `run` and `bot` start with (nil when
+// unset); a broken file stops them at startup.
+func startPolicy(cfg Config) (*policy.Policy, error) {
 	if cfg.PolicyFile == "" {
-		return nil
+		return nil, nil
 	}
-	if _, err := loadPolicy(cfg.PolicyFile, cfg); err != nil {
-		return fmt.Errorf("config: POLICY_FILE=%s:\n%w", cfg.PolicyFile, err)
+	pol, err := loadPolicy(cfg.PolicyFile, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("config: POLICY_FILE=%s:\n%w", cfg.PolicyFile, err)
 	}
-	return nil
+	return pol, nil
 }
 
 // policyFile is FILE, or POLICY_FILE.
