@@ -129,7 +129,9 @@ const (
 	blockActions  = Prefix + "actions"
 	blockAlways   = Prefix + "always" // the "Approve and allow for this session…" menu
 	blockOutcome  = Prefix + "outcome"
-	blockStatus   = Prefix + "status_actions" // the status message's Stop button
+	// blockApprovals: the progress of a request several people approve.
+	blockApprovals = Prefix + "approvals"
+	blockStatus    = Prefix + "status_actions" // the status message's Stop button
 )
 
 func questionBlockID(q int, requestID string) string { return blockQuestion + value(q, 0, requestID) }

@@ -63,7 +63,7 @@ func (c *card) controls() {
 		els = append(els,
 			c.guard(button(string(ActionApprove), "Approve", v(0, 0)).WithStyle(slack.StylePrimary), "Approve"),
 			button(string(ActionDeny), "Deny", v(0, 0)).WithStyle(slack.StyleDanger))
-		if Editable(c.real) {
+		if Editable(c.real) && len(c.real.Approvals) == 0 {
 			els = append(els, button(string(ActionEdit), "Edit & approve", v(0, 0)))
 		}
 	}
@@ -115,7 +115,7 @@ func alwaysOffered(r store.Request) bool {
 // confirmation that lists every option's rules; rules too many for it are
 // listed on the card itself. Nil when nothing is offered.
 func (c *card) alwaysMenu() slack.BlockElement {
-	if !alwaysOffered(c.real) {
+	if !alwaysOffered(c.real) || c.opts.Needs.several() {
 		return nil
 	}
 	var opts []*slack.OptionBlockObject

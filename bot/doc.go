@@ -23,7 +23,14 @@
 //   - reply in a session's thread (and so use its "Always allow" grants),
 //     or stop it: the session's starter and APPROVERS.
 //   - decide a card, remember or forget an answer: APPROVERS only; * lets
-//     anyone who can see the card decide. APPROVERS is required.
+//     anyone who can see the card decide. APPROVERS is required. A policy
+//     rule's ask names its own approvers instead, and may need count
+//     distinct people (not_self: never the session's starter, nor an API
+//     token's owner). Each approval but the last is kept on the request,
+//     signed (store.Approvals); the last settles it with a decision that
+//     names them all, the input the first approver edited, and no
+//     "Always allow" (one person's word would let the next one through).
+//     An approval the bot cannot verify counts for nothing and is not shown.
 //   - an approval API token (API_TOKENS) may create, poll and withdraw its
 //     own requests and report tool runs, nothing more (api.go); a token
 //     whose channel is a person's DM grants that person nothing.
@@ -103,6 +110,8 @@
 //	apiexpire.go     expiry of requests whose client stopped polling
 //	interactions.go  clicks and modal submissions: the one decide pipeline
 //	approvers.go     who may decide, reply, stop or start (Bot.may)
+//	approvals.go     who may decide a request (Bot.mayDecide: the policy's
+//	                 approvers, not_self) and approvals of several people
 //	verdict.go       the team policy applied now (SetPolicy) and its verdict
 //	teams.go         only the bot's team (and ALLOWED_TEAMS) act
 //	stop.go          Stop from the status line or a "stop" reply

@@ -134,7 +134,13 @@ func (p *decision) run(ctx context.Context, requestID string, dec decode) error 
 		p.alreadyDecided(ctx, r)
 		return nil
 	}
-	if !p.b.may(ctx, p.log, p.user, decideRequest, func(text string) { p.tell(ctx, text) }) {
+	s, err := p.b.st.GetSession(ctx, r.SessionID)
+	if err != nil {
+		p.log.Error().Err(err).Msg("get session")
+		return err
+	}
+	if ok, why := p.b.mayDecide(ctx, p.log, r, s, p.user); !ok {
+		p.tell(ctx, why)
 		return nil
 	}
 	d, ok, err := dec(r)
@@ -148,6 +154,15 @@ func (p *decision) run(ctx context.Context, requestID string, dec decode) error 
 		return nil
 	case !ok:
 		return nil
+	}
+	if ask := p.b.askOf(r, s); ask.Count > 1 && d.Outcome == store.OutcomeAllow {
+		// One of several approvals: the last one settles the request.
+		if d, ok, err = p.approveOne(ctx, r, ask, d); err != nil || !ok {
+			if err != nil {
+				p.log.Error().Err(err).Msg("approve")
+			}
+			return err
+		}
 	}
 	// Signed over the request as loaded: the person saw it, and the worker
 	// verifies over the request as it created it, so a request rewritten in

@@ -16,11 +16,17 @@ type renderedCard struct {
 	fullInputName string
 }
 
-func renderCard(r store.Request, s store.Session) renderedCard {
-	return renderCardWith(r, s, blocks.CardOptions{})
+// renderCard renders r's card as its policy asks: how many approvals of
+// whom.
+func (b *Bot) renderCard(r store.Request, s store.Session) renderedCard {
+	return b.renderCardWith(r, s, blocks.CardOptions{})
 }
 
-func renderCardWith(r store.Request, s store.Session, o blocks.CardOptions) renderedCard {
+func (b *Bot) renderCardWith(r store.Request, s store.Session, o blocks.CardOptions) renderedCard {
+	if r.Pending() {
+		o.Needs = b.needs(b.askOf(r, s))
+		r.Approvals = b.countedApprovals(b.log, r)
+	}
 	m := blocks.CardWith(r, s, o)
 	return renderedCard{msg: toMsg(m), fullInput: m.FullInput, fullInputName: m.FullInputName}
 }

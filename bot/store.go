@@ -31,6 +31,8 @@ type Store interface {
 	CountPending(ctx context.Context, sessionID string) (int, error)
 	SetCard(ctx context.Context, id string, card store.MessageRef) (pending bool, err error)
 	Decide(ctx context.Context, id string, d store.Decision) (store.Request, error)
+	// Approvals of a request a policy rule asks several people for.
+	Approve(ctx context.Context, id string, a store.Approval, need int) (store.Request, bool, error)
 
 	// The approval API: requests made over HTTP, their long poll and
 	// withdrawal, and each token's limits.
