@@ -115,6 +115,8 @@
 //	verdict.go       the team policy applied now (SetPolicy) and its verdict
 //	teams.go         only the bot's team (and ALLOWED_TEAMS) act
 //	stop.go          Stop from the status line or a "stop" reply
+//	mode.go          the status line's permission mode menu (approvers;
+//	                 bypassPermissions only for whom the policy names)
 //	store_events.go  store → Slack: the consumer; what Claude said and did
 //	cards.go         every request's card: posted once (a claim in the store),
 //	                 found in its thread, adopted at a click, its outcome

@@ -39,6 +39,8 @@ func (b *Bot) onInteraction(cb *slack.InteractionCallback) any {
 				handle = func(ctx context.Context) { b.onForgetClick(ctx, cb, act) }
 			case blocks.ActionStop: // names a session, not a request
 				handle = func(ctx context.Context) { b.onStopClick(ctx, cb, act) }
+			case blocks.ActionMode: // the status line's menu, names a session
+				handle = func(ctx context.Context) { b.onModePick(ctx, cb, act) }
 			}
 			b.work.Go(func(ctx context.Context) {
 				if b.clickOfOurTeam(ctx, cb, act) {

@@ -251,11 +251,14 @@ type inputPayload struct {
 	User      string `json:"user"`
 	At        string `json:"at"`
 	Control   string `json:"control"`
+	// Mode (ControlSetMode) is left out when empty, so the payload of
+	// every other input is what it was before it existed.
+	Mode string `json:"mode,omitempty"`
 }
 
 func inputPayloadOf(in Input) ([]byte, error) {
 	return payloadOf(inputDomain, inputPayload{
-		ID: in.ID, SessionID: in.SessionID, Text: in.Text, User: in.User, At: stamp(in.At), Control: in.Control,
+		ID: in.ID, SessionID: in.SessionID, Text: in.Text, User: in.User, At: stamp(in.At), Control: in.Control, Mode: in.Mode,
 	})
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -307,6 +308,13 @@ type Session struct {
 	UpdatedAt time.Time `json:"updated_at"`
 	// Status is the bot's status message in the thread (kept current).
 	Status MessageRef `json:"status,omitzero"`
+	// LiveMode is the permission mode a person switched the running
+	// claude process to from Slack (ControlSetMode); "" while it runs in
+	// PermissionMode. The worker sets it once the CLI took the switch and
+	// clears it when the process ends: the next one starts in
+	// PermissionMode again. Shown on the status line; not signed (it
+	// decides nothing: the signed input that asked for it did).
+	LiveMode string `json:"live_mode,omitempty"`
 	// API marks a session that reached slackgate through the approval
 	// API: its Claude Code runs wherever its client runs, and no worker
 	// ever runs it.
@@ -350,8 +358,11 @@ type Input struct {
 	Text      string    `json:"text"`
 	User      string    `json:"user,omitempty"` // Slack user id
 	At        time.Time `json:"at"`
-	// Control names the control input (ControlInterrupt); "" for a message.
+	// Control names the control input (ControlInterrupt, ControlSetMode);
+	// "" for a message.
 	Control string `json:"control,omitempty"`
+	// Mode is the permission mode a ControlSetMode input asks for.
+	Mode string `json:"mode,omitempty"`
 	// Signature is the Ed25519 signature of the bot that queued the input
 	// (see SignInput); a worker delivers an input only when it verifies.
 	Signature []byte `json:"signature,omitempty"`
@@ -365,7 +376,16 @@ const (
 	// session with no live process has no turn to stop: the worker only
 	// logs it, and starts no process for it.
 	ControlInterrupt = "interrupt"
+	// ControlSetMode switches the running claude process to the
+	// permission mode Input.Mode names (the CLI's set_permission_mode);
+	// the process after it starts in Session.PermissionMode again. A
+	// session with no live process has nothing to switch: the worker
+	// tells the thread so.
+	ControlSetMode = "set_permission_mode"
 )
+
+// Modes are the permission modes a ControlSetMode input may ask for.
+var Modes = []string{"default", "acceptEdits", "plan", "bypassPermissions"}
 
 // Validate checks in: it names its session, and a control input is a known
 // one and carries no text. An empty ID and a zero At are allowed: the store
@@ -374,10 +394,14 @@ func (in Input) Validate() error {
 	switch {
 	case in.SessionID == "":
 		return invalid("input without a session")
-	case in.Control != "" && in.Control != ControlInterrupt:
+	case in.Control != "" && in.Control != ControlInterrupt && in.Control != ControlSetMode:
 		return invalid("input for session %s with unknown control %q", in.SessionID, in.Control)
 	case in.Control != "" && in.Text != "":
 		return invalid("control input %q for session %s with text; a control input has none", in.Control, in.SessionID)
+	case in.Control == ControlSetMode && !slices.Contains(Modes, in.Mode):
+		return invalid("set_permission_mode input for session %s with unknown mode %q", in.SessionID, in.Mode)
+	case in.Control != ControlSetMode && in.Mode != "":
+		return invalid("input for session %s with a mode; only set_permission_mode has one", in.SessionID)
 	}
 	return nil
 }
@@ -396,6 +420,10 @@ const (
 	EventExit           EventType = "exit"            // the claude process exited
 	EventError          EventType = "error"           // the worker could not do something (start failed, ...)
 	EventInterrupted    EventType = "interrupted"     // a person stopped the running turn; Text is their Slack user id
+	// EventModeChanged: the running claude process switched permission
+	// mode (Text) on a person's request (By), or went back to the
+	// session's own mode when it ended (By empty).
+	EventModeChanged EventType = "mode_changed"
 	// EventRefused: the worker refused to run the session or to deliver
 	// one of its inputs, because the record did not verify or names what
 	// the worker may not run; Text says what and why, in the worker's
@@ -407,7 +435,7 @@ const (
 func (t EventType) Valid() bool {
 	switch t {
 	case EventRequestCreated, EventRequestSettled, EventSessionStarted, EventAssistantText, EventToolUse,
-		EventToolResult, EventResult, EventExit, EventError, EventInterrupted, EventRefused:
+		EventToolResult, EventResult, EventExit, EventError, EventInterrupted, EventRefused, EventModeChanged:
 		return true
 	}
 	return false
@@ -423,6 +451,7 @@ type Event struct {
 	At        time.Time `json:"at"`
 
 	Text    string          `json:"text,omitempty"`     // assistant text, tool result excerpt, error text
+	By      string          `json:"by,omitempty"`       // mode_changed: who asked
 	Tool    string          `json:"tool,omitempty"`     // tool_use, tool_result
 	Input   json.RawMessage `json:"input,omitempty"`    // tool_use input
 	IsError bool            `json:"is_error,omitempty"` // tool_result, result
@@ -563,13 +592,17 @@ const (
 	// a remembered answer (AnswerID) it could not verify; By names who the
 	// answer claims remembered it, Message why.
 	AuditAnswerRefused AuditAction = "answer_refused"
+	// AuditModeChanged: a worker switched a session's running claude
+	// process to the permission mode in Message on the request of By (from
+	// Slack); it has no request.
+	AuditModeChanged AuditAction = "mode_changed"
 )
 
 // Valid reports whether a is one of the known actions.
 func (a AuditAction) Valid() bool {
 	switch a {
 	case AuditCreated, AuditSettled, AuditRefused, AuditAnsweredFromMemory, AuditAnswerRemembered, AuditAnswerForgotten, AuditToolRan,
-		AuditSessionRefused, AuditInputRefused, AuditAnswerRefused:
+		AuditSessionRefused, AuditInputRefused, AuditAnswerRefused, AuditModeChanged:
 		return true
 	}
 	return false
@@ -579,7 +612,7 @@ func (a AuditAction) Valid() bool {
 // (AppendAudit), because no store transition writes it.
 func (a AuditAction) appendable() bool {
 	switch a {
-	case AuditToolRan, AuditSessionRefused, AuditInputRefused, AuditAnswerRefused:
+	case AuditToolRan, AuditSessionRefused, AuditInputRefused, AuditAnswerRefused, AuditModeChanged:
 		return true
 	}
 	return false
@@ -654,7 +687,7 @@ func (a AuditEntry) Validate() error {
 			return invalid("tool_ran audit entry without a session, a tool, who reported it or a result (%q)", a.Result)
 		}
 		return nil
-	case AuditSessionRefused, AuditInputRefused:
+	case AuditSessionRefused, AuditInputRefused, AuditModeChanged:
 		if a.SessionID == "" || a.Message == "" {
 			return invalid("%s audit entry without a session or why", a.Action)
 		}
