@@ -52,6 +52,9 @@ type CardOptions struct {
 	// Edit & approve to the first): an "Always allow" would let the next
 	// such request through on one person's word.
 	Needs Needs
+	// AskRule names the team policy's ask rule that is why the card asks
+	// (the pending card says so beside the CLI's own reason).
+	AskRule string
 }
 
 // Card renders a request as its Slack card: pending (with buttons) while
@@ -679,6 +682,9 @@ func (c *card) why() string {
 	}
 	if c.req.BlockedPath != "" {
 		why = append(why, "Blocked path: "+inlineCode(c.req.BlockedPath, 800))
+	}
+	if c.opts.AskRule != "" {
+		why = append(why, "The team policy "+AsksByRule(c.opts.AskRule))
 	}
 	return strings.Join(why, " · ")
 }

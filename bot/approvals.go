@@ -16,10 +16,9 @@ import (
 	"github.com/slackgate/slackgate/store"
 )
 
-// askOf is whom a card for r, a request of session s, asks: the policy
-// rule's ask when one asks, else APPROVERS once.
-func (b *Bot) askOf(r store.Request, s store.Session) policy.AskSpec {
-	v := b.verdict(r, s)
+// askOf is whom a card asks under the policy's verdict v: the rule's ask
+// when one asks, else APPROVERS once.
+func askOf(v policy.Verdict) policy.AskSpec {
 	if v.Action != policy.Ask || v.Ask.Count < 1 {
 		// A card for a request the policy now allows or denies (it was
 		// reloaded since) still needs a person: APPROVERS once.
@@ -75,7 +74,7 @@ func (b *Bot) selves(s store.Session) []string {
 // names none) and, under not_self, not the session's starter or its
 // token's owner. When not, reason is what the person is told.
 func (b *Bot) mayDecide(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, user string) (ok bool, reason string) {
-	ask := b.askOf(r, s)
+	ask := askOf(b.verdict(r, s))
 	if ask.NotSelf && slices.Contains(b.selves(s), user) {
 		log.Info().Msg("approval by the session's own starter refused (not_self)")
 		return false, "You started this session; someone else must approve. Nothing was changed."

@@ -157,7 +157,7 @@ func (p *decision) run(ctx context.Context, requestID string, dec decode) error 
 	case !ok:
 		return nil
 	}
-	if ask := p.b.askOf(r, s); ask.Count > 1 && d.Outcome == store.OutcomeAllow {
+	if ask := askOf(p.b.verdict(r, s)); ask.Count > 1 && d.Outcome == store.OutcomeAllow {
 		// One of several approvals: the last one settles the request.
 		if d, ok, err = p.approveOne(ctx, r, ask, d); err != nil || !ok {
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 
 	"github.com/slackgate/slackgate/blocks"
+	"github.com/slackgate/slackgate/bot/policy"
 	"github.com/slackgate/slackgate/store"
 )
 
@@ -14,21 +15,33 @@ type renderedCard struct {
 	msg           outMsg
 	fullInput     string
 	fullInputName string
+	opts          blocks.CardOptions // what it was rendered with
 }
 
-// renderCard renders r's card as its policy asks: how many approvals of
-// whom.
+// renderCard renders r's card as the policy asks it: the ask rule that is
+// why, and how many approvals of whom (with those given so far).
 func (b *Bot) renderCard(r store.Request, s store.Session) renderedCard {
 	return b.renderCardWith(r, s, blocks.CardOptions{})
 }
 
 func (b *Bot) renderCardWith(r store.Request, s store.Session, o blocks.CardOptions) renderedCard {
 	if r.Pending() {
-		o.Needs = b.needs(b.askOf(r, s))
+		v := b.verdict(r, s)
+		o.AskRule = askedBy(v).AskRule
+		o.Needs = b.needs(askOf(v))
 		r.Approvals = b.countedApprovals(b.log, r)
 	}
 	m := blocks.CardWith(r, s, o)
-	return renderedCard{msg: toMsg(m), fullInput: m.FullInput, fullInputName: m.FullInputName}
+	return renderedCard{msg: toMsg(m), fullInput: m.FullInput, fullInputName: m.FullInputName, opts: o}
+}
+
+// askedBy is what a pending card says of the policy's verdict v: the
+// ask rule that is why it asks, if one is.
+func askedBy(v policy.Verdict) blocks.CardOptions {
+	if v.Action != policy.Ask || v.Rule == nil {
+		return blocks.CardOptions{}
+	}
+	return blocks.CardOptions{AskRule: v.Rule.Name}
 }
 
 func renderEvent(e store.Event) []outMsg {

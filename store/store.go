@@ -646,6 +646,10 @@ type AuditEntry struct {
 	Message   string      `json:"message,omitempty"`
 	// AnswerID names the remembered answer an answer_* entry is about.
 	AnswerID string `json:"answer_id,omitempty"`
+	// Rule and PolicyDigest name the policy rule that settled the request
+	// without a card, and the SHA-256 of the policy file it is in.
+	Rule         string `json:"rule,omitempty"`
+	PolicyDigest string `json:"policy_digest,omitempty"`
 	// ToolUseID and Result are set on AuditToolRan entries: the tool call's
 	// id and ToolSucceeded or ToolFailed.
 	ToolUseID string `json:"tool_use_id,omitempty"`
@@ -729,7 +733,7 @@ func CreatedAudit(r Request) AuditEntry {
 func SettledAudit(r Request, d Decision) AuditEntry {
 	a := AuditEntry{
 		At: d.At, Action: AuditSettled, RequestID: r.ID, SessionID: r.SessionID, Kind: r.Kind, Tool: r.ToolName,
-		Outcome: d.Outcome, By: d.By, ByName: d.ByName, Message: d.Message,
+		Outcome: d.Outcome, By: d.By, ByName: d.ByName, Message: d.Message, Rule: d.Rule, PolicyDigest: d.PolicyDigest,
 	}
 	if d.Remembered != "" {
 		a.Action, a.AnswerID = AuditAnsweredFromMemory, d.Remembered
