@@ -118,6 +118,8 @@ type signedPayload struct {
 	// empty, so the payload of every other decision is what it was
 	// before they existed.
 	Approvals []decisionApproval `json:"approvals,omitempty"`
+	// Grant (the grant that allowed it) is left out when empty, likewise.
+	Grant string `json:"grant,omitempty"`
 }
 
 // DecisionPayload is the byte string a signature of d, settling r, covers.
@@ -151,7 +153,7 @@ func DecisionPayload(r Request, d Decision) ([]byte, error) {
 		RequestID: r.ID, SessionID: r.SessionID, CLIRequestID: r.CLIRequestID, Kind: r.Kind, Tool: r.ToolName,
 		Outcome: d.Outcome, Input: canon, Answers: answers, Permissions: perms,
 		Message: d.Message, Interrupt: d.Interrupt, Skipped: d.Skipped, By: d.By, ByName: d.ByName,
-		At: stamp(d.At), Remembered: d.Remembered, Content: content, Approvals: signedApprovals(d.Approvals),
+		At: stamp(d.At), Remembered: d.Remembered, Content: content, Approvals: signedApprovals(d.Approvals), Grant: d.Grant,
 		Home: r.Home, Resolved: resolved, Rule: d.Rule, PolicyDigest: d.PolicyDigest,
 	})
 	if err != nil {

@@ -240,6 +240,9 @@ type Decision struct {
 	// both empty for a person's decision.
 	Rule         string `json:"rule,omitempty"`
 	PolicyDigest string `json:"policy_digest,omitempty"`
+	// Grant is the id of the grant that allowed the request without a
+	// card (allow only); By and ByName then name who added it.
+	Grant string `json:"grant,omitempty"`
 	// Approvals name every person who approved a request that needed
 	// several, in order (By and ByName are the last of them); only By,
 	// ByName and At are set. Allow only.
@@ -261,8 +264,8 @@ func (d Decision) Validate() error {
 	if d.Outcome != OutcomeAllow && (len(d.UpdatedInput) > 0 || len(d.Permissions) > 0 || len(d.Answers) > 0 || len(d.Content) > 0) {
 		return invalid("%s decision with an edited input, permissions, answers or content; only an allow has them", d.Outcome)
 	}
-	if len(d.Approvals) > 0 && d.Outcome != OutcomeAllow {
-		return invalid("%s decision with approvals; only an allow has them", d.Outcome)
+	if (len(d.Approvals) > 0 || d.Grant != "") && d.Outcome != OutcomeAllow {
+		return invalid("%s decision with approvals or a grant; only an allow has them", d.Outcome)
 	}
 	if d.Remembered != "" && (d.Outcome != OutcomeAllow || len(d.Answers) == 0) {
 		return invalid("%s decision from a remembered answer without answers; only an allow with answers can be", d.Outcome)
@@ -596,13 +599,18 @@ const (
 	// process to the permission mode in Message on the request of By (from
 	// Slack); it has no request.
 	AuditModeChanged AuditAction = "mode_changed"
+	// AuditGrantAdded: an approver (By) added a grant (GrantID) while
+	// approving a request; Message says its rules, scope and expiry.
+	AuditGrantAdded AuditAction = "grant_added"
+	// AuditGrantForgotten: someone (By) forgot a grant; it names no request.
+	AuditGrantForgotten AuditAction = "grant_forgotten"
 )
 
 // Valid reports whether a is one of the known actions.
 func (a AuditAction) Valid() bool {
 	switch a {
 	case AuditCreated, AuditSettled, AuditRefused, AuditAnsweredFromMemory, AuditAnswerRemembered, AuditAnswerForgotten, AuditToolRan,
-		AuditSessionRefused, AuditInputRefused, AuditAnswerRefused, AuditModeChanged:
+		AuditSessionRefused, AuditInputRefused, AuditAnswerRefused, AuditModeChanged, AuditGrantAdded, AuditGrantForgotten:
 		return true
 	}
 	return false
@@ -646,6 +654,9 @@ type AuditEntry struct {
 	Message   string      `json:"message,omitempty"`
 	// AnswerID names the remembered answer an answer_* entry is about.
 	AnswerID string `json:"answer_id,omitempty"`
+	// GrantID names the grant a grant_* entry is about, or that settled
+	// the request of a settled entry.
+	GrantID string `json:"grant_id,omitempty"`
 	// Rule and PolicyDigest name the policy rule that settled the request
 	// without a card, and the SHA-256 of the policy file it is in.
 	Rule         string `json:"rule,omitempty"`
@@ -696,6 +707,11 @@ func (a AuditEntry) Validate() error {
 			return invalid("%s audit entry without a session or why", a.Action)
 		}
 		return nil
+	case AuditGrantAdded, AuditGrantForgotten:
+		if a.GrantID == "" {
+			return invalid("audit entry %s without a grant", a.Action)
+		}
+		return nil
 	case AuditAnswerRemembered, AuditAnswerForgotten, AuditAnswerRefused:
 		if a.AnswerID == "" {
 			return invalid("audit entry %s without a remembered answer", a.Action)
@@ -734,6 +750,7 @@ func SettledAudit(r Request, d Decision) AuditEntry {
 	a := AuditEntry{
 		At: d.At, Action: AuditSettled, RequestID: r.ID, SessionID: r.SessionID, Kind: r.Kind, Tool: r.ToolName,
 		Outcome: d.Outcome, By: d.By, ByName: d.ByName, Message: d.Message, Rule: d.Rule, PolicyDigest: d.PolicyDigest,
+		GrantID: d.Grant,
 	}
 	if d.Remembered != "" {
 		a.Action, a.AnswerID = AuditAnsweredFromMemory, d.Remembered
@@ -835,6 +852,7 @@ type Store interface {
 	Workers
 	Transcripts
 	Answers
+	Grants
 	AuditChain
 	AuditSinks
 	// AuditLog returns up to limit entries with ids after `after` ("" = from

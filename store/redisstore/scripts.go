@@ -562,3 +562,45 @@ redis.call('ZREM', KEYS[3], ARGV[1])
 appendAudit(KEYS[4], KEYS[5], KEYS[6], ARGV[3], ARGV[5], ARGV[4])
 return 1
 `)
+
+// addGrant stores a grant, lists it and records it.
+//
+// KEYS[1] grant key      KEYS[2] grants zset    KEYS[3] audit stream
+// KEYS[4] chain head     KEYS[5] checkpoints
+// ARGV[1] grant id       ARGV[2] grant JSON     ARGV[3] zset score
+// ARGV[4] ms until it expires ("0": never)      ARGV[5] audit JSON
+// ARGV[6] audit cutoff, as appendRecords'       ARGV[7] the entry's link midstate
+//
+// Returns 0 when the id is taken (ErrExists), 1 when stored.
+var addGrant = redis.NewScript(chainLua + `
+if redis.call('EXISTS', KEYS[1]) == 1 then
+	return 0
+end
+if tonumber(ARGV[4]) > 0 then
+	redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[4])
+else
+	redis.call('SET', KEYS[1], ARGV[2])
+end
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+appendAudit(KEYS[3], KEYS[4], KEYS[5], ARGV[5], ARGV[7], ARGV[6])
+return 1
+`)
+
+// forgetGrant removes a grant and records who forgot it, while it is still
+// the grant the caller read.
+//
+// KEYS[1] grant key      KEYS[2] grants zset    KEYS[3] audit stream
+// KEYS[4] chain head     KEYS[5] checkpoints
+// ARGV[1] grant id       ARGV[2] the grant JSON the caller read
+// ARGV[3] audit JSON     ARGV[4] audit cutoff   ARGV[5] the entry's link midstate
+//
+// Returns 0 when the grant is gone or changed (ErrNotFound), 1 when removed.
+var forgetGrant = redis.NewScript(chainLua + `
+if redis.call('GET', KEYS[1]) ~= ARGV[2] then
+	return 0
+end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+appendAudit(KEYS[3], KEYS[4], KEYS[5], ARGV[3], ARGV[5], ARGV[4])
+return 1
+`)
