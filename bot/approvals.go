@@ -130,7 +130,7 @@ func (a *approvers) among(ctx context.Context, ids []string, user string) (bool,
 // more (the person is told) or the approval does not count (told why).
 func (p *decision) approveOne(ctx context.Context, r store.Request, ask policy.AskSpec, d store.Decision) (store.Decision, bool, error) {
 	b := p.b
-	if len(d.Permissions) > 0 {
+	if len(d.Permissions) > 0 || p.grantKind != "" {
 		p.tell(ctx, "This request needs "+plural(ask.Count, "approval")+": it can be approved this once only, not always. Nothing was changed.")
 		return d, false, nil
 	}

@@ -54,7 +54,8 @@ const (
 // post shows request id's card in its session's thread, in the outbox's
 // cards lane. Store: GetRequest and GetSession; a card recorded already is
 // refreshed instead. claim makes this bot the card's one poster; a request
-// a policy rule allows or denies (byPolicy: Decide), or a question a
+// a policy rule allows or denies (byPolicy: Decide), a tool call a grant
+// allows (byGrant: ListGrants, Decide), or a question a
 // remembered answer settles (fromMemory: LookupAnswer, Decide), gets a
 // thread line instead of a card. A lost card is looked for in the thread
 // first, and so is a card whose post failed before it is sent again
@@ -79,6 +80,10 @@ func (c *cards) post(ctx context.Context, log zerolog.Logger, id string, lost bo
 	}
 	v := b.verdict(r, s)
 	if settled, err := c.byPolicy(ctx, log, r, s, v); settled {
+		c.done(r.ID)
+		return err
+	}
+	if settled, err := c.byGrant(ctx, log, r, s, v); settled {
 		c.done(r.ID)
 		return err
 	}

@@ -125,6 +125,18 @@
 // are never remembered (that is "Always allow", per session), nor skips.
 // The App Home lists the answers with Forget for approvers.
 //
+// # Grants
+//
+// The card's "Approve and allow…" menu offers, beside Claude Code's own
+// session rule, the same rules kept by slackgate (grants.go): for 1 hour
+// in this session, or in this repository until forgotten. A grant is
+// signed by the bot (store.Grant) and, while live, decides a tool call one
+// of its rules allows (matched as a policy allow rule) before any card:
+// a signed allow naming the grant, audited, and one thread line. Only
+// where no policy rule matched: a deny rule always wins, and a rule's
+// approvers are never stood in for. A grant that does not verify, or whose
+// adder is no longer an approver, decides nothing.
+//
 // # Where things live
 //
 //	bot.go           Bot, New, Run; tasks (the work done after an ack)
@@ -155,6 +167,7 @@
 //	                 found in its thread, adopted at a click, its outcome
 //	                 shown; who acknowledges what, and when
 //	answers.go       remembered answers, the App Home and Forget
+//	grants.go        grants: kept from the card's menu, deciding before a card
 //	reconcile.go     lost cards posted at start and every 30 s
 //	status.go        the one status message per session
 //	outbox.go        every post and edit: paced, in lanes, coalesced, retried

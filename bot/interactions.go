@@ -88,6 +88,11 @@ type decision struct {
 	// scope is where the person asked to remember their answer ("Always
 	// answer this way…"); "" for this time only. Set by decode.
 	scope store.ScopeKind
+	// grantKind and grantRules are the grant the person asked slackgate
+	// to keep ("Approve and allow… for 1 hour in this session" or "… in
+	// this repository"); "" for none. Set by decode.
+	grantKind  store.GrantScopeKind
+	grantRules []string
 }
 
 // reply runs f now or, for a submission, after the ack.
@@ -184,6 +189,7 @@ func (p *decision) run(ctx context.Context, requestID string, dec decode) error 
 		// The card is updated by the EventRequestSettled the store published.
 		p.log.Info().Str("outcome", string(d.Outcome)).Msg("request decided")
 		p.remember(ctx, r, d)
+		p.keepGrant(ctx, r, s, d)
 	}
 	return nil
 }
@@ -202,6 +208,7 @@ func (b *Bot) onAction(ctx context.Context, cb *slack.InteractionCallback, a blo
 			return d, false, err
 		case next == blocks.NextDecide:
 			p.scope = blocks.RememberChoice(r, cb)
+			p.grantKind, p.grantRules, _ = blocks.GrantChoice(a, r)
 			return d, true, nil
 		case next != blocks.NextNothing:
 			b.openModal(ctx, p, cb, next, r)

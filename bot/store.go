@@ -48,6 +48,12 @@ type Store interface {
 	ListAnswers(ctx context.Context) ([]store.RememberedAnswer, error)
 	ForgetAnswer(ctx context.Context, id, by, byName string) (store.RememberedAnswer, error)
 
+	// Grants ("Approve and allow… for 1 hour in this session", "… in
+	// this repository") and the App Home.
+	AddGrant(ctx context.Context, g store.Grant) error
+	ListGrants(ctx context.Context) ([]store.Grant, error)
+	ForgetGrant(ctx context.Context, id, by, byName string) (store.Grant, error)
+
 	// The audit trail: the entries no transition writes, and what the
 	// sealer reads and writes (auditSealStore).
 	AppendAudit(ctx context.Context, a store.AuditEntry) error
