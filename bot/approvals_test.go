@@ -3,6 +3,7 @@ package bot
 import (
 	"crypto/ed25519"
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -166,5 +167,26 @@ func TestAForgedApprovalCountsForNothing(t *testing.T) {
 	}
 	if m, _ := h.fake.Message(card.Ref()); strings.Contains(m.AllText(), "evil") || strings.Contains(m.AllText(), "<@U3>") {
 		t.Errorf("the card shows the forged approval: %s", m.AllText())
+	}
+}
+
+// Under not_self the API token's owner (its threads go to their DM) is
+// the session's self too, and the session's starter for a Slack one.
+func TestSelvesAreTheStarterAndTheTokensOwner(t *testing.T) {
+	b := &Bot{cfg: Config{APITokens: []APIToken{{Name: "ci", User: "U0OWNER"}, {Name: "ops", Channel: "C0OPS"}}}}
+	for _, tc := range []struct {
+		name string
+		s    store.Session
+		want []string
+	}{
+		{"SlackSession", store.Session{ID: "sess-1", StartedBy: "U1"}, []string{"U1"}},
+		{"TokenWithAnOwner", store.Session{ID: apiSessionPrefix + "ci.abc", StartedBy: "api:ci", API: true}, []string{"api:ci", "U0OWNER"}},
+		{"TokenOfAChannel", store.Session{ID: apiSessionPrefix + "ops.abc", StartedBy: "api:ops", API: true}, []string{"api:ops"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := b.selves(tc.s); !slices.Equal(got, tc.want) {
+				t.Errorf("selves = %v, want %v", got, tc.want)
+			}
+		})
 	}
 }
