@@ -31,7 +31,11 @@ func TestHugeInputsStayWithinLimitsAndAttachTheFullText(t *testing.T) {
 	bigWrite := strings.Join(lines, "\n")
 	bigCommand := "echo " + strings.Repeat("x", 100*1024)
 	multiline := strings.Repeat("echo step\n", 3000)
-	bigPlan := strings.Repeat("## Step\n\nDo **this** and then [that](https://example.com).\n\n", 2000)
+	// 30 KB: two and a half times a message's whole markdown budget
+	// (MaxMarkdownTotal); the card shows the same head and tail of any
+	// longer plan, only the hidden line count grows, and every size costs
+	// the secret rules' regexps a pass over the whole plan.
+	bigPlan := strings.Repeat("## Step\n\nDo **this** and then [that](https://example.com).\n\n", 500)
 	tests := []struct {
 		name       string
 		r          store.Request
@@ -379,12 +383,22 @@ func TestSuggestionButtonsAreLabelledWithTheRule(t *testing.T) {
 }
 
 func TestRunawayQuestionInputsStayWithinLimits(t *testing.T) {
+	// Every part over its limit: more questions and options than a card
+	// renders, a header over MaxHeaderText, a question over MaxText, option
+	// labels and descriptions over MaxOptionText. Those are cut to their
+	// limit, so longer options only give the secret rules' regexps more to
+	// read (the card and modal come out the same size as with 320-character
+	// options).
 	long := strings.Repeat("very long words ", 20)
+	opt := strings.Repeat("very long words ", 6)
+	if len(opt) <= MaxOptionText || len(long) <= MaxHeaderText || 20*len(long) <= MaxText {
+		t.Fatal("the runaway input must be over every limit it names")
+	}
 	var qs []map[string]any
-	for q := 0; q < 12; q++ {
+	for q := 0; q < maxQuestions+2; q++ {
 		var os []map[string]string
-		for o := 0; o < 60; o++ {
-			os = append(os, map[string]string{"label": fmt.Sprint(o, long), "description": long})
+		for o := 0; o < maxQuestionOptions+10; o++ {
+			os = append(os, map[string]string{"label": fmt.Sprint(o, opt), "description": opt})
 		}
 		qs = append(qs, map[string]any{"question": fmt.Sprint(q, strings.Repeat(long, 20)), "header": long, "multiSelect": q%2 == 1, "options": os})
 	}
