@@ -18,15 +18,17 @@ const NoProcessForMode = "The permission mode was not changed: Claude is not run
 // picked in Slack (a signed store.ControlSetMode input), then records it:
 // the session's LiveMode, an EventModeChanged for the status line and an
 // AuditModeChanged entry. The CLI refusing it (bypassPermissions without
-// the flag it needs) is told in the thread and changes nothing.
+// the flag it needs) is told in the thread (EventRefused: the session
+// runs on) and changes nothing.
 func (r *processRun) setMode(ctx context.Context, in store.Input, log zerolog.Logger) {
 	log = log.With().Str("mode", in.Mode).Logger()
 	mctx, cancel := context.WithTimeout(ctx, cleanupTimeout)
 	defer cancel()
 	if err := r.proc.SetPermissionMode(mctx, in.Mode); err != nil {
 		log.Error().Err(err).Msg("switching claude's permission mode")
-		r.bridge.publish(context.WithoutCancel(ctx), store.Event{Type: store.EventError,
-			Text: fmt.Sprintf("Could not switch Claude to the %s permission mode: %v", in.Mode, err)})
+		// Refused, not an error: the process runs on in its mode.
+		r.bridge.publish(context.WithoutCancel(ctx), store.Event{Type: store.EventRefused,
+			Text: fmt.Sprintf("Claude was not switched to the %s permission mode: %v", in.Mode, err)})
 		return
 	}
 	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)

@@ -61,7 +61,8 @@ func (w *Worker) session(ctx context.Context, sl, victim *slot, log zerolog.Logg
 		log.Info().Str("input_id", in.ID).Str("control", in.Control).Str("user", in.User).
 			Msg("control input for a session with no live process: nothing to do")
 		if in.Control == store.ControlSetMode {
-			return sessionEnd{last: &store.Event{Type: store.EventError, Text: NoProcessForMode}}
+			// Refused, not an error: the session itself is fine.
+			return sessionEnd{last: &store.Event{Type: store.EventRefused, Text: NoProcessForMode}}
 		}
 		return sessionEnd{}
 	}

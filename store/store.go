@@ -383,7 +383,7 @@ const (
 	// permission mode Input.Mode names (the CLI's set_permission_mode);
 	// the process after it starts in Session.PermissionMode again. A
 	// session with no live process has nothing to switch: the worker
-	// tells the thread so.
+	// tells the thread so (EventRefused).
 	ControlSetMode = "set_permission_mode"
 )
 
@@ -429,8 +429,9 @@ const (
 	EventModeChanged EventType = "mode_changed"
 	// EventRefused: the worker refused to run the session or to deliver
 	// one of its inputs, because the record did not verify or names what
-	// the worker may not run; Text says what and why, in the worker's
-	// words, never the record's.
+	// the worker may not run, or could not act on a control input (a mode
+	// switch with no process running, or one the CLI refused); Text says
+	// what and why, in the worker's words, never the record's.
 	EventRefused EventType = "refused"
 )
 
