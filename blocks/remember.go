@@ -150,6 +150,9 @@ type HomeOptions struct {
 	CanForget bool
 	// Notice is shown first (mrkdwn the caller wrote): what a click did.
 	Notice string
+	// Grants are the live grants, newest first ("Rules you allowed";
+	// CanForget gives each a Forget button too).
+	Grants []store.Grant
 }
 
 // maxHomeAnswers bounds the answers the Home view lists, so it stays far
@@ -180,6 +183,7 @@ func HomeView(answers []store.RememberedAnswer, o HomeOptions) slack.HomeTabView
 		}
 		bs = append(bs, homeAnswer(a, o.CanForget))
 	}
+	bs = append(bs, homeGrants(o.Grants, o.CanForget)...)
 	return slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: bs}}
 }
 
