@@ -334,15 +334,20 @@ func decodeRequest(id, body, card, decision string) (store.Request, error) {
 	return r, nil
 }
 
-// requestFields are the hash fields GetRequest reads, in this order.
-var requestFields = []string{"body", "card", "decision"}
+// requestFields are the hash fields GetRequest reads, in this order: the
+// body, card and decision, then reachFields.
+var requestFields = append([]string{"body", "card", "decision"}, reachFields...)
 
 func fieldsToRequest(id string, vals []any) (store.Request, error) {
 	str := func(v any) string { s, _ := v.(string); return s }
-	if len(vals) != 3 || vals[0] == nil {
+	if len(vals) != len(requestFields) || vals[0] == nil {
 		return store.Request{}, store.ErrNotFound
 	}
-	return decodeRequest(id, str(vals[0]), str(vals[1]), str(vals[2]))
+	r, err := decodeRequest(id, str(vals[0]), str(vals[1]), str(vals[2]))
+	if err != nil {
+		return r, err
+	}
+	return r, decodeReach(&r, str(vals[3]), str(vals[4]), str(vals[5]))
 }
 
 // GetRequest implements store.Requests.
