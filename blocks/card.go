@@ -642,6 +642,9 @@ func (c *card) context() slack.Block {
 	if about := c.about(); len(about) > 0 && c.req.Decision == nil {
 		parts = append(parts, about...)
 	}
+	if n := reachNote(c.req); n != "" {
+		parts = append(parts, strings.TrimPrefix(n, " · "))
+	}
 	return slack.NewContextBlock("", mrkdwn(cutSafe(orDash(strings.Join(parts, " · ")), MaxText)))
 }
 

@@ -138,6 +138,10 @@ func (c *cards) recorded(ctx context.Context, log zerolog.Logger, r store.Reques
 		}
 	}
 	b.refreshStatusOf(ctx, s, statusKeep)
+	if pending && !settled {
+		r.Card = ref
+		b.work.Go(func(ctx context.Context) { b.reached(ctx, log, r, s) })
+	}
 	return nil
 }
 
@@ -234,6 +238,18 @@ func (c *cards) refresh(log zerolog.Logger, r store.Request, s store.Session) er
 	return c.b.awaitWrite(log, res, func(pr opResult) error { return pr.err })
 }
 
+// reach shows on r's card a step taken to reach people ("reminded
+// 10:42"), or its outcome when it was settled meanwhile (showReach in
+// reach.go reads r). The edit is queued; a failure is logged, and the
+// next edit of the card carries the step too.
+func (c *cards) reach(log zerolog.Logger, r store.Request, s store.Session) {
+	if r.Card.IsZero() {
+		return
+	}
+	m := renderCard(c.b.shown(r), s).msg
+	c.b.out.enqueue(&op{kind: opUpdate, lane: laneCard, channel: r.Card.Channel, ts: r.Card.TS, msg: m, log: log}, false)
+}
+
 // errOutcomeNotShown leaves a settled event unacknowledged while its edit
 // finishes in a task, so it is delivered again: to this bot, which finds
 // the edit done (or coalesces with it), or after a crash to the restarted
@@ -273,6 +289,7 @@ func (c *cards) outcome(ctx context.Context, log zerolog.Logger, id string) erro
 		shown.Store(true)
 		c.attachRan(ctx, log, r, s, card)
 		b.refreshStatusOf(ctx, s, statusKeep)
+		b.work.Go(func(ctx context.Context) { b.settled(ctx, log, r, s) })
 		return nil
 	})
 	if err == nil && !shown.Load() {
