@@ -12,6 +12,7 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackgate/slackgate/blocks"
+	"github.com/slackgate/slackgate/bot/policy"
 	"github.com/slackgate/slackgate/store"
 )
 
@@ -97,17 +98,22 @@ func (p reachPlan) with(a reachAsk) reachPlan {
 	return p
 }
 
-// planFor is r's plan: the defaults, as the policy's ask for r overrides
-// them once the bot evaluates the policy.
+// planFor is r's plan: the defaults, as the ask of the policy rule that
+// matches r overrides them.
 func (b *Bot) planFor(r store.Request, s store.Session) reachPlan {
-	_, _ = r, s
-	return b.cfg.Reach.plan(b.cfg.Approvers)
+	p := b.cfg.Reach.plan(b.cfg.Approvers)
+	if v := b.verdict(r, s); v.Action == policy.Ask && v.Rule != nil {
+		a := v.Ask
+		p = p.with(reachAsk{approvers: a.Approvers, notify: a.Notify, escalateTo: a.EscalateTo,
+			remindAfter: a.RemindAfter, escalateAfter: a.EscalateAfter})
+	}
+	return p
 }
 
-// reachSteps reports whether any default takes a step after a wait, so
-// the sweeper has something to do.
+// reachSteps reports whether a step may ever fall due: a default says
+// when, or a policy (whose rules, reloaded, may) is in force.
 func (b *Bot) reachSteps() bool {
-	return b.cfg.Reach.RemindAfter > 0 || b.cfg.Reach.EscalateAfter > 0
+	return b.cfg.Reach.RemindAfter > 0 || b.cfg.Reach.EscalateAfter > 0 || b.cfg.Policy != nil
 }
 
 // people expands ids (users, user groups and "*") to the users they name,
