@@ -870,6 +870,10 @@ func outcomeDetails(r store.Request) string {
 		if d.Message != "" {
 			b.WriteString("\n_" + codeSafe(cut(oneLine(d.Message), 1000)) + "_")
 		}
+		if d.Outcome == store.OutcomeEnded {
+			// A request never outlives its process: say what is left to do.
+			b.WriteString("\nNo answer reached Claude. A reply in this thread resumes the session.")
+		}
 	}
 	return b.String()
 }
