@@ -34,6 +34,10 @@ const (
 	// session's running turn. It names a session, not a request
 	// (Action.SessionID); DecideAction does not take it.
 	ActionStop ActionKind = Prefix + "stop"
+	// ActionMode is the status message's permission mode menu: it names
+	// a session (Action.SessionID) and the mode's index in store.Modes
+	// (Action.Index; see ModeOf).
+	ActionMode ActionKind = Prefix + "mode"
 	// Elicitation cards (an MCP server asks for input): open the form,
 	// say the link was visited, decline, or cancel (dismiss it without a
 	// choice). ActionLink is the link button: Slack opens the URL, and
@@ -47,7 +51,7 @@ const (
 
 var actionKinds = map[ActionKind]bool{
 	ActionApprove: true, ActionDeny: true, ActionEdit: true, ActionAlways: true, ActionAnswer: true,
-	ActionPick: true, ActionSubmit: true, ActionOther: true, ActionSkip: true, ActionStop: true,
+	ActionPick: true, ActionSubmit: true, ActionOther: true, ActionSkip: true, ActionStop: true, ActionMode: true,
 	ActionRemember: true, ActionForget: true,
 	ActionElicitFill: true, ActionElicitDone: true, ActionElicitDecline: true, ActionElicitCancel: true, ActionLink: true,
 }
@@ -78,7 +82,7 @@ func ParseAction(a *slack.BlockAction) (Action, bool) {
 		return Action{}, false
 	}
 	val := a.Value
-	if (kind == ActionAlways && val == "") || kind == ActionRemember {
+	if (kind == ActionAlways && val == "") || kind == ActionRemember || kind == ActionMode {
 		// A menu carries the chosen option in its value (the remember
 		// menu always; "Approve and allow" its suggestion). For the latter,
 		// cards posted before it had one button per suggestion, whose value
@@ -95,6 +99,8 @@ func ParseAction(a *slack.BlockAction) (Action, bool) {
 	switch kind {
 	case ActionStop:
 		return Action{Kind: kind, SessionID: id}, true
+	case ActionMode:
+		return Action{Kind: kind, SessionID: id, Index: o}, true
 	case ActionForget:
 		return Action{Kind: kind, AnswerID: id}, true
 	}
@@ -129,7 +135,9 @@ const (
 	blockActions  = Prefix + "actions"
 	blockAlways   = Prefix + "always" // the "Approve and allow for this session…" menu
 	blockOutcome  = Prefix + "outcome"
-	blockStatus   = Prefix + "status_actions" // the status message's Stop button
+	// blockApprovals: the progress of a request several people approve.
+	blockApprovals = Prefix + "approvals"
+	blockStatus    = Prefix + "status_actions" // the status message's Stop button
 )
 
 func questionBlockID(q int, requestID string) string { return blockQuestion + value(q, 0, requestID) }

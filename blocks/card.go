@@ -46,6 +46,12 @@ type CardOptions struct {
 	// thread. The card then says the full input is not there, and the
 	// Approve confirmation says so too.
 	AttachmentFailed bool
+	// Needs, when it asks for several approvals, makes a pending card show
+	// how many it has of how many and from whom, show the first
+	// approver's edit as the input, and offer only Approve and Deny (and
+	// Edit & approve to the first): an "Always allow" would let the next
+	// such request through on one person's word.
+	Needs Needs
 	// AskRule names the team policy's ask rule that is why the card asks
 	// (the pending card says so beside the CLI's own reason).
 	AskRule string
@@ -75,9 +81,16 @@ func Card(r store.Request, s store.Session) Message { return CardWith(r, s, Card
 // AttachmentFailed when the full input could not be uploaded).
 func CardWith(r store.Request, s store.Session, o CardOptions) Message {
 	r = normalize(r)
+	edited, isEdited := editedByFirst(r)
+	if isEdited && r.Decision == nil {
+		r.Input = r.Approvals[0].Input // what the approvals are of, and what runs
+	}
 	shown := r
 	shown.Input = maskJSON(r.Input) // a private key spans lines: mask before clipping
 	c := &card{req: shown, real: r, sess: s, opts: o}
+	if isEdited && r.Decision == nil {
+		c.flags = append(c.flags, edited)
+	}
 	c.render()
 	return c.msg
 }
@@ -109,6 +122,9 @@ func (c *card) render() {
 		c.add(slack.NewContextBlock("", mrkdwn(c.attachNote())))
 	}
 	c.add(c.context())
+	if c.req.Decision == nil && c.opts.Needs.several() {
+		c.add(approvalsLine(c.req, c.opts.Needs))
+	}
 	if c.req.Decision == nil {
 		c.controls()
 		if len(c.hidden) > 0 {
@@ -742,6 +758,8 @@ func dateToken(t time.Time) string {
 
 func byWhom(d *store.Decision) string {
 	switch {
+	case len(d.Approvals) > 1:
+		return " by " + mentions(d.Approvals)
 	case d.Remembered != "":
 		// Not the person's tap: their answer, remembered.
 		return " from memory, remembered by <@" + d.By + ">"

@@ -63,7 +63,7 @@ func (c *card) controls() {
 		els = append(els,
 			c.guard(button(string(ActionApprove), "Approve", v(0, 0)).WithStyle(slack.StylePrimary), "Approve"),
 			button(string(ActionDeny), "Deny", v(0, 0)).WithStyle(slack.StyleDanger))
-		if Editable(c.real) {
+		if Editable(c.real) && len(c.real.Approvals) == 0 {
 			els = append(els, button(string(ActionEdit), "Edit & approve", v(0, 0)))
 		}
 	}
@@ -115,7 +115,7 @@ func alwaysOffered(r store.Request) bool {
 // confirmation that lists every option's rules; rules too many for it are
 // listed on the card itself. Nil when nothing is offered.
 func (c *card) alwaysMenu() slack.BlockElement {
-	if !alwaysOffered(c.real) {
+	if !alwaysOffered(c.real) || c.opts.Needs.several() {
 		return nil
 	}
 	var opts []*slack.OptionBlockObject
@@ -136,13 +136,16 @@ func (c *card) alwaysMenu() slack.BlockElement {
 		all = append(all, n+". "+visible(maskSecrets(label)))
 		rules, _ := suggestionRules(s)
 		code = append(code, "• "+rules)
-		opts = append(opts, slack.NewOptionBlockObject(value(0, i, c.req.ID), plainInput(text, MaxOptionText),
+		opts = append(opts, slack.NewOptionBlockObject(value(choiceCLI, i, c.req.ID), plainInput(text, MaxOptionText),
 			plainInput(strings.ToUpper(does[:1])+does[1:], MaxOptionText)))
+		if grantable(s) {
+			opts = append(opts, grantOptions(i, c.req.ID, text)...)
+		}
 	}
 	if len(opts) == 0 {
 		return nil
 	}
-	menu := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plain("Approve and allow for this session…"), string(ActionAlways), opts...)
+	menu := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plain("Approve and allow…"), string(ActionAlways), opts...)
 	if cutOne || len(c.hidden) > 0 {
 		text := c.hiddenNote() + "Approves this request and, for the rest of this session, allows: " + strings.Join(all, "; ") + "."
 		if runes(text) > MaxConfirmText {

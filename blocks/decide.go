@@ -62,12 +62,10 @@ func DecideAction(a Action, r store.Request, cb *slack.InteractionCallback, by W
 		}
 		return store.Decision{}, NextEditModal, nil
 	case ActionAlways:
-		s, ok := offeredRule(r, a.Index)
-		if !ok {
+		var ok bool
+		if d, ok = alwaysAllow(a, r, d); !ok {
 			return mismatch()
 		}
-		d.Outcome = store.OutcomeAllow
-		d.Permissions = []store.Suggestion{s}
 	case ActionAnswer:
 		qs := questions(r)
 		if !isQuestion || !oneTap(qs) || a.Question != 0 || a.Index >= len(qs[0].Options) {
@@ -106,6 +104,23 @@ func DecideAction(a Action, r store.Request, cb *slack.InteractionCallback, by W
 		return mismatch()
 	}
 	return d, NextDecide, nil
+}
+
+// alwaysAllow is d as an "Approve and allow…" pick makes it: an allow
+// that adds Claude Code's session rule, or, for a grant (GrantChoice),
+// one that adds none (slackgate keeps the rules). ok false for a pick the
+// card does not offer.
+func alwaysAllow(a Action, r store.Request, d store.Decision) (store.Decision, bool) {
+	d.Outcome = store.OutcomeAllow
+	if _, _, ok := GrantChoice(a, r); ok {
+		return d, true
+	}
+	s, ok := offeredRule(r, a.Index)
+	if !ok || a.Question != choiceCLI {
+		return d, false
+	}
+	d.Permissions = []store.Suggestion{s}
+	return d, true
 }
 
 // offeredRule is the suggestion an "Always allow" button at index adds,

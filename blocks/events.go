@@ -65,6 +65,11 @@ func EventMessages(e store.Event) []Message {
 			return nil
 		}
 		return []Message{exitMessage(*e.Exit)}
+	case store.EventModeChanged:
+		if e.By != "" && !userID.MatchString(e.By) {
+			e.By = ""
+		}
+		return []Message{ModeChanged(e)}
 	case store.EventInterrupted:
 		t := "⏹️ Claude's turn was stopped"
 		if userID.MatchString(e.Text) {
@@ -238,6 +243,9 @@ type Status struct {
 	Pending int       // requests waiting for a person (PhaseWaiting)
 	Detail  string    // plain text: the failure, or what Claude is doing
 	Since   time.Time // when the phase began; zero leaves it out
+	// Modes are the permission modes the line's menu offers while Claude
+	// runs (none: no menu); the line names the current one.
+	Modes []string
 }
 
 // StatusMessage renders the session's status line, the one message the bot
@@ -280,15 +288,25 @@ func StatusMessage(s store.Session, st Status) Message {
 	if s.StartedBy != "" {
 		ctx = append(ctx, "started by "+starter(s.StartedBy))
 	}
+	live := s.ID != "" && (st.Phase == PhaseWorking || st.Phase == PhaseWaiting || st.Phase == PhaseDone)
+	if live && len(st.Modes) > 0 {
+		ctx = append(ctx, "mode "+inlineCode(currentMode(s), 40))
+	}
 	bs := []slack.Block{section(text)}
 	if len(ctx) > 0 {
 		bs = append(bs, slack.NewContextBlock("", mrkdwn(strings.Join(ctx, " · "))))
 	}
+	var els []slack.BlockElement
 	if s.ID != "" && (st.Phase == PhaseWorking || st.Phase == PhaseWaiting) {
-		stop := button(string(ActionStop), StopLabel, value(0, 0, s.ID)).WithStyle(slack.StyleDanger).
+		els = append(els, button(string(ActionStop), StopLabel, value(0, 0, s.ID)).WithStyle(slack.StyleDanger).
 			WithConfirm(slack.NewConfirmationBlockObject(plain(stopConfirmTitle), plain(stopConfirmText), plain("Stop"), plain("Keep going")).
-				WithStyle(slack.StyleDanger))
-		bs = append(bs, slack.NewActionBlock(blockStatus, stop))
+				WithStyle(slack.StyleDanger)))
+	}
+	if live && len(st.Modes) > 0 {
+		els = append(els, modeMenu(s, st.Modes))
+	}
+	if len(els) > 0 {
+		bs = append(bs, slack.NewActionBlock(blockStatus, els...))
 	}
 	fallback := head
 	if d := strings.TrimSpace(st.Detail); d != "" {

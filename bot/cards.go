@@ -54,7 +54,8 @@ const (
 // post shows request id's card in its session's thread, in the outbox's
 // cards lane. Store: GetRequest and GetSession; a card recorded already is
 // refreshed instead. claim makes this bot the card's one poster; a request
-// a policy rule allows or denies (byPolicy: Decide), or a question a
+// a policy rule allows or denies (byPolicy: Decide), a tool call a grant
+// allows (byGrant: ListGrants, Decide), or a question a
 // remembered answer settles (fromMemory: LookupAnswer, Decide), gets a
 // thread line instead of a card. A lost card is looked for in the thread
 // first, and so is a card whose post failed before it is sent again
@@ -82,11 +83,15 @@ func (c *cards) post(ctx context.Context, log zerolog.Logger, id string, lost bo
 		c.done(r.ID)
 		return err
 	}
+	if settled, err := c.byGrant(ctx, log, r, s, v); settled {
+		c.done(r.ID)
+		return err
+	}
 	if a, ok := b.fromMemory(ctx, log, r, s); ok {
 		c.done(r.ID)
 		return c.answeredFromMemory(log, s, a)
 	}
-	card := renderCardWith(r, s, askedBy(v))
+	card := b.renderCard(r, s)
 	if lost {
 		ts, found, err := c.inThread(ctx, log, s, r.ID)
 		if err != nil || found {
@@ -139,7 +144,7 @@ func (c *cards) recorded(ctx context.Context, log zerolog.Logger, r store.Reques
 	// A card that promised the full input in the thread says it is not
 	// there, so nobody approves what they think they can read.
 	if settled || opts.AttachmentFailed {
-		if err := b.out.Update(ctx, log, ref, renderCardWith(now, s, opts).msg); err != nil {
+		if err := b.out.Update(ctx, log, ref, b.renderCardWith(now, s, opts).msg); err != nil {
 			return err
 		}
 	}
@@ -241,7 +246,7 @@ func (c *cards) done(id string) {
 // delivered again (or whose card a click adopted), without holding the
 // consumer while Slack's budget makes the edit wait.
 func (c *cards) refresh(log zerolog.Logger, r store.Request, s store.Session) error {
-	res := c.b.out.updatePending(log, laneCard, r.Card, renderCardWith(r, s, askedBy(c.b.verdict(r, s))).msg)
+	res := c.b.out.updatePending(log, laneCard, r.Card, c.b.renderCard(r, s).msg)
 	return c.b.awaitWrite(log, res, func(pr opResult) error { return pr.err })
 }
 
@@ -253,8 +258,28 @@ func (c *cards) reach(log zerolog.Logger, r store.Request, s store.Session) {
 	if r.Card.IsZero() {
 		return
 	}
-	m := renderCard(c.b.shown(r), s).msg
+	m := c.b.renderCard(c.b.shown(r), s).msg
 	c.b.out.enqueue(&op{kind: opUpdate, lane: laneCard, channel: r.Card.Channel, ts: r.Card.TS, msg: m, log: log}, false)
+}
+
+// approved brings request id's card up to date after an approval of
+// several (its count and who approved), without holding the click while
+// Slack's budget makes the edit wait. Store: GetRequest, GetSession. A
+// lost edit is repaired by the next approval, or the outcome.
+func (c *cards) approved(ctx context.Context, log zerolog.Logger, id string) {
+	r, err := c.b.st.GetRequest(ctx, id)
+	if err == nil && (r.Card.IsZero() || !r.Pending()) {
+		return // no card yet (post renders the approvals), or the outcome's event shows it
+	}
+	var s store.Session
+	if err == nil {
+		s, err = c.b.st.GetSession(ctx, r.SessionID)
+	}
+	if err != nil {
+		log.Warn().Err(err).Msg("show the approvals on the card")
+		return
+	}
+	c.b.out.updatePending(log, laneCard, r.Card, c.b.renderCard(r, s).msg)
 }
 
 // errOutcomeNotShown leaves a settled event unacknowledged while its edit
@@ -287,7 +312,7 @@ func (c *cards) outcome(ctx context.Context, log zerolog.Logger, id string) erro
 	}
 	log = log.With().Str("channel", r.Card.Channel).Logger()
 	r = b.shown(r)
-	card := renderCard(r, s)
+	card := b.renderCard(r, s)
 	var shown atomic.Bool
 	err = b.awaitWrite(log, b.out.updatePending(log, laneCard, r.Card, card.msg), func(pr opResult) error {
 		if pr.err != nil {
@@ -359,7 +384,7 @@ func (c *cards) decided(ctx context.Context, log zerolog.Logger, r store.Request
 		log.Warn().Err(err).Msg("refresh card: get session")
 		return
 	}
-	if err := c.b.out.Update(ctx, log, ref, renderCard(c.b.shown(r), s).msg); err != nil {
+	if err := c.b.out.Update(ctx, log, ref, c.b.renderCard(c.b.shown(r), s).msg); err != nil {
 		log.Warn().Err(err).Msg("refresh card")
 	}
 }

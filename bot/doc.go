@@ -23,7 +23,14 @@
 //   - reply in a session's thread (and so use its "Always allow" grants),
 //     or stop it: the session's starter and APPROVERS.
 //   - decide a card, remember or forget an answer: APPROVERS only; * lets
-//     anyone who can see the card decide. APPROVERS is required.
+//     anyone who can see the card decide. APPROVERS is required. A policy
+//     rule's ask names its own approvers instead, and may need count
+//     distinct people (not_self: never the session's starter, nor an API
+//     token's owner). Each approval but the last is kept on the request,
+//     signed (store.Approvals); the last settles it with a decision that
+//     names them all, the input the first approver edited, and no
+//     "Always allow" (one person's word would let the next one through).
+//     An approval the bot cannot verify counts for nothing and is not shown.
 //   - an approval API token (API_TOKENS) may create, poll and withdraw its
 //     own requests and report tool runs, nothing more (api.go); a token
 //     whose channel is a person's DM grants that person nothing.
@@ -118,6 +125,18 @@
 // are never remembered (that is "Always allow", per session), nor skips.
 // The App Home lists the answers with Forget for approvers.
 //
+// # Grants
+//
+// The card's "Approve and allow…" menu offers, beside Claude Code's own
+// session rule, the same rules kept by slackgate (grants.go): for 1 hour
+// in this session, or in this repository until forgotten. A grant is
+// signed by the bot (store.Grant) and, while live, decides a tool call one
+// of its rules allows (matched as a policy allow rule) before any card:
+// a signed allow naming the grant, audited, and one thread line. Only
+// where no policy rule matched: a deny rule always wins, and a rule's
+// approvers are never stood in for. A grant that does not verify, or whose
+// adder is no longer an approver, decides nothing.
+//
 // # Reaching approvers
 //
 // A request someone other than its starter must decide is announced once
@@ -151,9 +170,13 @@
 //	apiexpire.go     expiry of requests whose client stopped polling
 //	interactions.go  clicks and modal submissions: the one decide pipeline
 //	approvers.go     who may decide, reply, stop or start (Bot.may)
+//	approvals.go     who may decide a request (Bot.mayDecide: the policy's
+//	                 approvers, not_self) and approvals of several people
 //	verdict.go       the team policy applied now (SetPolicy) and its verdict
 //	teams.go         only the bot's team (and ALLOWED_TEAMS) act
 //	stop.go          Stop from the status line or a "stop" reply
+//	mode.go          the status line's permission mode menu (approvers;
+//	                 bypassPermissions only for whom the policy names)
 //	store_events.go  store → Slack: the consumer; what Claude said and did
 //	cards.go         every request's card: posted once (a claim in the store),
 //	                 found in its thread, adopted at a click, its outcome
@@ -162,6 +185,7 @@
 //	reach.go         copies of a card where approvers look, one reminder,
 //	                 one escalation, and who it was escalated to may decide
 //	waiting.go       the App Home's "Waiting for you", republished coalesced
+//	grants.go        grants: kept from the card's menu, deciding before a card
 //	reconcile.go     lost cards posted at start and every 30 s
 //	status.go        the one status message per session
 //	outbox.go        every post and edit: paced, in lanes, coalesced, retried

@@ -39,6 +39,8 @@ func (b *Bot) onInteraction(cb *slack.InteractionCallback) any {
 				handle = func(ctx context.Context) { b.onForgetClick(ctx, cb, act) }
 			case blocks.ActionStop: // names a session, not a request
 				handle = func(ctx context.Context) { b.onStopClick(ctx, cb, act) }
+			case blocks.ActionMode: // the status line's menu, names a session
+				handle = func(ctx context.Context) { b.onModePick(ctx, cb, act) }
 			}
 			b.work.Go(func(ctx context.Context) {
 				if b.clickOfOurTeam(ctx, cb, act) {
@@ -89,6 +91,11 @@ type decision struct {
 	// scope is where the person asked to remember their answer ("Always
 	// answer this way…"); "" for this time only. Set by decode.
 	scope store.ScopeKind
+	// grantKind and grantRules are the grant the person asked slackgate
+	// to keep ("Approve and allow… for 1 hour in this session" or "… in
+	// this repository"); "" for none. Set by decode.
+	grantKind  store.GrantScopeKind
+	grantRules []string
 }
 
 // reply runs f now or, for a submission, after the ack.
@@ -155,7 +162,13 @@ func (p *decision) run(ctx context.Context, requestID string, dec decode) error 
 		p.alreadyDecided(ctx, r)
 		return nil
 	}
-	if !p.b.escalatedTo(ctx, p.log, r, p.user) && !p.b.may(ctx, p.log, p.user, decideRequest, func(text string) { p.tell(ctx, text) }) {
+	s, err := p.b.st.GetSession(ctx, r.SessionID)
+	if err != nil {
+		p.log.Error().Err(err).Msg("get session")
+		return err
+	}
+	if ok, why := p.b.mayDecide(ctx, p.log, r, s, p.user); !ok {
+		p.tell(ctx, why)
 		return nil
 	}
 	d, ok, err := dec(r)
@@ -169,6 +182,15 @@ func (p *decision) run(ctx context.Context, requestID string, dec decode) error 
 		return nil
 	case !ok:
 		return nil
+	}
+	if ask := askOf(p.b.verdict(r, s)); ask.Count > 1 && d.Outcome == store.OutcomeAllow {
+		// One of several approvals: the last one settles the request.
+		if d, ok, err = p.approveOne(ctx, r, ask, d); err != nil || !ok {
+			if err != nil {
+				p.log.Error().Err(err).Msg("approve")
+			}
+			return err
+		}
 	}
 	// Signed over the request as loaded: the person saw it, and the worker
 	// verifies over the request as it created it, so a request rewritten in
@@ -188,6 +210,7 @@ func (p *decision) run(ctx context.Context, requestID string, dec decode) error 
 		// The card is updated by the EventRequestSettled the store published.
 		p.log.Info().Str("outcome", string(d.Outcome)).Msg("request decided")
 		p.remember(ctx, r, d)
+		p.keepGrant(ctx, r, s, d)
 	}
 	return nil
 }
@@ -206,6 +229,7 @@ func (b *Bot) onAction(ctx context.Context, cb *slack.InteractionCallback, a blo
 			return d, false, err
 		case next == blocks.NextDecide:
 			p.scope = blocks.RememberChoice(r, cb)
+			p.grantKind, p.grantRules, _ = blocks.GrantChoice(a, r)
 			return d, true, nil
 		case next != blocks.NextNothing:
 			b.openModal(ctx, p, cb, next, r)

@@ -145,22 +145,6 @@ func (b *Bot) people(ctx context.Context, ids []string) (users []string, anyone 
 	return users, anyone, err
 }
 
-// among reports whether user is one of ids (a user, a member of a user
-// group, or anyone for "*"); an error means a group could not be listed
-// and user was not found elsewhere.
-func (b *Bot) among(ctx context.Context, ids []string, user string) (bool, error) {
-	var groups []string
-	for _, id := range ids {
-		switch {
-		case id == "*" || id == user:
-			return true, nil
-		case strings.HasPrefix(id, "S"):
-			groups = append(groups, id)
-		}
-	}
-	return b.approvers.inGroups(ctx, groups, user)
-}
-
 // escalatedTo reports whether user may decide r because r was escalated
 // to them: they are among its escalate_to, the store says it was
 // escalated, and the escalation's time has come by the bot's own clock (a
@@ -178,7 +162,7 @@ func (b *Bot) escalatedTo(ctx context.Context, log zerolog.Logger, r store.Reque
 	if p.escalateAfter <= 0 || b.clock.Now().Before(r.CreatedAt.Add(p.escalateAfter)) {
 		return false
 	}
-	ok, err := b.among(ctx, p.escalateTo, user)
+	ok, err := b.approvers.among(ctx, p.escalateTo, user)
 	if err != nil && !ok {
 		log.Warn().Err(err).Msg("escalation: list escalate_to")
 	}

@@ -18,11 +18,19 @@ type renderedCard struct {
 	opts          blocks.CardOptions // what it was rendered with
 }
 
-func renderCard(r store.Request, s store.Session) renderedCard {
-	return renderCardWith(r, s, blocks.CardOptions{})
+// renderCard renders r's card as the policy asks it: the ask rule that is
+// why, and how many approvals of whom (with those given so far).
+func (b *Bot) renderCard(r store.Request, s store.Session) renderedCard {
+	return b.renderCardWith(r, s, blocks.CardOptions{})
 }
 
-func renderCardWith(r store.Request, s store.Session, o blocks.CardOptions) renderedCard {
+func (b *Bot) renderCardWith(r store.Request, s store.Session, o blocks.CardOptions) renderedCard {
+	if r.Pending() {
+		v := b.verdict(r, s)
+		o.AskRule = askedBy(v).AskRule
+		o.Needs = b.needs(askOf(v))
+		r.Approvals = b.countedApprovals(b.log, r)
+	}
 	m := blocks.CardWith(r, s, o)
 	return renderedCard{msg: toMsg(m), fullInput: m.FullInput, fullInputName: m.FullInputName, opts: o}
 }

@@ -80,8 +80,8 @@ func TestCardDigestsTellCardsApart(t *testing.T) {
 	settled.Decision = &store.Decision{Outcome: store.OutcomeDeny, By: "U1", At: time.Now()}
 	seen := map[[32]byte]bool{}
 	for _, r := range []store.Request{pending, secret, settled} {
-		m := renderCard(r, s).msg
-		if again := renderCard(r, s).msg; m.digest() != again.digest() {
+		m := (&Bot{clock: store.WallClock{}}).renderCard(r, s).msg
+		if again := (&Bot{clock: store.WallClock{}}).renderCard(r, s).msg; m.digest() != again.digest() {
 			t.Errorf("%s: the same card rendered again digests differently", m.Text)
 		}
 		seen[m.digest()] = true
@@ -94,7 +94,7 @@ func TestCardDigestsTellCardsApart(t *testing.T) {
 func BenchmarkCardDigest(b *testing.B) {
 	r := store.Request{ID: "req-d", SessionID: "s1", Kind: store.KindTool, ToolName: "Bash",
 		Input: json.RawMessage(`{"command":"cd /srv/repo && go test -race ./store/... 2>&1 | tee /tmp/test.log"}`)}
-	m := renderCard(r, store.Session{ID: "s1", WorkDir: "/srv/repo", StartedBy: "U0"}).msg
+	m := (&Bot{clock: store.WallClock{}}).renderCard(r, store.Session{ID: "s1", WorkDir: "/srv/repo", StartedBy: "U0"}).msg
 	b.ReportAllocs()
 	for b.Loop() {
 		m.digest()

@@ -70,6 +70,7 @@ func (b *Bot) refreshStatusFrom(ctx context.Context, sessionID string, known *st
 		log.Warn().Err(err).Msg("status: count pending")
 	}
 	log = log.With().Str("channel", s.Thread.Channel).Logger()
+	st.Modes = b.modesOffered(s)
 	b.out.Live(log, liveSpec{
 		key:      statusKey(sessionID),
 		channel:  s.Thread.Channel,

@@ -31,6 +31,8 @@ type Store interface {
 	CountPending(ctx context.Context, sessionID string) (int, error)
 	SetCard(ctx context.Context, id string, card store.MessageRef) (pending bool, err error)
 	Decide(ctx context.Context, id string, d store.Decision) (store.Request, error)
+	// Approvals of a request a policy rule asks several people for.
+	Approve(ctx context.Context, id string, a store.Approval, need int) (store.Request, bool, error)
 
 	// The approval API: requests made over HTTP, their long poll and
 	// withdrawal, and each token's limits.
@@ -49,6 +51,12 @@ type Store interface {
 	LookupAnswer(ctx context.Context, scope store.AnswerScope, fingerprint string) (store.RememberedAnswer, error)
 	ListAnswers(ctx context.Context) ([]store.RememberedAnswer, error)
 	ForgetAnswer(ctx context.Context, id, by, byName string) (store.RememberedAnswer, error)
+
+	// Grants ("Approve and allow… for 1 hour in this session", "… in
+	// this repository") and the App Home.
+	AddGrant(ctx context.Context, g store.Grant) error
+	ListGrants(ctx context.Context) ([]store.Grant, error)
+	ForgetGrant(ctx context.Context, id, by, byName string) (store.Grant, error)
 
 	// The audit trail: the entries no transition writes, and what the
 	// sealer reads and writes (auditSealStore).

@@ -164,6 +164,8 @@ func (b *Bot) showSessionEvent(ctx context.Context, log zerolog.Logger, e store.
 		b.refreshStatusOf(ctx, s, blocks.PhaseFailed, e.Text)
 	case store.EventInterrupted:
 		b.refreshStatusOf(ctx, s, blocks.PhaseStopped)
+	case store.EventModeChanged:
+		b.refreshStatusOf(ctx, s, statusKeep)
 	case store.EventRefused:
 		// A refused session is failed (the worker stores that before it
 		// tells); a refused input leaves the session as it was.

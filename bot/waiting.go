@@ -133,7 +133,7 @@ func (b *Bot) waitingFor(ctx context.Context, log zerolog.Logger, user string) [
 			}
 			sessions[r.SessionID] = s
 		}
-		if !b.mayDecideQuietly(ctx, log, r, s, user) {
+		if !b.mayDecideQuietly(ctx, r, s, user) {
 			continue
 		}
 		items = append(items, blocks.Waiting{Request: b.shown(r), Session: s, CardLink: b.cardLink(r.Card, s)})
@@ -141,9 +141,9 @@ func (b *Bot) waitingFor(ctx context.Context, log zerolog.Logger, user string) [
 	return blocks.HomeWaiting(items)
 }
 
-// mayDecideQuietly reports whether user may decide r without telling
-// anyone: a decider of its plan, or escalated to.
-func (b *Bot) mayDecideQuietly(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, user string) bool {
-	ok, _ := b.among(ctx, b.planFor(r, s).deciders, user)
-	return ok || b.escalatedTo(ctx, log, r, user)
+// mayDecideQuietly is mayDecide without its log lines: a tab lists many
+// requests the viewer may not decide, and that is no refusal.
+func (b *Bot) mayDecideQuietly(ctx context.Context, r store.Request, s store.Session, user string) bool {
+	ok, _ := b.mayDecide(ctx, zerolog.Nop(), r, s, user)
+	return ok
 }

@@ -90,6 +90,7 @@
 //	capacity.go    MAX_SESSIONS: places, idle order, the longest-idle giving way
 //	session.go     one process's life for a session, and what it hands back
 //	turn.go        a turn's state, for the idle timer and stops
+//	mode.go        a permission mode switched from Slack (set_permission_mode)
 //	bridge.go      output turned into events; a request waited on and expired
 //	request.go     a can_use_tool or elicitation as a store.Request, a decision
 //	               as the control_response (KindOf)

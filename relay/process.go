@@ -279,6 +279,12 @@ func (p *Process) Send(ctx context.Context, text string) error { return p.conn.S
 // Interrupt aborts the running turn (see Conn.Interrupt).
 func (p *Process) Interrupt(ctx context.Context) error { return p.conn.Interrupt(ctx) }
 
+// SetPermissionMode switches the running process's permission mode and
+// waits for the CLI's acknowledgement.
+func (p *Process) SetPermissionMode(ctx context.Context, mode string) error {
+	return p.conn.SetPermissionMode(ctx, mode)
+}
+
 // Stats counts what was read from claude's output so far.
 func (p *Process) Stats() Stats { return p.conn.Stats() }
 

@@ -60,6 +60,9 @@ func (w *Worker) session(ctx context.Context, sl, victim *slot, log zerolog.Logg
 		// inputs queued behind this one make it ready again.
 		log.Info().Str("input_id", in.ID).Str("control", in.Control).Str("user", in.User).
 			Msg("control input for a session with no live process: nothing to do")
+		if in.Control == store.ControlSetMode {
+			return sessionEnd{last: &store.Event{Type: store.EventError, Text: NoProcessForMode}}
+		}
 		return sessionEnd{}
 	}
 	run, err := w.startRun(ctx, sl, sess, in, log)
@@ -237,6 +240,10 @@ func (r *processRun) stopIdle() {
 // cleanupTimeout and by the process's end.
 func (r *processRun) onControl(ctx context.Context, in store.Input) {
 	log := r.log.With().Str("input_id", in.ID).Str("control", in.Control).Str("user", in.User).Logger()
+	if in.Control == store.ControlSetMode {
+		r.setMode(ctx, in, log)
+		return
+	}
 	if in.Control != store.ControlInterrupt {
 		log.Warn().Msg("unknown control input ignored")
 		return

@@ -277,7 +277,9 @@ func (w *Worker) setState(ctx context.Context, id string, state store.SessionSta
 		if s.Worker != "" && s.Worker != w.cfg.WorkerID {
 			return errTakenOver
 		}
-		s.State, s.Worker, s.UpdatedAt = state, "", w.clock.Now()
+		// The process is gone, and with it a mode switched from Slack:
+		// the next one starts in the session's own mode.
+		s.State, s.Worker, s.UpdatedAt, s.LiveMode = state, "", w.clock.Now(), ""
 		return nil
 	})
 	switch {

@@ -9,11 +9,16 @@
 // the Store interface with the contract every backend keeps: above all that
 // Decide settles a request exactly once, whoever races it. It also keeps
 // remembered answers (Answers: an approver's answer to a question form,
-// kept per repository or channel and keyed by QuestionFingerprint).
+// kept per repository or channel and keyed by QuestionFingerprint) and the
+// partial approvals of a request several people must approve (Approvals:
+// counted atomically, so of two approvals at once exactly one is the last)
+// and grants, slackgate's own "Always allow" for a session or a repository,
+// until they expire or are forgotten (Grants).
 //
 // Store access is not authority. A bot signs, with its Ed25519 key, every
 // record that decides what a worker runs or in whose name: decisions,
-// sessions, queued inputs and remembered answers (sign.go: one signing core,
+// sessions, queued inputs, remembered answers, partial approvals and
+// grants (sign.go: one signing core,
 // a domain string per kind, so one kind's signature never verifies as
 // another's). Workers verify sessions, inputs and decisions; bots verify
 // remembered answers. A record written by anyone without the key is

@@ -114,6 +114,12 @@ type signedPayload struct {
 	Resolved     map[string]string `json:"resolved,omitempty"`
 	Rule         string            `json:"rule,omitempty"`
 	PolicyDigest string            `json:"policy_digest,omitempty"`
+	// Approvals (a request several people approved) are left out when
+	// empty, so the payload of every other decision is what it was
+	// before they existed.
+	Approvals []decisionApproval `json:"approvals,omitempty"`
+	// Grant (the grant that allowed it) is left out when empty, likewise.
+	Grant string `json:"grant,omitempty"`
 }
 
 // DecisionPayload is the byte string a signature of d, settling r, covers.
@@ -147,7 +153,7 @@ func DecisionPayload(r Request, d Decision) ([]byte, error) {
 		RequestID: r.ID, SessionID: r.SessionID, CLIRequestID: r.CLIRequestID, Kind: r.Kind, Tool: r.ToolName,
 		Outcome: d.Outcome, Input: canon, Answers: answers, Permissions: perms,
 		Message: d.Message, Interrupt: d.Interrupt, Skipped: d.Skipped, By: d.By, ByName: d.ByName,
-		At: stamp(d.At), Remembered: d.Remembered, Content: content,
+		At: stamp(d.At), Remembered: d.Remembered, Content: content, Approvals: signedApprovals(d.Approvals), Grant: d.Grant,
 		Home: r.Home, Resolved: resolved, Rule: d.Rule, PolicyDigest: d.PolicyDigest,
 	})
 	if err != nil {
@@ -247,11 +253,14 @@ type inputPayload struct {
 	User      string `json:"user"`
 	At        string `json:"at"`
 	Control   string `json:"control"`
+	// Mode (ControlSetMode) is left out when empty, so the payload of
+	// every other input is what it was before it existed.
+	Mode string `json:"mode,omitempty"`
 }
 
 func inputPayloadOf(in Input) ([]byte, error) {
 	return payloadOf(inputDomain, inputPayload{
-		ID: in.ID, SessionID: in.SessionID, Text: in.Text, User: in.User, At: stamp(in.At), Control: in.Control,
+		ID: in.ID, SessionID: in.SessionID, Text: in.Text, User: in.User, At: stamp(in.At), Control: in.Control, Mode: in.Mode,
 	})
 }
 

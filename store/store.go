@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -140,6 +141,11 @@ type Request struct {
 	// escalation taken (see Reaches); empty on a new request.
 	Reach Reach `json:"reach,omitzero"`
 
+	// Approvals are the approvals so far of a request that needs several
+	// (Approvals.Approve), oldest first; the first one's Input is what
+	// they approve.
+	Approvals []Approval `json:"approvals,omitempty"`
+
 	// Decision is nil while the request is pending and set exactly once.
 	Decision *Decision `json:"decision,omitempty"`
 }
@@ -240,6 +246,13 @@ type Decision struct {
 	// both empty for a person's decision.
 	Rule         string `json:"rule,omitempty"`
 	PolicyDigest string `json:"policy_digest,omitempty"`
+	// Grant is the id of the grant that allowed the request without a
+	// card (allow only); By and ByName then name who added it.
+	Grant string `json:"grant,omitempty"`
+	// Approvals name every person who approved a request that needed
+	// several, in order (By and ByName are the last of them); only By,
+	// ByName and At are set. Allow only.
+	Approvals []Approval `json:"approvals,omitempty"`
 }
 
 // Validate checks d as Decide takes it: a known outcome, a time, and the
@@ -256,6 +269,9 @@ func (d Decision) Validate() error {
 	}
 	if d.Outcome != OutcomeAllow && (len(d.UpdatedInput) > 0 || len(d.Permissions) > 0 || len(d.Answers) > 0 || len(d.Content) > 0) {
 		return invalid("%s decision with an edited input, permissions, answers or content; only an allow has them", d.Outcome)
+	}
+	if (len(d.Approvals) > 0 || d.Grant != "") && d.Outcome != OutcomeAllow {
+		return invalid("%s decision with approvals or a grant; only an allow has them", d.Outcome)
 	}
 	if d.Remembered != "" && (d.Outcome != OutcomeAllow || len(d.Answers) == 0) {
 		return invalid("%s decision from a remembered answer without answers; only an allow with answers can be", d.Outcome)
@@ -301,6 +317,13 @@ type Session struct {
 	UpdatedAt time.Time `json:"updated_at"`
 	// Status is the bot's status message in the thread (kept current).
 	Status MessageRef `json:"status,omitzero"`
+	// LiveMode is the permission mode a person switched the running
+	// claude process to from Slack (ControlSetMode); "" while it runs in
+	// PermissionMode. The worker sets it once the CLI took the switch and
+	// clears it when the process ends: the next one starts in
+	// PermissionMode again. Shown on the status line; not signed (it
+	// decides nothing: the signed input that asked for it did).
+	LiveMode string `json:"live_mode,omitempty"`
 	// API marks a session that reached slackgate through the approval
 	// API: its Claude Code runs wherever its client runs, and no worker
 	// ever runs it.
@@ -344,8 +367,11 @@ type Input struct {
 	Text      string    `json:"text"`
 	User      string    `json:"user,omitempty"` // Slack user id
 	At        time.Time `json:"at"`
-	// Control names the control input (ControlInterrupt); "" for a message.
+	// Control names the control input (ControlInterrupt, ControlSetMode);
+	// "" for a message.
 	Control string `json:"control,omitempty"`
+	// Mode is the permission mode a ControlSetMode input asks for.
+	Mode string `json:"mode,omitempty"`
 	// Signature is the Ed25519 signature of the bot that queued the input
 	// (see SignInput); a worker delivers an input only when it verifies.
 	Signature []byte `json:"signature,omitempty"`
@@ -359,7 +385,16 @@ const (
 	// session with no live process has no turn to stop: the worker only
 	// logs it, and starts no process for it.
 	ControlInterrupt = "interrupt"
+	// ControlSetMode switches the running claude process to the
+	// permission mode Input.Mode names (the CLI's set_permission_mode);
+	// the process after it starts in Session.PermissionMode again. A
+	// session with no live process has nothing to switch: the worker
+	// tells the thread so.
+	ControlSetMode = "set_permission_mode"
 )
+
+// Modes are the permission modes a ControlSetMode input may ask for.
+var Modes = []string{"default", "acceptEdits", "plan", "bypassPermissions"}
 
 // Validate checks in: it names its session, and a control input is a known
 // one and carries no text. An empty ID and a zero At are allowed: the store
@@ -368,10 +403,14 @@ func (in Input) Validate() error {
 	switch {
 	case in.SessionID == "":
 		return invalid("input without a session")
-	case in.Control != "" && in.Control != ControlInterrupt:
+	case in.Control != "" && in.Control != ControlInterrupt && in.Control != ControlSetMode:
 		return invalid("input for session %s with unknown control %q", in.SessionID, in.Control)
 	case in.Control != "" && in.Text != "":
 		return invalid("control input %q for session %s with text; a control input has none", in.Control, in.SessionID)
+	case in.Control == ControlSetMode && !slices.Contains(Modes, in.Mode):
+		return invalid("set_permission_mode input for session %s with unknown mode %q", in.SessionID, in.Mode)
+	case in.Control != ControlSetMode && in.Mode != "":
+		return invalid("input for session %s with a mode; only set_permission_mode has one", in.SessionID)
 	}
 	return nil
 }
@@ -390,6 +429,10 @@ const (
 	EventExit           EventType = "exit"            // the claude process exited
 	EventError          EventType = "error"           // the worker could not do something (start failed, ...)
 	EventInterrupted    EventType = "interrupted"     // a person stopped the running turn; Text is their Slack user id
+	// EventModeChanged: the running claude process switched permission
+	// mode (Text) on a person's request (By), or went back to the
+	// session's own mode when it ended (By empty).
+	EventModeChanged EventType = "mode_changed"
 	// EventRefused: the worker refused to run the session or to deliver
 	// one of its inputs, because the record did not verify or names what
 	// the worker may not run; Text says what and why, in the worker's
@@ -401,7 +444,7 @@ const (
 func (t EventType) Valid() bool {
 	switch t {
 	case EventRequestCreated, EventRequestSettled, EventSessionStarted, EventAssistantText, EventToolUse,
-		EventToolResult, EventResult, EventExit, EventError, EventInterrupted, EventRefused:
+		EventToolResult, EventResult, EventExit, EventError, EventInterrupted, EventRefused, EventModeChanged:
 		return true
 	}
 	return false
@@ -417,6 +460,7 @@ type Event struct {
 	At        time.Time `json:"at"`
 
 	Text    string          `json:"text,omitempty"`     // assistant text, tool result excerpt, error text
+	By      string          `json:"by,omitempty"`       // mode_changed: who asked
 	Tool    string          `json:"tool,omitempty"`     // tool_use, tool_result
 	Input   json.RawMessage `json:"input,omitempty"`    // tool_use input
 	IsError bool            `json:"is_error,omitempty"` // tool_result, result
@@ -562,13 +606,23 @@ const (
 	// comma-separated), after the store recorded the step (MarkReach).
 	AuditReminded  AuditAction = "reminded"
 	AuditEscalated AuditAction = "escalated"
+	// AuditModeChanged: a worker switched a session's running claude
+	// process to the permission mode in Message on the request of By (from
+	// Slack); it has no request.
+	AuditModeChanged AuditAction = "mode_changed"
+	// AuditGrantAdded: an approver (By) added a grant (GrantID) while
+	// approving a request; Message says its rules, scope and expiry.
+	AuditGrantAdded AuditAction = "grant_added"
+	// AuditGrantForgotten: someone (By) forgot a grant; it names no request.
+	AuditGrantForgotten AuditAction = "grant_forgotten"
 )
 
 // Valid reports whether a is one of the known actions.
 func (a AuditAction) Valid() bool {
 	switch a {
 	case AuditCreated, AuditSettled, AuditRefused, AuditAnsweredFromMemory, AuditAnswerRemembered, AuditAnswerForgotten, AuditToolRan,
-		AuditSessionRefused, AuditInputRefused, AuditAnswerRefused, AuditReminded, AuditEscalated:
+		AuditSessionRefused, AuditInputRefused, AuditAnswerRefused, AuditModeChanged, AuditGrantAdded, AuditGrantForgotten,
+		AuditReminded, AuditEscalated:
 		return true
 	}
 	return false
@@ -578,7 +632,7 @@ func (a AuditAction) Valid() bool {
 // (AppendAudit), because no store transition writes it.
 func (a AuditAction) appendable() bool {
 	switch a {
-	case AuditToolRan, AuditSessionRefused, AuditInputRefused, AuditAnswerRefused, AuditReminded, AuditEscalated:
+	case AuditToolRan, AuditSessionRefused, AuditInputRefused, AuditAnswerRefused, AuditModeChanged, AuditReminded, AuditEscalated:
 		return true
 	}
 	return false
@@ -612,6 +666,9 @@ type AuditEntry struct {
 	Message   string      `json:"message,omitempty"`
 	// AnswerID names the remembered answer an answer_* entry is about.
 	AnswerID string `json:"answer_id,omitempty"`
+	// GrantID names the grant a grant_* entry is about, or that settled
+	// the request of a settled entry.
+	GrantID string `json:"grant_id,omitempty"`
 	// Rule and PolicyDigest name the policy rule that settled the request
 	// without a card, and the SHA-256 of the policy file it is in.
 	Rule         string `json:"rule,omitempty"`
@@ -657,9 +714,14 @@ func (a AuditEntry) Validate() error {
 			return invalid("tool_ran audit entry without a session, a tool, who reported it or a result (%q)", a.Result)
 		}
 		return nil
-	case AuditSessionRefused, AuditInputRefused:
+	case AuditSessionRefused, AuditInputRefused, AuditModeChanged:
 		if a.SessionID == "" || a.Message == "" {
 			return invalid("%s audit entry without a session or why", a.Action)
+		}
+		return nil
+	case AuditGrantAdded, AuditGrantForgotten:
+		if a.GrantID == "" {
+			return invalid("audit entry %s without a grant", a.Action)
 		}
 		return nil
 	case AuditAnswerRemembered, AuditAnswerForgotten, AuditAnswerRefused:
@@ -700,6 +762,7 @@ func SettledAudit(r Request, d Decision) AuditEntry {
 	a := AuditEntry{
 		At: d.At, Action: AuditSettled, RequestID: r.ID, SessionID: r.SessionID, Kind: r.Kind, Tool: r.ToolName,
 		Outcome: d.Outcome, By: d.By, ByName: d.ByName, Message: d.Message, Rule: d.Rule, PolicyDigest: d.PolicyDigest,
+		GrantID: d.Grant,
 	}
 	if d.Remembered != "" {
 		a.Action, a.AnswerID = AuditAnsweredFromMemory, d.Remembered
@@ -792,6 +855,7 @@ func SettledEvent(r Request, d Decision) Event {
 // Redis, at the next sweep of the embedded store), never before.
 type Store interface {
 	Requests
+	Approvals
 	Sessions
 	Queue
 	Bus
@@ -800,6 +864,7 @@ type Store interface {
 	Workers
 	Transcripts
 	Answers
+	Grants
 	AuditChain
 	AuditSinks
 	Reaches

@@ -252,3 +252,12 @@ func (k keys) answerIndex(scopeKey, fingerprint string) string {
 // answers is a sorted set of remembered answer ids scored by when they
 // were remembered (unix microseconds), for listing them without a scan.
 func (k keys) answers() string { return k.global("answers") }
+
+// Grants live in the global slot too, for the same reasons.
+
+// grant is a grant's JSON (store.Grant); it expires with the grant.
+func (k keys) grant(id string) string { return k.global("grant:" + id) }
+
+// grants is a sorted set of grant ids scored by when they were added (unix
+// microseconds); an id whose grant expired is skipped and dropped.
+func (k keys) grants() string { return k.global("grants") }

@@ -314,7 +314,7 @@ func (s *Store) appendArgs(rec records) ([]string, []any) {
 }
 
 // decodeRequest assembles a Request from its hash fields.
-func decodeRequest(id, body, card, decision string) (store.Request, error) {
+func decodeRequest(id, body, card, decision string, approvals ...string) (store.Request, error) {
 	var r store.Request
 	if err := json.Unmarshal([]byte(body), &r); err != nil {
 		return store.Request{}, fmt.Errorf("decode request %s: %w", id, err)
@@ -331,23 +331,28 @@ func decodeRequest(id, body, card, decision string) (store.Request, error) {
 		}
 		r.Decision = &d
 	}
+	if len(approvals) > 0 && approvals[0] != "" {
+		if err := json.Unmarshal([]byte(approvals[0]), &r.Approvals); err != nil {
+			return store.Request{}, fmt.Errorf("decode approvals of %s: %w", id, err)
+		}
+	}
 	return r, nil
 }
 
 // requestFields are the hash fields GetRequest reads, in this order: the
-// body, card and decision, then reachFields.
-var requestFields = append([]string{"body", "card", "decision"}, reachFields...)
+// body, card, decision and approvals, then reachFields.
+var requestFields = append([]string{"body", "card", "decision", "approvals"}, reachFields...)
 
 func fieldsToRequest(id string, vals []any) (store.Request, error) {
 	str := func(v any) string { s, _ := v.(string); return s }
 	if len(vals) != len(requestFields) || vals[0] == nil {
 		return store.Request{}, store.ErrNotFound
 	}
-	r, err := decodeRequest(id, str(vals[0]), str(vals[1]), str(vals[2]))
+	r, err := decodeRequest(id, str(vals[0]), str(vals[1]), str(vals[2]), str(vals[3]))
 	if err != nil {
 		return r, err
 	}
-	return r, decodeReach(&r, str(vals[3]), str(vals[4]), str(vals[5]))
+	return r, decodeReach(&r, str(vals[4]), str(vals[5]), str(vals[6]))
 }
 
 // GetRequest implements store.Requests.

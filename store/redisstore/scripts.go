@@ -84,6 +84,61 @@ redis.call('PUBLISH', ARGV[3], ARGV[1])
 return {1, f[1], f[2] or '', f[4] or ''}
 `)
 
+// Replies of approveRequest.
+const (
+	approveNotFound = 0
+	approveCounted  = 1
+	approveTooLate  = 2
+	approveChanged  = 3
+)
+
+// approveRequest records one approval of a pending request that needs
+// several (store.Approvals.Approve): the approvals field is a JSON array
+// the script appends to as text (Go wrote each element), approvals_n
+// counts them, approver:<user id> marks who approved, and approves is the
+// canonical input the first approval approved, which every later one must
+// equal.
+//
+// KEYS[1] request hash
+// ARGV[1] approver's user id  ARGV[2] the approval's JSON
+// ARGV[3] approvals needed    ARGV[4] the canonical input it approves
+//
+// Returns {0} for an unknown id (ErrNotFound); {2, body, card, decision}
+// when settled (ErrAlreadyDecided); {3} when it approves another input
+// (ErrInputChanged); otherwise {1, n, last}: n approvals now, last 1 when
+// this call made them ARGV[3]. A person who approved already, or an
+// approval once ARGV[3] are in, changes nothing (last 0).
+var approveRequest = redis.NewScript(`
+local f = redis.call('HMGET', KEYS[1], 'body', 'card', 'decision', 'approvals_n', 'approves')
+if not f[1] then
+	return {0}
+end
+if f[3] then
+	return {2, f[1], f[2] or '', f[3]}
+end
+local n = tonumber(f[4] or '0')
+if redis.call('HEXISTS', KEYS[1], 'approver:' .. ARGV[1]) == 1 or n >= tonumber(ARGV[3]) then
+	return {1, n, 0}
+end
+if n > 0 and f[5] ~= ARGV[4] then
+	return {3}
+end
+local list = '[' .. ARGV[2] .. ']'
+if n > 0 then
+	local old = redis.call('HGET', KEYS[1], 'approvals')
+	list = string.sub(old, 1, -2) .. ',' .. ARGV[2] .. ']'
+else
+	redis.call('HSET', KEYS[1], 'approves', ARGV[4])
+end
+n = n + 1
+redis.call('HSET', KEYS[1], 'approvals', list, 'approvals_n', n, 'approver:' .. ARGV[1], 1)
+local last = 0
+if n == tonumber(ARGV[3]) then
+	last = 1
+end
+return {1, n, last}
+`)
+
 // setThread records, after a request's creation, the thread of its
 // session, which its later audit entries carry: only while the request
 // exists, so a late call leaves no hash of its own behind.
@@ -505,5 +560,47 @@ if redis.call('GET', KEYS[2]) == ARGV[1] then
 end
 redis.call('ZREM', KEYS[3], ARGV[1])
 appendAudit(KEYS[4], KEYS[5], KEYS[6], ARGV[3], ARGV[5], ARGV[4])
+return 1
+`)
+
+// addGrant stores a grant, lists it and records it.
+//
+// KEYS[1] grant key      KEYS[2] grants zset    KEYS[3] audit stream
+// KEYS[4] chain head     KEYS[5] checkpoints
+// ARGV[1] grant id       ARGV[2] grant JSON     ARGV[3] zset score
+// ARGV[4] ms until it expires ("0": never)      ARGV[5] audit JSON
+// ARGV[6] audit cutoff, as appendRecords'       ARGV[7] the entry's link midstate
+//
+// Returns 0 when the id is taken (ErrExists), 1 when stored.
+var addGrant = redis.NewScript(chainLua + `
+if redis.call('EXISTS', KEYS[1]) == 1 then
+	return 0
+end
+if tonumber(ARGV[4]) > 0 then
+	redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[4])
+else
+	redis.call('SET', KEYS[1], ARGV[2])
+end
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+appendAudit(KEYS[3], KEYS[4], KEYS[5], ARGV[5], ARGV[7], ARGV[6])
+return 1
+`)
+
+// forgetGrant removes a grant and records who forgot it, while it is still
+// the grant the caller read.
+//
+// KEYS[1] grant key      KEYS[2] grants zset    KEYS[3] audit stream
+// KEYS[4] chain head     KEYS[5] checkpoints
+// ARGV[1] grant id       ARGV[2] the grant JSON the caller read
+// ARGV[3] audit JSON     ARGV[4] audit cutoff   ARGV[5] the entry's link midstate
+//
+// Returns 0 when the grant is gone or changed (ErrNotFound), 1 when removed.
+var forgetGrant = redis.NewScript(chainLua + `
+if redis.call('GET', KEYS[1]) ~= ARGV[2] then
+	return 0
+end
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+appendAudit(KEYS[3], KEYS[4], KEYS[5], ARGV[3], ARGV[5], ARGV[4])
 return 1
 `)

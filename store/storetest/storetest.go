@@ -86,6 +86,8 @@ func Run(t *testing.T, newStore NewFunc, opts ...Option) {
 	t.Run("AuditChainConcurrent", h.testAuditChainConcurrent)
 	t.Run("AuditCheckpoints", h.testAuditCheckpoints)
 	t.Run("Refuse", h.testRefuse)
+	t.Run("Approvals", h.testApprovals)
+	t.Run("Grants", h.testGrants)
 	t.Run("Transcripts", h.testTranscripts)
 	t.Run("Answers", h.testAnswers)
 	t.Run("Reach", h.testReach)

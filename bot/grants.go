@@ -1,0 +1,138 @@
+package bot
+
+import (
+	"context"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+
+	"github.com/google/uuid"
+	"github.com/rs/zerolog"
+
+	"github.com/slackgate/slackgate/blocks"
+	"github.com/slackgate/slackgate/bot/policy"
+	"github.com/slackgate/slackgate/store"
+)
+
+// keepGrant adds the grant an approver asked for with "Approve and
+// allow… for 1 hour in this session" or "… in this repository", once d
+// (their allow) settled r, a request of session s. Signed by the bot; the
+// person is told what it allows where, or why nothing was kept.
+func (p *decision) keepGrant(ctx context.Context, r store.Request, s store.Session, d store.Decision) {
+	if p.grantKind == "" || d.Outcome != store.OutcomeAllow {
+		return
+	}
+	b := p.b
+	g := store.Grant{ID: "grant-" + uuid.NewString(), Scope: store.GrantScope{Kind: p.grantKind, Value: s.ID},
+		Rules: p.grantRules, By: d.By, ByName: d.ByName, At: d.At, RequestID: r.ID, SessionID: s.ID, Channel: s.Thread.Channel}
+	if p.grantKind == store.GrantSession {
+		g.Expires = d.At.Add(blocks.GrantHour)
+	} else {
+		g.Scope = store.GrantScope{Kind: store.GrantRepo, Value: s.WorkDir, Token: apiTokenOf(s)}
+	}
+	if g.Scope.Value == "" {
+		p.tell(ctx, "Approved this once. This session has no repository, so nothing was kept for it.")
+		return
+	}
+	err := store.SignGrant(b.cfg.SigningKey, &g)
+	if err == nil {
+		err = b.st.AddGrant(ctx, g)
+	}
+	if err != nil {
+		p.log.Error().Err(err).Msg("add grant")
+		p.tell(ctx, "Approved this once, but I could not keep the rule for later: "+sorry("keep it", err))
+		return
+	}
+	p.log.Info().Str("grant_id", g.ID).Str("scope", g.Scope.Key()).Strs("rules", g.Rules).Msg("grant added")
+	p.tell(ctx, blocks.GrantAdded(g))
+}
+
+// byGrant settles r, a request of session s, with a grant that allows it,
+// instead of a card: a signed allow naming the grant (its adder as who
+// decided), audited, and one thread line. A grant counts only while it is
+// live, verifies, applies to s, its adder is still an approver and one
+// of its rules allows r; and only where no policy rule matched (v): a
+// grant stands in for APPROVERS' one tap, never for a rule's approvers,
+// and a deny rule always wins. It reports whether r is settled.
+func (c *cards) byGrant(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, v policy.Verdict) (bool, error) {
+	b := c.b
+	if v.Rule != nil || v.Action != policy.Ask || r.Kind != store.KindTool || !r.Pending() {
+		return false, nil
+	}
+	g, ok := b.grantFor(ctx, log, r, s)
+	if !ok {
+		return false, nil
+	}
+	log = log.With().Str("grant_id", g.ID).Logger()
+	d := store.Decision{Outcome: store.OutcomeAllow, By: g.By, ByName: g.ByName, At: b.clock.Now(), Grant: g.ID}
+	if err := store.SignDecision(b.cfg.SigningKey, r, &d); err != nil {
+		log.Error().Err(err).Msg("sign a decision by grant; a card asks")
+		return false, nil
+	}
+	_, err := b.st.Decide(ctx, r.ID, d)
+	switch {
+	case errors.Is(err, store.ErrAlreadyDecided):
+		return true, nil // settled meanwhile: its own event shows it
+	case err != nil:
+		log.Error().Err(err).Msg("decide by grant; a card asks")
+		return false, nil
+	}
+	log.Info().Msg("request allowed by a grant")
+	res := b.out.postPending(log, laneCard, s.Thread.Channel, s.Thread.TS, toMsg(blocks.AllowedByGrant(r, g)))
+	return true, b.awaitWrite(log, res, func(pr opResult) error { return pr.err })
+}
+
+// grantFor is the newest grant that allows r in s now (see byGrant).
+func (b *Bot) grantFor(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) (store.Grant, bool) {
+	grants, err := b.st.ListGrants(ctx)
+	if err != nil {
+		log.Warn().Err(err).Msg("list grants; a card asks")
+		return store.Grant{}, false
+	}
+	now := b.clock.Now()
+	pub := b.cfg.SigningKey.Public().(ed25519.PublicKey)
+	for _, g := range grants {
+		if !g.Live(now) || !grantApplies(g, s) {
+			continue
+		}
+		if err := store.VerifyGrant(pub, g); err != nil {
+			log.Warn().Err(err).Str("grant_id", g.ID).Str("claimed_by", g.By).Msg("grant ignored: it does not verify")
+			continue
+		}
+		if !grantAllows(g, r, s) {
+			continue
+		}
+		if ok, err := b.approvers.allowed(ctx, g.By); !ok || err != nil {
+			log.Info().Err(err).Str("grant_id", g.ID).Str("by", g.By).Msg("grant not used: who added it is not an approver (now)")
+			continue
+		}
+		return g, true
+	}
+	return store.Grant{}, false
+}
+
+// grantApplies reports whether g's scope is s's.
+func grantApplies(g store.Grant, s store.Session) bool {
+	switch g.Scope.Kind {
+	case store.GrantSession:
+		return g.Scope.Value == s.ID
+	case store.GrantRepo:
+		return s.WorkDir != "" && g.Scope.Value == s.WorkDir && g.Scope.Token == apiTokenOf(s)
+	}
+	return false
+}
+
+// grantAllows reports whether one of g's rules allows r, matched as a
+// policy file's allow rule would match it (package policy): a compound
+// command only when every part is allowed, a path only once resolved.
+func grantAllows(g store.Grant, r store.Request, s store.Session) bool {
+	file, err := json.Marshal(map[string]any{"rules": []any{map[string]any{"name": "grant", "match": g.Rules, "allow": map[string]any{}}}})
+	if err != nil {
+		return false
+	}
+	p, err := policy.Parse("grant "+g.ID, file, policy.Options{})
+	if err != nil {
+		return false
+	}
+	return p.Evaluate(policyRequest(r, s), g.At).Action == policy.Allow
+}
