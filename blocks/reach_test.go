@@ -70,7 +70,7 @@ func TestCardSaysWhenItWasRemindedEscalatedAndUntilWhenItWaits(t *testing.T) {
 			t.Errorf("the card does not say %q: %s", want, raw)
 		}
 	}
-	if strings.Contains(string(raw), "here") {
+	if strings.Contains(string(raw), "!here") {
 		t.Errorf("an id that is no Slack id reached the card: %s", raw)
 	}
 }
