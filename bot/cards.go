@@ -78,8 +78,8 @@ func (c *cards) post(ctx context.Context, log zerolog.Logger, id string, lost bo
 	if ok, err := c.claim(ctx, log, r.ID); !ok {
 		return err
 	}
-	v := b.verdict(r, s)
-	if settled, err := c.byPolicy(ctx, log, r, s, v); settled {
+	v, pol := b.judged(r, s)
+	if settled, err := c.byPolicy(ctx, log, r, s, v, pol); settled {
 		c.done(r.ID)
 		return err
 	}

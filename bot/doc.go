@@ -101,12 +101,18 @@
 //  3. a remembered answer answers a question;
 //  4. otherwise a card asks (the ask rule's people, or APPROVERS).
 //
-// The signed decision covers Home and Resolved, so a store writer who
-// rewrites them to make a path look like one a rule allows gets the
-// decision refused by the worker, which checks it against the request as
-// it made it; an API client gets the digest of the facts with each allow
+// The facts are only as good as the records, so each is held by a
+// signature. The session's (channel, directory, token) by the session's:
+// an allow by rule needs it to verify with the bot's key
+// (TestPolicyAllowNeedsASessionThatVerifies). The request's by the
+// decision's, which covers Home and Resolved: a store writer who rewrites
+// them to make a path look like one a rule allows gets the decision
+// refused by the worker, which checks it against the request as it made
+// it; an API client gets the digest of the facts with each allow
 // (approvalapi.Facts) and refuses one made on facts it did not send
-// (TestPolicyFactsChangedInTheStoreAreRefused). SetPolicy replaces the
+// (TestPolicyFactsChangedInTheStoreAreRefused). An API session's
+// directory and resolved paths are its client's word, like everything
+// a token says: a rule scoped to a repository trusts the token holder. SetPolicy replaces the
 // policy whole (a SIGHUP reload in cmd/slackgate); a request is evaluated
 // under one policy or the other. Without a policy every request asks
 // APPROVERS once.

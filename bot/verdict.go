@@ -3,6 +3,7 @@ package bot
 import (
 	"cmp"
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"strings"
 
@@ -29,7 +30,16 @@ func (b *Bot) Policy() *policy.Policy { return b.policy.Load() }
 // recorded on r. The decision the bot signs covers those last two, so
 // that side refuses it when a store writer changed them.
 func (b *Bot) verdict(r store.Request, s store.Session) policy.Verdict {
-	return b.Policy().Evaluate(policyRequest(r, s), b.clock.Now())
+	v, _ := b.judged(r, s)
+	return v
+}
+
+// judged is verdict with the policy that gave it (nil: none), so what
+// records the verdict names the file that decided even while a reload
+// swaps it.
+func (b *Bot) judged(r store.Request, s store.Session) (policy.Verdict, *policy.Policy) {
+	pol := b.Policy()
+	return pol.Evaluate(policyRequest(r, s), b.clock.Now()), pol
 }
 
 // policyRequest is r, a request of session s, as the policy reads it.
@@ -61,7 +71,13 @@ func apiTokenOf(s store.Session) string {
 // answer no rule can give, so it goes on to a remembered answer or a
 // card. When the store refuses the decision, nothing is settled and the
 // card asks, so a person still sees the request.
-func (c *cards) byPolicy(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, v policy.Verdict) (bool, error) {
+//
+// The session's facts (channel, directory, token) are the store's; an
+// allow needs the session's signature to verify with this bot's key, so
+// a store writer who moves a session into a rule's scope gets a card,
+// not a run. The request's own facts are the worker's to check (see
+// verdict).
+func (c *cards) byPolicy(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, v policy.Verdict, pol *policy.Policy) (bool, error) {
 	b := c.b
 	if v.Rule == nil || v.Action == policy.Ask || !r.Pending() {
 		return false, nil
@@ -69,13 +85,16 @@ func (c *cards) byPolicy(ctx context.Context, log zerolog.Logger, r store.Reques
 	if v.Action == policy.Allow && r.Kind != store.KindTool && r.Kind != store.KindPlan {
 		return false, nil
 	}
-	pol := b.Policy()
+	log = log.With().Str("rule", v.Rule.Name).Str("matched", v.Matcher).Logger()
+	if err := store.VerifySession(b.cfg.SigningKey.Public().(ed25519.PublicKey), s); v.Action == policy.Allow && err != nil {
+		log.Error().Err(err).Msg("a rule would allow it, but its session does not verify; a card asks")
+		return false, nil
+	}
 	d := store.Decision{Outcome: store.OutcomeAllow, At: b.clock.Now(), Rule: v.Rule.Name, PolicyDigest: pol.Digest()}
 	if v.Action == policy.Deny {
 		d.Outcome = store.OutcomeDeny
 		d.Message = cmp.Or(v.Message, "Denied by the team's policy (rule "+v.Rule.Name+").")
 	}
-	log = log.With().Str("rule", v.Rule.Name).Str("matched", v.Matcher).Logger()
 	if err := store.SignDecision(b.cfg.SigningKey, r, &d); err != nil {
 		log.Error().Err(err).Msg("sign a decision by rule; a card asks")
 		return false, nil

@@ -241,3 +241,30 @@ func TestPolicyFactsChangedInTheStoreAreRefused(t *testing.T) {
 		t.Error("an API client would see the facts it sent in an allow made on others")
 	}
 }
+
+// A store writer who moves a session into an allow rule's scope (its
+// directory, channel or token are the session record's) gets a card: an
+// allow by rule needs the session as the bot signed it.
+func TestPolicyAllowNeedsASessionThatVerifies(t *testing.T) {
+	pol := mustPolicy(t, `rules:
+  - name: work-edits
+    match: ["Edit(src/**)"]
+    repos: ["/srv/work/sub/**"]
+    allow: {}
+`)
+	h := newHarness(t, transportSocket, harnessOpts{cfg: func(c *Config) { c.Policy = pol }})
+	s := h.newSession(t, "sess-moved")
+	moved, err := h.st.UpdateSession(testCtx(t), s.ID, func(x *store.Session) error { x.WorkDir = "/srv/work/sub"; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := store.Request{ID: "req-moved", Kind: store.KindTool, ToolName: "Edit", Input: json.RawMessage(`{"file_path":"src/a.go"}`),
+		Resolved: map[string]string{"src/a.go": "/srv/work/sub/src/a.go", "/srv/work/sub": "/srv/work/sub", "/srv/work": "/srv/work"}}
+	if v := pol.Evaluate(policyRequest(r, s), time.Now()); v.Action == policy.Allow {
+		t.Fatalf("the rule allows the request in the session as signed (%+v): the attack needs it outside", v)
+	}
+	if v := pol.Evaluate(policyRequest(r, moved), time.Now()); v.Action != policy.Allow {
+		t.Fatalf("the moved session's request is not one the rule allows (%+v): the attack needs it to be", v)
+	}
+	h.createRequest(t, moved, r, "Approve")
+}
