@@ -38,6 +38,9 @@ const (
 	// a session (Action.SessionID) and the mode's index in store.Modes
 	// (Action.Index; see ModeOf).
 	ActionMode ActionKind = Prefix + "mode"
+	// ActionForgetGrant is the App Home's Forget of a grant
+	// (Action.GrantID).
+	ActionForgetGrant ActionKind = Prefix + "forget_grant"
 	// Elicitation cards (an MCP server asks for input): open the form,
 	// say the link was visited, decline, or cancel (dismiss it without a
 	// choice). ActionLink is the link button: Slack opens the URL, and
@@ -51,7 +54,7 @@ const (
 
 var actionKinds = map[ActionKind]bool{
 	ActionApprove: true, ActionDeny: true, ActionEdit: true, ActionAlways: true, ActionAnswer: true,
-	ActionPick: true, ActionSubmit: true, ActionOther: true, ActionSkip: true, ActionStop: true, ActionMode: true,
+	ActionPick: true, ActionSubmit: true, ActionOther: true, ActionSkip: true, ActionStop: true, ActionMode: true, ActionForgetGrant: true,
 	ActionRemember: true, ActionForget: true,
 	ActionElicitFill: true, ActionElicitDone: true, ActionElicitDecline: true, ActionElicitCancel: true, ActionLink: true,
 }
@@ -62,6 +65,7 @@ type Action struct {
 	RequestID string // every kind but ActionStop
 	SessionID string // ActionStop
 	AnswerID  string // ActionForget: the remembered answer
+	GrantID   string // ActionForgetGrant: the grant
 	// Question is the question's index (question cards); Index is the
 	// suggestion's index (ActionAlways) or the option's (ActionAnswer).
 	Question int
@@ -103,6 +107,8 @@ func ParseAction(a *slack.BlockAction) (Action, bool) {
 		return Action{Kind: kind, SessionID: id, Index: o}, true
 	case ActionForget:
 		return Action{Kind: kind, AnswerID: id}, true
+	case ActionForgetGrant:
+		return Action{Kind: kind, GrantID: id}, true
 	}
 	return Action{Kind: kind, RequestID: id, Question: q, Index: o}, true
 }

@@ -266,10 +266,15 @@ func rememberMessages() map[string][]Message {
 func homeViews() map[string]slack.HomeTabViewRequest {
 	answers := []store.RememberedAnswer{rememberedChannel(), rememberedRepo()}
 	return map[string]slack.HomeTabViewRequest{
-		"home_answers_approver": HomeView(answers, HomeOptions{CanForget: true, Notice: "Forgot one answer."}),
-		"home_answers_viewer":   HomeView(answers, HomeOptions{}),
-		"home_answers_empty":    HomeView(nil, HomeOptions{CanForget: true}),
-		"home_closed":           HomeClosed("Claude here is only for people of this workspace. Nothing was changed."),
+		"home_answers_approver": HomeView(answers, HomeOptions{CanForget: true, Notice: "Forgot one answer.", Grants: []store.Grant{
+			{ID: "grant-0001", Scope: store.GrantScope{Kind: store.GrantSession, Value: session.ID}, Rules: []string{"Bash(npm test:*)"},
+				By: "U0ALICE", At: t0, Expires: t0.Add(time.Hour)},
+			{ID: "grant-0002", Scope: store.GrantScope{Kind: store.GrantRepo, Value: "/srv/repo", Token: "ci"}, Rules: []string{"Edit(src/**)", "Bash(make lint)"},
+				By: "U0BOB", At: t0},
+		}}),
+		"home_answers_viewer": HomeView(answers, HomeOptions{}),
+		"home_answers_empty":  HomeView(nil, HomeOptions{CanForget: true}),
+		"home_closed":         HomeClosed("Claude here is only for people of this workspace. Nothing was changed."),
 	}
 }
 

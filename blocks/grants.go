@@ -1,6 +1,7 @@
 package blocks
 
 import (
+	"strconv"
 	"strings"
 	"time"
 
@@ -106,3 +107,35 @@ func AllowedByGrant(r store.Request, g store.Grant) Message {
 func GrantAdded(g store.Grant) string {
 	return "Approved. slackgate now allows " + GrantWords(g) + " without a card. The App Home lists it, with Forget."
 }
+
+// maxHomeGrants bounds the grants the Home view lists (see maxHomeAnswers).
+const maxHomeGrants = 20
+
+// homeGrants is the Home view's "Rules you allowed": each live grant with
+// what it allows where, who added it and until when, and Forget for
+// approvers.
+func homeGrants(grants []store.Grant, canForget bool) []slack.Block {
+	bs := []slack.Block{slack.NewHeaderBlock(plain("Rules you allowed")), slack.NewContextBlock("", mrkdwn(
+		"Added with *Approve and allow…* on a card: slackgate allows these without a card, where no policy rule decides."))}
+	if len(grants) == 0 {
+		bs = append(bs, section("_No rules are allowed._"))
+	}
+	for i, g := range grants {
+		if i == maxHomeGrants {
+			bs = append(bs, slack.NewContextBlock("", mrkdwn(strconv.Itoa(len(grants)-i)+" more; `slackgate rules list` shows them all.")))
+			break
+		}
+		var accessory *slack.Accessory
+		if canForget {
+			b := button(string(ActionForgetGrant), "Forget", value(0, 0, g.ID)).WithStyle(slack.StyleDanger).
+				WithConfirm(confirm("Forget this rule?", "Requests it allows get a card again.", "Forget", "Keep"))
+			accessory = slack.NewAccessory(b)
+		}
+		text := GrantWords(g) + " · added " + dateToken(g.At)
+		bs = append(bs, slack.NewSectionBlock(mrkdwn(cutSafe(text, MaxText)), nil, accessory, slack.SectionBlockOptionBlockID(blockGrantPrefix+g.ID)))
+	}
+	return bs
+}
+
+// blockGrantPrefix starts the block id of a grant in the Home view.
+const blockGrantPrefix = Prefix + "grant:"

@@ -202,9 +202,9 @@ type Waiting struct {
 }
 
 // maxHomeWaiting bounds the requests "Waiting for you" lists (two blocks
-// each), so the tab stays inside Slack's 100 blocks beside the other
-// sections.
-const maxHomeWaiting = 15
+// each): 27 blocks at most, beside the answers' 44 and the grants' 23,
+// keep the tab inside Slack's 100.
+const maxHomeWaiting = 12
 
 // HomeWaiting is the App Home's first section: the pending requests the
 // viewer may decide, newest first as given, each with what and where, how

@@ -75,7 +75,7 @@ func TestCardSaysWhenItWasRemindedEscalatedAndUntilWhenItWaits(t *testing.T) {
 	}
 }
 
-func TestHomeWithAHundredWaitingAndFortyAnswersStaysWithinSlacksLimits(t *testing.T) {
+func TestHomeWithAHundredWaitingAndEveryOtherSectionFullStaysWithinSlacksLimits(t *testing.T) {
 	var items []Waiting
 	for i := range 100 {
 		r := request(fmt.Sprintf("req-%03d", i), store.KindTool, "Bash", `{"command":"echo `+strings.Repeat("x", 500)+`"}`)
@@ -86,12 +86,17 @@ func TestHomeWithAHundredWaitingAndFortyAnswersStaysWithinSlacksLimits(t *testin
 		answers = append(answers, store.RememberedAnswer{ID: fmt.Sprintf("ans-%d", i), Scope: store.AnswerScope{Kind: store.ScopeRepo, Value: "/srv/repo"},
 			Questions: []store.RememberedQuestion{{Question: "Which?", Options: []string{"A", "B"}}}, Answers: map[string]string{"Which?": "A"}, By: "U0ALICE", At: t0})
 	}
-	view := HomeView(answers, HomeOptions{CanForget: true, Notice: "✅ done", Waiting: HomeWaiting(items)})
+	var grants []store.Grant
+	for i := range 60 {
+		grants = append(grants, store.Grant{ID: fmt.Sprintf("gr-%d", i), Scope: store.GrantScope{Kind: store.GrantRepo, Value: "/srv/repo"},
+			Rules: []string{"Bash(npm test:*)"}, By: "U0ALICE", At: t0})
+	}
+	view := HomeView(answers, HomeOptions{CanForget: true, Notice: "✅ done", Waiting: HomeWaiting(items), Grants: grants})
 	if err := ValidateHomeView(view); err != nil {
 		t.Fatal(err)
 	}
 	raw, _ := json.Marshal(view)
-	if !strings.Contains(string(raw), "85 more") {
+	if !strings.Contains(string(raw), "88 more") {
 		t.Errorf("the tab does not say how many more wait")
 	}
 	if n := len(view.Blocks.BlockSet); n > 100 {

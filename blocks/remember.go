@@ -154,6 +154,9 @@ type HomeOptions struct {
 	// Waiting is the "Waiting for you" section (HomeWaiting), shown
 	// above the answers.
 	Waiting []slack.Block
+	// Grants are the live grants, newest first ("Rules you allowed";
+	// CanForget gives each a Forget button too).
+	Grants []store.Grant
 }
 
 // maxHomeAnswers bounds the answers the Home view lists, so it stays far
@@ -188,6 +191,7 @@ func HomeView(answers []store.RememberedAnswer, o HomeOptions) slack.HomeTabView
 		}
 		bs = append(bs, homeAnswer(a, o.CanForget))
 	}
+	bs = append(bs, homeGrants(o.Grants, o.CanForget)...)
 	return slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: bs}}
 }
 

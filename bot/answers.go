@@ -222,7 +222,14 @@ func (b *Bot) publishHome(ctx context.Context, user, notice string) {
 		_, reason := storeFailure(err)
 		notice = strings.TrimSpace(notice + "\n⚠️ The remembered answers could not be read (" + reason + "). Open the tab again later.")
 	}
-	view := blocks.HomeView(answers, blocks.HomeOptions{CanForget: canForget, Notice: notice, Waiting: b.waitingFor(ctx, log, user)})
+	grants, gerr := b.liveGrants(ctx)
+	if gerr != nil {
+		log.Error().Err(gerr).Msg("home: list grants")
+		_, reason := storeFailure(gerr)
+		notice = strings.TrimSpace(notice + "\n⚠️ The rules you allowed could not be read (" + reason + "). Open the tab again later.")
+	}
+	view := blocks.HomeView(answers, blocks.HomeOptions{CanForget: canForget, Notice: notice, Grants: grants,
+		Waiting: b.waitingFor(ctx, log, user)})
 	if _, err := b.api.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: view}); err != nil {
 		log.Error().Err(err).Msg("views.publish")
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
+	"github.com/slack-go/slack"
 
 	"github.com/slackgate/slackgate/blocks"
 	"github.com/slackgate/slackgate/bot/policy"
@@ -135,4 +136,49 @@ func grantAllows(g store.Grant, r store.Request, s store.Session) bool {
 		return false
 	}
 	return p.Evaluate(policyRequest(r, s), g.At).Action == policy.Allow
+}
+
+// liveGrants are the grants that still apply, newest first, for the App
+// Home.
+func (b *Bot) liveGrants(ctx context.Context) ([]store.Grant, error) {
+	all, err := b.st.ListGrants(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := b.clock.Now()
+	var out []store.Grant
+	for _, g := range all {
+		if g.Live(now) {
+			out = append(out, g)
+		}
+	}
+	return out, nil
+}
+
+// forgetGrants guards forgetting a grant: approvers only.
+var forgetGrants = guarded{verb: "forget allowed rules", can: "forget allowed rules", refused: "forget of a grant by a non-approver refused"}
+
+// onForgetGrantClick forgets a grant from the App Home, for an approver,
+// and shows the tab again saying what happened.
+func (b *Bot) onForgetGrantClick(ctx context.Context, cb *slack.InteractionCallback, a blocks.Action) {
+	user := cb.User.ID
+	log := b.log.With().Str("user", user).Str("grant_id", a.GrantID).Logger()
+	var notice string
+	if !b.may(ctx, log, user, forgetGrants, func(text string) { notice = text }) {
+		b.publishHome(ctx, user, notice)
+		return
+	}
+	who := b.who(ctx, cb)
+	gone, err := b.st.ForgetGrant(ctx, a.GrantID, who.ID, who.Name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		notice = "That rule was forgotten already."
+	case err != nil:
+		log.Error().Err(err).Msg("forget grant")
+		notice = sorry("forget that rule", err)
+	default:
+		log.Info().Str("scope", gone.Scope.Key()).Msg("grant forgotten")
+		notice = "✅ Forgotten: requests it allowed get a card again."
+	}
+	b.publishHome(ctx, user, notice)
 }

@@ -118,3 +118,31 @@ func TestAForgedGrantIsIgnored(t *testing.T) {
 	}
 	h.createRequest(t, h.newSession(t, "sess-forged"), npmTest("req-f1", "rm -rf /"), "Approve")
 }
+
+func TestTheAppHomeListsGrantsAndForgetsThem(t *testing.T) {
+	h := newHarness(t, transportSocket, harnessOpts{cfg: func(c *Config) { c.Approvers = People{IDs: []string{"U2"}} }})
+	ctx := testCtx(t)
+	g := store.Grant{ID: "grant-home", Scope: store.GrantScope{Kind: store.GrantRepo, Value: testWorkDir},
+		Rules: []string{"Bash(npm test:*)"}, By: "U2", At: time.Now()}
+	if err := store.SignGrant(testSigningKey, &g); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.st.AddGrant(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.fake.OpenHome(ctx, "U2"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.fake.WaitHome(ctx, "U2", func(v fakeslack.View) bool { return v.HasText("Rules you allowed") && v.HasText("npm test:*") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.fake.ClickHome(ctx, "U2", "Forget", "npm test:*"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.fake.WaitHome(ctx, "U2", func(v fakeslack.View) bool { return v.HasText("Forgotten") && v.HasText("No rules are allowed") }); err != nil {
+		t.Fatal(err)
+	}
+	if grants, err := h.st.ListGrants(ctx); err != nil || len(grants) != 0 {
+		t.Errorf("grants after Forget: %+v, %v; want none", grants, err)
+	}
+}

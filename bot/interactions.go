@@ -37,6 +37,8 @@ func (b *Bot) onInteraction(cb *slack.InteractionCallback) any {
 			switch act.Kind {
 			case blocks.ActionForget: // the App Home's, names an answer
 				handle = func(ctx context.Context) { b.onForgetClick(ctx, cb, act) }
+			case blocks.ActionForgetGrant: // the App Home's, names a grant
+				handle = func(ctx context.Context) { b.onForgetGrantClick(ctx, cb, act) }
 			case blocks.ActionStop: // names a session, not a request
 				handle = func(ctx context.Context) { b.onStopClick(ctx, cb, act) }
 			case blocks.ActionMode: // the status line's menu, names a session

@@ -394,9 +394,9 @@ func TestHomeListsWhatTheViewerMayDecideAndUpdatesWhenDecidedElsewhere(t *testin
 	}
 }
 
-// TestHomeListsFifteenAndHowManyMore: past 15 requests the tab says how
+// TestHomeListsTwelveAndHowManyMore: past 12 requests the tab says how
 // many more wait (the blocks test takes it to 100 beside 40 answers).
-func TestHomeListsFifteenAndHowManyMore(t *testing.T) {
+func TestHomeListsTwelveAndHowManyMore(t *testing.T) {
 	// The subject is the tab, not Slack's pacing of the cards.
 	h := newHarness(t, transportSocket, harnessOpts{fake: []fakeslack.Option{fakeslack.WithoutRateModel()}, cfg: func(c *Config) {
 		c.Approvers = People{IDs: []string{"U2"}}
@@ -419,12 +419,12 @@ func TestHomeListsFifteenAndHowManyMore(t *testing.T) {
 		t.Fatal(err)
 	}
 	// fakeslack refuses a view over Slack's limits, so one published is within them.
-	v, err := h.fake.WaitHome(ctx, "U2", func(v fakeslack.View) bool { return v.HasText("1 more") })
+	v, err := h.fake.WaitHome(ctx, "U2", func(v fakeslack.View) bool { return v.HasText("4 more") })
 	if err != nil {
-		t.Fatalf("no home listing 15 and 1 more: %v", err)
+		t.Fatalf("no home listing 12 and 4 more: %v", err)
 	}
-	if n := strings.Count(string(v.Raw), `"type":"actions"`); n != 15 {
-		t.Errorf("%d requests with buttons in the home, want 15", n)
+	if n := strings.Count(string(v.Raw), `"type":"actions"`); n != 12 {
+		t.Errorf("%d requests with buttons in the home, want 12", n)
 	}
 }
 

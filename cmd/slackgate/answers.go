@@ -86,14 +86,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // forgetAnswer forgets one answer in the name of by (or the OS user).
 func (p program) forgetAnswer(ctx context.Context, st store.Store, id, by string) error {
-	if by == "" {
-		name := "unknown"
-		if u, err := user.Current(); err == nil {
-			name = u.Username
-		}
-		host, _ := os.Hostname()
-		by = "cli:" + name + "@" + cmp.Or(host, "localhost")
-	}
+	by = cliUser(by)
 	a, err := st.ForgetAnswer(ctx, id, by, by)
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("answers forget: no remembered answer %q (slackgate answers list shows them)", id)
@@ -103,4 +96,18 @@ func (p program) forgetAnswer(ctx context.Context, st store.Store, id, by string
 	}
 	fmt.Fprintf(p.stdout, "forgot %s (%s)\n", a.ID, a.Scope.Key())
 	return nil
+}
+
+// cliUser is who a store change made from the command line is in the
+// name of: by, or cli:<OS user>@<host>.
+func cliUser(by string) string {
+	if by != "" {
+		return by
+	}
+	name := "unknown"
+	if u, err := user.Current(); err == nil {
+		name = u.Username
+	}
+	host, _ := os.Hostname()
+	return "cli:" + name + "@" + cmp.Or(host, "localhost")
 }

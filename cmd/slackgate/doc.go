@@ -9,13 +9,14 @@
 //	                    audit export [-since T] [-until T] [-channel C] [-user U] [-tool NAME]
 //	                    [-outcome O] [-format jsonl|csv] writes a period of it
 //	slackgate answers   list [-json] | forget [-by NAME] ID: the remembered answers
+//	slackgate rules     list [-json] | forget [-by NAME] ID: the grants from cards
 //	slackgate doctor    [run|bot|worker]: check what that command needs, one ✓/✗ line each
 //	slackgate hook      a Claude Code hook asking through a bot's approval API;
 //	                    hook install [-write FILE] [-wait D] [-command PATH] prints or merges its settings
 //	slackgate mcp       an MCP stdio server whose tool "approve" is a permission prompt tool
 //	slackgate policy    check [FILE] | explain -tool T -input JSON ...: the team policy file, offline
 //
-// The commands that read the store (audit, answers, doctor) open the one
+// The commands that read the store (audit, answers, rules, doctor) open the one
 // the service uses: REDIS_URL, or DATA_DIR once `slackgate run` has
 // stopped, since the embedded file takes one process at a time. doctor
 // checks the bot token (auth.test) and its scopes against the manifest's,

@@ -42,6 +42,8 @@ commands:
            [-until T] [-channel C] [-user U] [-tool NAME] [-outcome O] [-format jsonl|csv]
   answers  the remembered answers ("Always answer this way") in the store:
            slackgate answers list [-json] | slackgate answers forget [-by NAME] ID
+  rules    the rules approvers allowed from a card (grants) in the store:
+           slackgate rules list [-json] | slackgate rules forget [-by NAME] ID
   doctor   check the tokens, scopes, Socket Mode, the store, the CLI and the
            working directories, one line each, saying what to fix:
            slackgate doctor [run|bot|worker]
@@ -121,7 +123,7 @@ func (p program) run(ctx context.Context, args []string) error {
 	case "mcp":
 		return p.mcp(ctx)
 	}
-	if cmd != "run" && cmd != "bot" && cmd != "worker" && cmd != "audit" && cmd != "answers" && cmd != "doctor" && cmd != "policy" {
+	if cmd != "run" && cmd != "bot" && cmd != "worker" && cmd != "audit" && cmd != "answers" && cmd != "rules" && cmd != "doctor" && cmd != "policy" {
 		fmt.Fprint(p.stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
 	}
@@ -137,6 +139,9 @@ func (p program) run(ctx context.Context, args []string) error {
 	}
 	if cmd == "answers" {
 		return p.answers(ctx, args[1:], cfg)
+	}
+	if cmd == "rules" {
+		return p.rules(ctx, args[1:], cfg)
 	}
 	if cmd == "policy" {
 		return p.policyCmd(args[1:], cfg)

@@ -102,6 +102,8 @@ func (m *metrics) decided(r store.Request) {
 		decider = "memory"
 	case r.Decision.Rule != "":
 		decider = "policy"
+	case r.Decision.Grant != "":
+		decider = "grant"
 	case r.Decision.By != "":
 		decider = "person"
 		if !r.CreatedAt.IsZero() {
