@@ -661,6 +661,9 @@ func (c *card) context() slack.Block {
 	if about := c.about(); len(about) > 0 && c.req.Decision == nil {
 		parts = append(parts, about...)
 	}
+	if n := reachNote(c.req); n != "" {
+		parts = append(parts, strings.TrimPrefix(n, " · "))
+	}
 	return slack.NewContextBlock("", mrkdwn(cutSafe(orDash(strings.Join(parts, " · ")), MaxText)))
 }
 
@@ -884,6 +887,10 @@ func outcomeDetails(r store.Request) string {
 	default:
 		if d.Message != "" {
 			b.WriteString("\n_" + codeSafe(cut(oneLine(d.Message), 1000)) + "_")
+		}
+		if d.Outcome == store.OutcomeEnded {
+			// A request never outlives its process: say what is left to do.
+			b.WriteString("\nNo answer reached Claude. A reply in this thread resumes the session.")
 		}
 	}
 	return b.String()

@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/slack-go/slack"
@@ -150,6 +151,9 @@ type HomeOptions struct {
 	CanForget bool
 	// Notice is shown first (mrkdwn the caller wrote): what a click did.
 	Notice string
+	// Waiting is the "Waiting for you" section (HomeWaiting), shown
+	// above the answers.
+	Waiting []slack.Block
 	// Grants are the live grants, newest first ("Rules you allowed";
 	// CanForget gives each a Forget button too).
 	Grants []store.Grant
@@ -166,6 +170,10 @@ func HomeView(answers []store.RememberedAnswer, o HomeOptions) slack.HomeTabView
 	bs := []slack.Block{slack.NewHeaderBlock(plain("Remembered answers"))}
 	if n := strings.TrimSpace(o.Notice); n != "" {
 		bs = append(bs, section(cutSafe(n, MaxText)))
+	}
+	if len(o.Waiting) > 0 {
+		// Waiting for you comes first, under what a click did.
+		bs = slices.Concat(bs[1:], o.Waiting, bs[:1])
 	}
 	intro := "When an approver answers a question with *" + RememberLabel + "*, the same question from a session in " +
 		"the same repository or channel is answered that way, without a card."

@@ -203,6 +203,7 @@ func (b *Bot) onHomeOpened(ctx context.Context, user, tab string) {
 	if !b.ofOurTeam(ctx, b.log.With().Str("user", user).Logger(), actor{user: user}, func(m string) { b.publishClosedHome(ctx, user, m) }) {
 		return
 	}
+	b.homes.viewed(user)
 	b.publishHome(ctx, user, "")
 }
 
@@ -227,7 +228,8 @@ func (b *Bot) publishHome(ctx context.Context, user, notice string) {
 		_, reason := storeFailure(gerr)
 		notice = strings.TrimSpace(notice + "\n⚠️ The rules you allowed could not be read (" + reason + "). Open the tab again later.")
 	}
-	view := blocks.HomeView(answers, blocks.HomeOptions{CanForget: canForget, Notice: notice, Grants: grants})
+	view := blocks.HomeView(answers, blocks.HomeOptions{CanForget: canForget, Notice: notice, Grants: grants,
+		Waiting: b.waitingFor(ctx, log, user)})
 	if _, err := b.api.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: view}); err != nil {
 		log.Error().Err(err).Msg("views.publish")
 	}

@@ -1,7 +1,6 @@
 package bot
 
 import (
-	"cmp"
 	"context"
 	"crypto/ed25519"
 	"errors"
@@ -79,6 +78,9 @@ func (b *Bot) mayDecide(ctx context.Context, log zerolog.Logger, r store.Request
 		log.Info().Msg("approval by the session's own starter refused (not_self)")
 		return false, "You started this session; someone else must approve. Nothing was changed."
 	}
+	if b.escalatedTo(ctx, log, r, user) {
+		return true, "" // reach.go: escalate_to, once escalated
+	}
 	if ask.Approvers == nil {
 		return b.mayAs(ctx, log, user, decideRequest)
 	}
@@ -104,23 +106,16 @@ func (b *Bot) mayAs(ctx context.Context, log zerolog.Logger, user string, g guar
 // members are cached like APPROVERS's, or "*"). An error means a group
 // could not be resolved and user is not let through on it.
 func (a *approvers) among(ctx context.Context, ids []string, user string) (bool, error) {
-	var firstErr error
+	var groups []string
 	for _, id := range ids {
 		switch {
 		case id == "*" || id == user:
 			return true, nil
 		case strings.HasPrefix(id, "S"):
-			m, err := a.members(ctx, id)
-			if err != nil {
-				firstErr = cmp.Or(firstErr, err)
-				continue
-			}
-			if m[user] {
-				return true, nil
-			}
+			groups = append(groups, id)
 		}
 	}
-	return false, firstErr
+	return a.inGroups(ctx, groups, user)
 }
 
 // approveOne records d, an allow by one of several approvers ask needs,

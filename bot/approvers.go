@@ -56,8 +56,14 @@ func (a *approvers) allowed(ctx context.Context, user string) (bool, error) {
 	if a.anyone || a.users[user] {
 		return true, nil
 	}
+	return a.inGroups(ctx, a.groups, user)
+}
+
+// inGroups reports whether user is a member of one of groups; an error
+// means one could not be listed and user was not found in the others.
+func (a *approvers) inGroups(ctx context.Context, groups []string, user string) (bool, error) {
 	var firstErr error
-	for _, g := range a.groups {
+	for _, g := range groups {
 		m, err := a.members(ctx, g)
 		if err != nil {
 			firstErr = cmp.Or(firstErr, err)

@@ -68,9 +68,19 @@ type Bot struct {
 	afterReconcile func()
 	expiryArmed    func(due time.Time)
 
-	// botUserID comes from auth.test at the start of Run; handlers run only
-	// after it is set.
+	// botUserID and teamURL come from auth.test at the start of Run;
+	// handlers run only after they are set.
 	botUserID string
+	teamURL   string
+
+	// dms caches the DM channel of each person copies went to (reach.go);
+	// homes republishes the App Homes a change affects (waiting.go);
+	// reachArmed, when set (tests), runs after the reach sweeper set its
+	// timer, due at due.
+	dms        sync.Map
+	homes      homeQueue
+	reachWake  chan struct{}
+	reachArmed func(due time.Time)
 }
 
 // New checks cfg and builds a Bot; nothing talks to Slack until Run.
@@ -121,6 +131,8 @@ func New(cfg Config, st Store, log zerolog.Logger) (*Bot, error) {
 		out:   newOutbox(api, cfg.Budgets, cfg.Clock, log),
 
 		apiExpiry: newAPIExpiry(),
+		homes:     newHomeQueue(),
+		reachWake: make(chan struct{}, 1),
 	}
 	b.cards = &cards{b: b}
 	b.policy.Store(cfg.Policy)
@@ -157,7 +169,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		b.conn.to(fmt.Errorf("auth.test failed: %w", err))
 		return fmt.Errorf("bot: auth.test (is SLACK_BOT_TOKEN right?): %w", err)
 	}
-	b.botUserID = auth.UserID
+	b.botUserID, b.teamURL = auth.UserID, auth.URL
 	b.teams.setHome(auth.TeamID, auth.EnterpriseID)
 	if b.cfg.socketMode() {
 		b.conn.to(errors.New("socket mode not connected yet"))
@@ -188,6 +200,10 @@ func (b *Bot) Run(ctx context.Context) error {
 	if len(b.cfg.APITokens) > 0 {
 		g.Go(func() error { return b.expireAPIRequests(gctx) })
 	}
+	if b.reachSteps() {
+		g.Go(func() error { return b.runReach(gctx) })
+	}
+	g.Go(func() error { return b.runHomes(gctx) })
 	err = g.Wait()
 	b.work.stop()
 	if err != nil && !errors.Is(err, context.Canceled) {

@@ -77,6 +77,7 @@ type lane int
 
 const (
 	laneCard     lane = iota // a new card, a card's outcome: someone waits on it
+	laneReach                // a card's announcements, reminders and their outcomes (reach.go)
 	laneResult               // what Claude said, the end of a turn, errors
 	laneProgress             // the status line and the folded progress of a turn
 	laneAudit                // the audit channel's lines: a record, read later
@@ -106,10 +107,15 @@ func (b *bucket) refill(now time.Time) {
 
 // need is how many tokens l must find in the bucket to spend one: cards
 // need one, each lower lane leaves a quarter of the burst more behind for
-// the lanes above it.
+// the lanes above it. Reach shares the results' reserve: it goes first of
+// the two, and neither takes what a card needs.
 func (b *bucket) need(l lane) float64 {
 	step := math.Max(1, math.Floor(b.burst/4))
-	return math.Min(1+float64(l)*step, b.burst)
+	rank := float64(l)
+	if l > laneCard {
+		rank--
+	}
+	return math.Min(1+rank*step, b.burst)
 }
 
 // take spends a token for l if the bucket holds enough.

@@ -149,6 +149,10 @@ func (c *cards) recorded(ctx context.Context, log zerolog.Logger, r store.Reques
 		}
 	}
 	b.refreshStatusOf(ctx, s, statusKeep)
+	if pending && !settled {
+		r.Card = ref
+		b.work.Go(func(ctx context.Context) { b.reached(ctx, log, r, s) })
+	}
 	return nil
 }
 
@@ -246,6 +250,18 @@ func (c *cards) refresh(log zerolog.Logger, r store.Request, s store.Session) er
 	return c.b.awaitWrite(log, res, func(pr opResult) error { return pr.err })
 }
 
+// reach shows on r's card a step taken to reach people ("reminded
+// 10:42"), or its outcome when it was settled meanwhile (showReach in
+// reach.go reads r). The edit is queued; a failure is logged, and the
+// next edit of the card carries the step too.
+func (c *cards) reach(log zerolog.Logger, r store.Request, s store.Session) {
+	if r.Card.IsZero() {
+		return
+	}
+	m := c.b.renderCard(c.b.shown(r), s).msg
+	c.b.out.enqueue(&op{kind: opUpdate, lane: laneCard, channel: r.Card.Channel, ts: r.Card.TS, msg: m, log: log}, false)
+}
+
 // approved brings request id's card up to date after an approval of
 // several (its count and who approved), without holding the click while
 // Slack's budget makes the edit wait. Store: GetRequest, GetSession. A
@@ -305,6 +321,7 @@ func (c *cards) outcome(ctx context.Context, log zerolog.Logger, id string) erro
 		shown.Store(true)
 		c.attachRan(ctx, log, r, s, card)
 		b.refreshStatusOf(ctx, s, statusKeep)
+		b.work.Go(func(ctx context.Context) { b.settled(ctx, log, r, s) })
 		return nil
 	})
 	if err == nil && !shown.Load() {

@@ -110,6 +110,11 @@ type Config struct {
 	AuditChannel string
 	AuditEvery   time.Duration
 
+	// Reach is where a request that needs someone other than its starter
+	// is announced, and when it is reminded and escalated, unless a
+	// policy rule's ask says otherwise (reach.go).
+	Reach ReachDefaults
+
 	// ReconcileInterval is how often pending requests without a card are
 	// looked for (0: DefaultReconcileInterval); CardClaimTTL how long a
 	// claim to post a card stands (0: DefaultCardClaimTTL). See reconcile.go, cards.claim.
@@ -167,6 +172,9 @@ func (c Config) validateAccess() error {
 	}
 	if c.AuditChannel != "" && !isChannelID(c.AuditChannel) {
 		return fmt.Errorf("%w: AUDIT_CHANNEL %q is not a Slack channel id (C…, G…)", ErrConfig, c.AuditChannel)
+	}
+	if err := c.Reach.validate(); err != nil {
+		return err
 	}
 	if c.AllowDMs && !filepath.IsAbs(c.DMWorkDir) {
 		return fmt.Errorf("%w: DM_WORKDIR must be an absolute path when ALLOW_DMS=true: DM sessions never run in CLAUDE_WORKDIR", ErrConfig)

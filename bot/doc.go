@@ -143,6 +143,21 @@
 // approvers are never stood in for. A grant that does not verify, or whose
 // adder is no longer an approver, decides nothing.
 //
+// # Reaching approvers
+//
+// A request someone other than its starter must decide is announced once
+// its card is recorded: a copy (what, where, for whom, since when, a link
+// to the card, Approve and Deny) in NOTIFY_CHANNEL and, with NOTIFY=dm, in
+// each approver's DM; a policy rule's ask: says where instead. A copy's
+// buttons are the card's, so a click takes the one decide pipeline; every
+// copy is recorded on the request (store.Reaches), so whichever replica
+// shows the outcome settles them all, in the reach lane below cards. The
+// reach sweeper (runReach) lists pending requests at start, when the next
+// step falls due and every ReconcileInterval; each reminder and escalation
+// is claimed once across replicas and restarts (MarkReach), audited, and
+// shown on the card. Who it was escalated to may decide it once the store
+// says so and the bot's own clock agrees the time has come.
+//
 // # Where things live
 //
 //	bot.go           Bot, New, Run; tasks (the work done after an ack)
@@ -173,6 +188,9 @@
 //	                 found in its thread, adopted at a click, its outcome
 //	                 shown; who acknowledges what, and when
 //	answers.go       remembered answers, the App Home and Forget
+//	reach.go         copies of a card where approvers look, one reminder,
+//	                 one escalation, and who it was escalated to may decide
+//	waiting.go       the App Home's "Waiting for you", republished coalesced
 //	grants.go        grants: kept from the card's menu, deciding before a card
 //	reconcile.go     lost cards posted at start and every 30 s
 //	status.go        the one status message per session

@@ -79,10 +79,13 @@ func (b *Bot) who(ctx context.Context, cb *slack.InteractionCallback) blocks.Who
 // after its ack, a submission partly in its ack) and in what an answer
 // that does not decide leads to (a modal to open, errors to show in one).
 type decision struct {
-	b        *Bot
-	log      zerolog.Logger
-	user     string
-	card     store.MessageRef // where the card is; the request's own record wins once loaded
+	b    *Bot
+	log  zerolog.Logger
+	user string
+	card store.MessageRef // where the card is; the request's own record wins once loaded
+	// copy is the copy of the card the person clicked (reach.go), where
+	// they are answered; zero for the card itself.
+	copy     store.MessageRef
 	threadTS string
 	// async runs replies after the ack, for a submission whose ack must not
 	// wait for them; a click, already acked, replies inline.
@@ -108,12 +111,27 @@ func (p *decision) reply(ctx context.Context, f func(ctx context.Context)) {
 
 // tell shows the person an ephemeral next to the card.
 func (p *decision) tell(ctx context.Context, text string) {
-	p.reply(ctx, func(ctx context.Context) { p.b.ephemeral(ctx, p.card.Channel, p.threadTS, p.user, text) })
+	p.reply(ctx, func(ctx context.Context) { p.b.ephemeral(ctx, p.where(), p.threadTS, p.user, text) })
+}
+
+// where is the channel the person clicked in.
+func (p *decision) where() string {
+	if !p.copy.IsZero() {
+		return p.copy.Channel
+	}
+	return p.card.Channel
 }
 
 // alreadyDecided tells the person who settled r first.
 func (p *decision) alreadyDecided(ctx context.Context, r store.Request) {
-	p.reply(ctx, func(ctx context.Context) { p.b.alreadyDecided(ctx, p.log, r, p.card, p.user, p.threadTS) })
+	p.reply(ctx, func(ctx context.Context) {
+		if !p.copy.IsZero() {
+			p.b.ephemeralMsg(ctx, p.copy.Channel, p.threadTS, p.user, blocks.AlreadyDecided(p.b.shown(r)))
+			p.b.showReach(ctx, p.log, r.ID)
+			return
+		}
+		p.b.alreadyDecided(ctx, p.log, r, p.card, p.user, p.threadTS)
+	})
 }
 
 // decode turns the person's answer into a decision for r. ok false means
@@ -135,6 +153,9 @@ func (p *decision) run(ctx context.Context, requestID string, dec decode) error 
 		return err
 	}
 	if !r.Card.IsZero() {
+		if r.Reach.HasCopy(p.card) {
+			p.copy = p.card
+		}
 		p.card = r.Card
 	} else if !p.card.IsZero() {
 		r.Card = p.b.cards.adopt(ctx, p.log, r.ID, p.card)

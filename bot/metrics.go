@@ -28,6 +28,8 @@ func (l lane) String() string {
 	switch l {
 	case laneCard:
 		return "card"
+	case laneReach:
+		return "reach"
 	case laneResult:
 		return "result"
 	case laneProgress:

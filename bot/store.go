@@ -42,6 +42,10 @@ type Store interface {
 	CountPendingUnder(ctx context.Context, prefix string) (int, error)
 	SessionsUpdatedSince(ctx context.Context, starter string, since time.Time) (int, error)
 
+	// Reach: a card's copies, its reminder and its escalation (reach.go).
+	AddCopy(ctx context.Context, id string, ref store.MessageRef) (pending bool, err error)
+	MarkReach(ctx context.Context, id string, m store.ReachMark) (bool, error)
+
 	// Remembered answers ("Always answer this way") and the App Home.
 	Remember(ctx context.Context, a store.RememberedAnswer) (store.RememberedAnswer, error)
 	LookupAnswer(ctx context.Context, scope store.AnswerScope, fingerprint string) (store.RememberedAnswer, error)

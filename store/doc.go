@@ -13,7 +13,9 @@
 // partial approvals of a request several people must approve (Approvals:
 // counted atomically, so of two approvals at once exactly one is the last)
 // and grants, slackgate's own "Always allow" for a session or a repository,
-// until they expire or are forgotten (Grants).
+// until they expire or are forgotten (Grants). Each request also records
+// how far it reached beyond its card (Reaches: its copies, and its one
+// reminder and one escalation, each taken once across processes).
 //
 // Store access is not authority. A bot signs, with its Ed25519 key, every
 // record that decides what a worker runs or in whose name: decisions,

@@ -137,6 +137,9 @@ type Request struct {
 
 	// Card is where the bot posted this request in Slack (empty until posted).
 	Card MessageRef `json:"card,omitzero"`
+	// Reach is where else it was announced, and the reminder and
+	// escalation taken (see Reaches); empty on a new request.
+	Reach Reach `json:"reach,omitzero"`
 
 	// Approvals are the approvals so far of a request that needs several
 	// (Approvals.Approve), oldest first; the first one's Input is what
@@ -177,6 +180,9 @@ func (r Request) ValidateNew() error {
 	}
 	if !r.Pending() {
 		return invalid("request %s is decided already; a new request must be pending", r.ID)
+	}
+	if !r.Reach.IsZero() {
+		return invalid("request %s reached people already; a new request has no copies or reach steps", r.ID)
 	}
 	return nil
 }
@@ -596,6 +602,11 @@ const (
 	// a remembered answer (AnswerID) it could not verify; By names who the
 	// answer claims remembered it, Message why.
 	AuditAnswerRefused AuditAction = "answer_refused"
+	// AuditReminded and AuditEscalated: a bot reminded the people who may
+	// decide a pending request, or escalated it to more (By lists them,
+	// comma-separated), after the store recorded the step (MarkReach).
+	AuditReminded  AuditAction = "reminded"
+	AuditEscalated AuditAction = "escalated"
 	// AuditModeChanged: a worker switched a session's running claude
 	// process to the permission mode in Message on the request of By (from
 	// Slack); it has no request.
@@ -611,7 +622,8 @@ const (
 func (a AuditAction) Valid() bool {
 	switch a {
 	case AuditCreated, AuditSettled, AuditRefused, AuditAnsweredFromMemory, AuditAnswerRemembered, AuditAnswerForgotten, AuditToolRan,
-		AuditSessionRefused, AuditInputRefused, AuditAnswerRefused, AuditModeChanged, AuditGrantAdded, AuditGrantForgotten:
+		AuditSessionRefused, AuditInputRefused, AuditAnswerRefused, AuditModeChanged, AuditGrantAdded, AuditGrantForgotten,
+		AuditReminded, AuditEscalated:
 		return true
 	}
 	return false
@@ -621,7 +633,7 @@ func (a AuditAction) Valid() bool {
 // (AppendAudit), because no store transition writes it.
 func (a AuditAction) appendable() bool {
 	switch a {
-	case AuditToolRan, AuditSessionRefused, AuditInputRefused, AuditAnswerRefused, AuditModeChanged:
+	case AuditToolRan, AuditSessionRefused, AuditInputRefused, AuditAnswerRefused, AuditModeChanged, AuditReminded, AuditEscalated:
 		return true
 	}
 	return false
@@ -856,15 +868,16 @@ type Store interface {
 	Grants
 	AuditChain
 	AuditSinks
+	Reaches
 	// AuditLog returns up to limit entries with ids after `after` ("" = from
 	// the start), oldest first. Audit and event ids are opaque strings that
 	// sort in the order the entries were appended.
 	AuditLog(ctx context.Context, after string, limit int) ([]AuditEntry, error)
 	// AppendAudit appends an entry that no transition writes: AuditToolRan,
-	// AuditSessionRefused, AuditInputRefused or AuditAnswerRefused. A zero
-	// At becomes the time of the call. ErrInvalid when a fails Validate or
-	// has another action (those are written atomically with their
-	// transition, never on their own).
+	// AuditSessionRefused, AuditInputRefused, AuditAnswerRefused,
+	// AuditReminded or AuditEscalated. A zero At becomes the time of the
+	// call. ErrInvalid when a fails Validate or has another action (those
+	// are written atomically with their transition, never on their own).
 	AppendAudit(ctx context.Context, a AuditEntry) error
 	// Close releases the backend's resources; blocked calls return an error
 	// wrapping ErrClosed (Consume returns it too). Closing twice is harmless.

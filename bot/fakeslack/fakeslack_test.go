@@ -1121,3 +1121,29 @@ func TestRateModelAnswers429PastTheChannelsPostBurst(t *testing.T) {
 		t.Fatalf("post a second later: %v", err)
 	}
 }
+
+func TestRateModelPacesViewsPublishAtTier4(t *testing.T) {
+	clock := storetest.NewClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	f := fakeslack.New(t, fakeslack.WithClock(clock))
+	f.AddUser("U1", "alice")
+	api := slack.New(fakeslack.BotToken, slack.OptionAPIURL(f.APIURL()))
+	home := slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: []slack.Block{
+		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, "hi", false, false), nil, nil)}}}
+	publish := func() error {
+		_, err := api.PublishView("U1", home, "")
+		return err
+	}
+	for i := range 20 {
+		if err := publish(); err != nil {
+			t.Fatalf("publish %d within the burst: %v", i, err)
+		}
+	}
+	var limited *slack.RateLimitedError
+	if err := publish(); !errors.As(err, &limited) {
+		t.Fatalf("publish past the burst: %v, want 429", err)
+	}
+	clock.Advance(time.Second) // 100 a minute: one more within a second
+	if err := publish(); err != nil {
+		t.Fatalf("publish a second later: %v", err)
+	}
+}

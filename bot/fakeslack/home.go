@@ -99,7 +99,8 @@ func (f *Fake) OpenHome(ctx context.Context, user string) error {
 }
 
 // ClickHome presses the button labelled label in user's Home view, in the
-// block whose text contains near ("" when the label is unique), and
+// block whose text contains near or the actions block right under it
+// ("" when the label is unique), and
 // returns once the app acked the block_actions.
 func (f *Fake) ClickHome(ctx context.Context, user, label, near string) error {
 	f.mu.Lock()
@@ -118,11 +119,16 @@ func (f *Fake) ClickHome(ctx context.Context, user, label, near string) error {
 	_ = json.Unmarshal(v.Raw, &obj)
 	var found []map[string]any
 	var blockIDs []string
+	under := false // the block before contains near: its actions are its buttons
 	for _, b := range obj.Blocks {
 		raw, _ := json.Marshal(b)
-		if near != "" && !blocksContain(json.RawMessage("["+string(raw)+"]"), near) {
+		here := near == "" || blocksContain(json.RawMessage("["+string(raw)+"]"), near)
+		actions := strings.Contains(string(raw), `"type":"actions"`)
+		if !here && !(under && actions) {
+			under = false
 			continue
 		}
+		under = here
 		elements([]any{b}, func(blockID string, el map[string]any) {
 			if el["type"] == "button" && textOf(el["text"]) == label {
 				found = append(found, el)

@@ -7,16 +7,19 @@ import (
 
 // Slack's budgets as the fake enforces them by default: chat.postMessage
 // about one message a second per channel with a short burst, chat.update
-// Tier 3 (50 a minute per workspace) with a burst, and a 429 with
+// Tier 3 (50 a minute per workspace) with a burst, views.publish Tier 4
+// (100 a minute per workspace) with a burst, and a 429 with
 // Retry-After when a call exceeds them. The bursts match slackgate's
 // defaults; jitterAllowance forgives a call that arrives up to that much
 // early, as the network moves calls against the sender's clock.
 const (
-	postsPerSecond   = 1.0
-	postBurst        = 4
-	updatesPerMinute = 50.0
-	updateBurst      = 20
-	jitterAllowance  = 100 * time.Millisecond
+	postsPerSecond     = 1.0
+	postBurst          = 4
+	updatesPerMinute   = 50.0
+	updateBurst        = 20
+	publishesPerMinute = 100.0
+	publishBurst       = 20
+	jitterAllowance    = 100 * time.Millisecond
 )
 
 // WithoutRateModel turns the rate model off. A test that uses it says why
@@ -62,6 +65,11 @@ func (f *Fake) overBudgetLocked(method string, p params) int {
 		if b = f.buckets["update"]; b == nil {
 			b = &tokenBucket{rate: updatesPerMinute / 60, burst: updateBurst}
 			f.buckets["update"] = b
+		}
+	case "views.publish":
+		if b = f.buckets["publish"]; b == nil {
+			b = &tokenBucket{rate: publishesPerMinute / 60, burst: publishBurst}
+			f.buckets["publish"] = b
 		}
 	default:
 		return -1

@@ -116,6 +116,15 @@ type Config struct {
 	// stops a scripted client from filling the queue and Claude's context.
 	MaxPromptBytes int `env:"MAX_PROMPT_BYTES" envDefault:"16384"`
 
+	// Reaching approvers beyond the card (bot/reach.go): a copy in a
+	// channel or by DM, one reminder, one escalation; a policy rule's
+	// ask: overrides each. Off unless set.
+	NotifyChannel string        `env:"NOTIFY_CHANNEL"`
+	Notify        string        `env:"NOTIFY"`
+	RemindAfter   time.Duration `env:"REMIND_AFTER"`
+	EscalateAfter time.Duration `env:"ESCALATE_AFTER"`
+	EscalateTo    string        `env:"ESCALATE_TO"`
+
 	// PolicyFile is the team policy (package bot/policy); `run` and `bot`
 	// refuse to start when it is broken.
 	PolicyFile string `env:"POLICY_FILE"`
@@ -210,6 +219,7 @@ func (c Config) validate() error {
 		}
 	}
 	errs = append(errs, c.validateAuditOut()...)
+	errs = append(errs, c.validateReach()...)
 	if _, err := zerolog.ParseLevel(strings.ToLower(c.LogLevel)); err != nil || c.LogLevel == "" {
 		errs = append(errs, fmt.Errorf("LOG_LEVEL=%q: want trace, debug, info, warn or error", c.LogLevel))
 	}
@@ -227,6 +237,31 @@ func (c Config) validate() error {
 		return fmt.Errorf("config: %w", err)
 	}
 	return nil
+}
+
+// validateReach checks NOTIFY_CHANNEL, NOTIFY, REMIND_AFTER and the
+// escalation.
+func (c Config) validateReach() []error {
+	var errs []error
+	if c.NotifyChannel != "" {
+		if _, err := bot.ParseChannels(c.NotifyChannel); err != nil || strings.ContainsAny(c.NotifyChannel, ", *") {
+			errs = append(errs, fmt.Errorf("NOTIFY_CHANNEL=%q: want one Slack channel id (C…, G…)", c.NotifyChannel))
+		}
+	}
+	if c.Notify != "" && c.Notify != "dm" {
+		errs = append(errs, fmt.Errorf("NOTIFY=%q: want dm (each approver gets a DM), or leave it empty", c.Notify))
+	}
+	if c.RemindAfter < 0 || c.EscalateAfter < 0 {
+		errs = append(errs, errors.New("REMIND_AFTER and ESCALATE_AFTER must be positive, or 0 for never"))
+	}
+	to, err := bot.ParsePeople(c.EscalateTo)
+	switch {
+	case err != nil || to.Anyone:
+		errs = append(errs, fmt.Errorf("ESCALATE_TO=%q: want Slack user (U…) and user group (S…) ids", c.EscalateTo))
+	case (c.EscalateAfter > 0) != (len(to.IDs) > 0):
+		errs = append(errs, errors.New("ESCALATE_AFTER and ESCALATE_TO go together: set both, or neither"))
+	}
+	return errs
 }
 
 // validateAuditOut checks the audit channel's and webhook's settings. The

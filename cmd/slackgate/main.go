@@ -456,6 +456,10 @@ func (p program) botConfig(cfg Config, sign ed25519.PrivateKey) (bot.Config, err
 	if err != nil {
 		return bot.Config{}, fmt.Errorf("CHANNEL_WORKDIRS: %w", err)
 	}
+	escalateTo, err := bot.ParsePeople(cfg.EscalateTo)
+	if err != nil {
+		return bot.Config{}, fmt.Errorf("ESCALATE_TO: %w", err)
+	}
 	tokens, err := bot.ParseAPITokens(cfg.APITokens)
 	if err != nil {
 		return bot.Config{}, fmt.Errorf("API_TOKENS: %w", err)
@@ -496,5 +500,12 @@ func (p program) botConfig(cfg Config, sign ed25519.PrivateKey) (bot.Config, err
 		},
 		SigningKey:   sign,
 		AuditChannel: cfg.AuditChannel,
+		Reach: bot.ReachDefaults{
+			NotifyChannel: cfg.NotifyChannel,
+			NotifyDM:      cfg.Notify == "dm",
+			RemindAfter:   cfg.RemindAfter,
+			EscalateAfter: cfg.EscalateAfter,
+			EscalateTo:    escalateTo.IDs,
+		},
 	}, nil
 }

@@ -339,15 +339,20 @@ func decodeRequest(id, body, card, decision string, approvals ...string) (store.
 	return r, nil
 }
 
-// requestFields are the hash fields GetRequest reads, in this order.
-var requestFields = []string{"body", "card", "decision", "approvals"}
+// requestFields are the hash fields GetRequest reads, in this order: the
+// body, card, decision and approvals, then reachFields.
+var requestFields = append([]string{"body", "card", "decision", "approvals"}, reachFields...)
 
 func fieldsToRequest(id string, vals []any) (store.Request, error) {
 	str := func(v any) string { s, _ := v.(string); return s }
 	if len(vals) != len(requestFields) || vals[0] == nil {
 		return store.Request{}, store.ErrNotFound
 	}
-	return decodeRequest(id, str(vals[0]), str(vals[1]), str(vals[2]), str(vals[3]))
+	r, err := decodeRequest(id, str(vals[0]), str(vals[1]), str(vals[2]), str(vals[3]))
+	if err != nil {
+		return r, err
+	}
+	return r, decodeReach(&r, str(vals[4]), str(vals[5]), str(vals[6]))
 }
 
 // GetRequest implements store.Requests.

@@ -90,6 +90,7 @@ func Run(t *testing.T, newStore NewFunc, opts ...Option) {
 	t.Run("Grants", h.testGrants)
 	t.Run("Transcripts", h.testTranscripts)
 	t.Run("Answers", h.testAnswers)
+	t.Run("Reach", h.testReach)
 	t.Run("SignedRecords", h.testSignedRecords)
 	t.Run("Validation", h.testValidation)
 	t.Run("ZeroTimesAreTheTimeOfTheCall", h.testZeroTimes)
