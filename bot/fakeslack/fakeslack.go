@@ -64,7 +64,8 @@ func AllowRejections() Option { return func(f *Fake) { f.allowRejections = true 
 func AllowDeliveryFailures() Option { return func(f *Fake) { f.allowDeliveryFailures = true } }
 
 // OnMessage calls fn after every chat.postMessage and chat.update the fake
-// accepted, with the method and the message as it now stands, outside the
+// accepted, and every message a click's response_url replaced (method
+// ResponseURLMethod), with the method and the message as it now stands, outside the
 // fake's lock, on the goroutine serving the call, once the app has its
 // answer. Load runs use it to act on every
 // card the moment it appears, where a Wait per card would rescan the whole
@@ -151,35 +152,36 @@ type Fake struct {
 	changed chan struct{} // closed and replaced on every state change; waiters select on it
 	seq     int           // source of unique ids and timestamps
 
-	calls       []Call
-	rejections  []Rejection
-	failures    []DeliveryFailure
-	rateLimits  map[string]*rateLimit
-	failNext    map[string]*injectedFailure
-	failStatus  map[string]*injectedStatus // FailStatus
-	loseAnswer  []lostAnswer               // LoseAnswer
-	holds       []*Held                    // Hold, waiting for their call
-	buckets     map[string]*tokenBucket    // the rate model's, by "post:"+channel and "update"
-	users       map[string]*User
-	groups      map[string][]string
-	channels    map[string]*channel
-	ephemerals  map[string][]*Message // by recipient
-	views       map[string]*View      // by view id
-	open        map[string]string     // user → id of the modal open for them
-	homes       map[string]*View      // user → the App Home view published for them
-	triggers    map[string]*trigger
-	uploads     map[string]*File // by file id, until completed
-	files       []*File
-	state       map[stateKey]json.RawMessage // a person's select/checkbox choices on a message
-	conns       []*socketConn                // live Socket Mode connections
-	connCount   int                          // every connection ever accepted
-	rr          int                          // round-robin over live connections
-	pending     map[string]*envelope         // Socket Mode envelopes waiting for an ack
-	abandoned   map[string]bool              // envelopes delivery gave up on; their late acks are ignored
-	httpBase    string                       // set by UseHTTP
-	httpSecret  string
-	lastTrigger map[string]string // user → trigger_id of their latest interaction
-	lastEvent   *sentEvent
+	calls        []Call
+	rejections   []Rejection
+	failures     []DeliveryFailure
+	rateLimits   map[string]*rateLimit
+	failNext     map[string]*injectedFailure
+	failStatus   map[string]*injectedStatus // FailStatus
+	loseAnswer   []lostAnswer               // LoseAnswer
+	holds        []*Held                    // Hold, waiting for their call
+	buckets      map[string]*tokenBucket    // the rate model's, by "post:"+channel and "update"
+	users        map[string]*User
+	groups       map[string][]string
+	channels     map[string]*channel
+	ephemerals   map[string][]*Message // by recipient
+	views        map[string]*View      // by view id
+	open         map[string]string     // user → id of the modal open for them
+	homes        map[string]*View      // user → the App Home view published for them
+	triggers     map[string]*trigger
+	uploads      map[string]*File        // by file id, until completed
+	responseURLs map[string]*responseURL // by id, the clicks' response_urls
+	files        []*File
+	state        map[stateKey]json.RawMessage // a person's select/checkbox choices on a message
+	conns        []*socketConn                // live Socket Mode connections
+	connCount    int                          // every connection ever accepted
+	rr           int                          // round-robin over live connections
+	pending      map[string]*envelope         // Socket Mode envelopes waiting for an ack
+	abandoned    map[string]bool              // envelopes delivery gave up on; their late acks are ignored
+	httpBase     string                       // set by UseHTTP
+	httpSecret   string
+	lastTrigger  map[string]string // user → trigger_id of their latest interaction
+	lastEvent    *sentEvent
 }
 
 type channel struct {
@@ -230,6 +232,7 @@ func New(t testing.TB, opts ...Option) *Fake {
 		homes:        map[string]*View{},
 		triggers:     map[string]*trigger{},
 		uploads:      map[string]*File{},
+		responseURLs: map[string]*responseURL{},
 		state:        map[stateKey]json.RawMessage{},
 		pending:      map[string]*envelope{},
 		abandoned:    map[string]bool{},
