@@ -175,3 +175,16 @@ func (f *Fake) refuseResponseLocked(call Call, err error) (int, map[string]any, 
 	}
 	return http.StatusBadRequest, map[string]any{"ok": false, "error": ae.code}, nil
 }
+
+// ResponseURLFor mints the response_url a click by user on the message
+// ref would carry, without delivering a click: for tests of the sender
+// alone. It returns "" when the message is not there.
+func (f *Fake) ResponseURLFor(user string, ref MessageRef) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, err := f.targetLocked(user, ref)
+	if err != nil {
+		return ""
+	}
+	return f.newResponseURLLocked(user, t)
+}
