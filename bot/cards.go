@@ -407,9 +407,11 @@ func (c *cards) decided(ctx context.Context, log zerolog.Logger, r store.Request
 		return
 	}
 	msg := renderCard(c.b.shown(r), s).msg
-	res := c.b.out.update(log, laneCard, ref, msg)
+	var res <-chan opResult
 	if responseURL != "" {
 		res = c.b.out.respondPending(log, ref, responseURL, msg, true).res
+	} else {
+		res = c.b.out.update(log, laneCard, ref, msg)
 	}
 	if _, err := wait(ctx, res); err != nil {
 		log.Warn().Err(err).Msg("refresh card")

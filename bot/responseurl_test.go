@@ -49,9 +49,9 @@ func TestClickOutcomeReplacesTheCardThroughItsResponseURL(t *testing.T) {
 			if err := h.fake.Click(testCtx(t), "U2", card.Ref(), "Approve"); err != nil {
 				t.Fatal(err)
 			}
-			_, final := h.waitSettled(t, store.Request{ID: "req-respond"}, card)
+			h.waitSettled(t, store.Request{ID: "req-respond"}, card)
 			h.statusSettled(t, s)
-			final, _ = h.fake.Message(card.Ref())
+			final, _ := h.fake.Message(card.Ref())
 			if !final.HasText("Approved") || final.Replaced != 1 || final.Updated != 0 {
 				t.Errorf("card = %q replaced %d updated %d; want the outcome through the response_url only", final.AllText(), final.Replaced, final.Updated)
 			}
@@ -73,9 +73,9 @@ func TestClickOutcomeFallsBackToChatUpdateWhenTheResponseURLFails(t *testing.T) 
 			if err := h.fake.Click(testCtx(t), "U2", card.Ref(), "Approve"); err != nil {
 				t.Fatal(err)
 			}
-			_, final := h.waitSettled(t, store.Request{ID: "req-fallback"}, card)
+			h.waitSettled(t, store.Request{ID: "req-fallback"}, card)
 			h.statusSettled(t, s)
-			final, _ = h.fake.Message(card.Ref())
+			final, _ := h.fake.Message(card.Ref())
 			if !final.HasText("Approved") || final.Replaced != 0 || final.Updated != 1 {
 				t.Errorf("card = %q replaced %d updated %d; want one chat.update after the failed response_url", final.AllText(), final.Replaced, final.Updated)
 			}
@@ -175,6 +175,34 @@ func TestSettledEventOnAnotherReplicaLeavesTheClickedCardAlone(t *testing.T) {
 		h.statusSettled(t, s)
 		if m, _ := h.fake.Message(card.Ref()); m.Replaced != 1 || cardEdits(h.fake, card.Ref()) != 0 {
 			t.Errorf("%s: card replaced %d times, %d chat.updates; want the click's response only", id, m.Replaced, cardEdits(h.fake, card.Ref()))
+		}
+	}
+}
+
+// TestOutcomesGoOnlyToSlacksResponseURLs: the bot posts a card's content to
+// a click's response_url, so a URL that is not Slack's (or the configured
+// API host's) is refused and the outcome goes by chat.update.
+func TestOutcomesGoOnlyToSlacksResponseURLs(t *testing.T) {
+	for _, tc := range []struct {
+		apiURL, url string
+		ok          bool
+	}{
+		{"", "https://hooks.slack.com/actions/T0/1/abc", true},
+		{"", "https://HOOKS.slack.com/actions/T0/1/abc", true},
+		{"", "https://hooks.slack-gov.com/actions/T0/1/abc", true},
+		{"", "http://hooks.slack.com/actions/T0/1/abc", false},
+		{"", "https://hooks.slack.com.evil.example/actions", false},
+		{"", "https://evil.example/?u=hooks.slack.com", false},
+		{"", "https://user@evil.example/hooks.slack.com", false},
+		{"", "", false},
+		{"", "hooks.slack.com/actions", false},
+		{"http://127.0.0.1:4000/api/", "http://127.0.0.1:4000/actions/R1", true},
+		{"http://127.0.0.1:4000/api/", "http://127.0.0.1:4001/actions/R1", false},
+		{"https://slack.proxy.example/api/", "http://slack.proxy.example/actions/R1", false},
+	} {
+		b := &Bot{cfg: Config{APIURL: tc.apiURL}}
+		if got := b.respondable(tc.url) != ""; got != tc.ok {
+			t.Errorf("respondable(%q) with APIURL %q = %v, want %v", tc.url, tc.apiURL, got, tc.ok)
 		}
 	}
 }

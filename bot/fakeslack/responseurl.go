@@ -20,7 +20,7 @@ import (
 // expired_url and changes nothing. A POST without replace_original posts
 // a new message: ephemeral to the person who clicked, unless
 // response_type is in_channel. Calls are recorded under the method name
-// ResponseURLMethod, so FailNext and FailStatus reach them too.
+// ResponseURLMethod, so FailNext, FailStatus and Hold reach them too.
 const (
 	ResponseURLUses   = 5
 	ResponseURLTTL    = 30 * time.Minute
@@ -51,6 +51,10 @@ func (f *Fake) serveResponseURL(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p, perr := parseParams(r, body)
+	if !f.hold(ResponseURLMethod, body, p) {
+		hangUp(w)
+		return
+	}
 	f.mu.Lock()
 	status := f.injectedStatusLocked(ResponseURLMethod, p, body)
 	f.mu.Unlock()
