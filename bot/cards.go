@@ -32,8 +32,11 @@ import (
 //	caller           transition  event acknowledged        crash repaired by
 //	request_created  post        Slack has it, or handOff  the reconciler
 //	  card recorded  refresh     Slack has it, or handOff  nothing: the card is up
-//	request_settled  outcome     Slack has it              redelivery, then a click
+//	request_settled  outcome     Slack has it, or the      redelivery, then a click
+//	                             click's response has it
 //	reconciler pass  post        (no event)                its next pass
+//	click decides    clicked     (no event)                the settled event, after
+//	                                                       clickGrace
 //	click on a card  adopt,      (no event)                the next click
 //	                 decided
 type cards struct {

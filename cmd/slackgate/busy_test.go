@@ -33,7 +33,26 @@ import (
 // cadence with the real CLI, 10 sessions in 10 channels (20 decisions a
 // minute).
 //
-// FIGURES
+// Measured 2026-11-26 10:13 UTC, CLI 2.1.330, on the 2-core machine shared
+// with other helpers' builds and tests (load average 13–16 throughout):
+//
+//	                                       stand-in, 60 sessions
+//	click → outcome visible, p50 / p99     39 / 545 ms (target 300 ms / 1 s)
+//	request → card, p50 / p99              50 / 6,653 ms
+//	  the same less the channel's floor    50 / 6,653 ms (the floor is 0 here)
+//	status line stale, p99                 1,024 ms
+//	Slack writes per decision              4.6 (1 of them the response)
+//	429s, lost, duplicate cards, errors    0, 0, 0, 0
+//	whole run                              186 s (3 minutes of load)
+//
+// All 360 outcomes went through the clicks' response_urls, none through
+// chat.update. Before, each took one of the workspace's 50 edits a minute:
+// at 120 decisions a minute the outcomes' queue would grow by 70 a minute.
+// The card p99 is the loaded machine (slackgate, 60 stand-ins and Redis on
+// 2 busy cores), not Slack's budget: the channel's posting floor is 0 for
+// every card.
+//
+// REALCLI
 func BenchmarkBusyWorkspace(b *testing.B) {
 	standin := buildStandIn(b)
 	for range b.N {
@@ -215,9 +234,12 @@ func (w *busy) report(b *testing.B, r busyRun, from int) {
 	outcomes, stale := w.outcomes, w.stale
 	cards := len(w.card)
 	w.mu.Unlock()
-	if cards != decisions || lost > 0 || dups > 0 {
-		b.Errorf("%d cards for %d decisions, %d outcomes never shown, %d duplicate cards", cards, decisions, lost, dups)
+	// The stand-in asks every turn; the real CLI may run a command without
+	// asking, and a turn that asked and got no card never finishes.
+	if (r.standin != "" && cards != decisions) || lost > 0 || dups > 0 {
+		b.Errorf("%d cards for %d turns, %d outcomes never shown, %d duplicate cards", cards, decisions, lost, dups)
 	}
+	b.ReportMetric(float64(cards), "cards")
 	writes, responses := 0, 0
 	for _, c := range w.a.slack.Calls()[from:] {
 		if c.Status != http.StatusOK || c.Error != "" {
@@ -245,7 +267,7 @@ func (w *busy) report(b *testing.B, r busyRun, from int) {
 	if len(stale) > 0 {
 		b.ReportMetric(p99(stale), "status-stale-p99-ms")
 	}
-	b.ReportMetric(float64(writes)/float64(decisions), "writes/decision")
+	b.ReportMetric(float64(writes)/float64(max(cards, 1)), "writes/decision")
 	b.ReportMetric(float64(responses), "responses")
 	b.ReportMetric(float64(lost+dups+w.clickErr), "lost+dup+clickerr")
 }
@@ -256,10 +278,11 @@ func (w *busy) report(b *testing.B, r busyRun, from int) {
 func busyScript(turns int) []relaytest.Step {
 	step := relaytest.Func(func(req relaytest.Request) relaytest.Reply {
 		name := strings.TrimPrefix(req.LastUserText(), "run ")
-		if len(req.ToolResults()) > 0 {
+		id := "toolu_" + strings.ReplaceAll(name, "-", "_")
+		if _, ran := req.ToolResult(id); ran { // this turn's, not an earlier turn's
 			return relaytest.Text("finished run " + name + " (0 denied)")
 		}
-		return relaytest.ToolUse("toolu_"+strings.ReplaceAll(name, "-", "_"), "Bash", bash("echo "+name+" > busy-"+name+".txt", "busy"))
+		return relaytest.ToolUse(id, "Bash", bash("echo "+name+" > busy-"+name+".txt", "busy"))
 	})
 	steps := make([]relaytest.Step, 2*turns)
 	for i := range steps {
