@@ -150,6 +150,9 @@ func auditSettled(l AuditLine) string {
 	}
 	switch d.Outcome {
 	case store.OutcomeAllow, store.OutcomeDeny:
+		if d.Rule != "" {
+			return auditByRule(d)
+		}
 		icon := "✅"
 		switch {
 		case d.Outcome == store.OutcomeAllow:
@@ -177,6 +180,19 @@ func auditSettled(l AuditLine) string {
 	return "*" + codeSafe(cut(oneLine(string(d.Outcome)), 40)) + "*"
 }
 
+// auditByRule heads the line of a request a policy rule settled: the
+// rule and the policy file's digest (its first 12 hex digits).
+func auditByRule(d *store.Decision) string {
+	digest := ""
+	if d.PolicyDigest != "" {
+		digest = " (policy " + inlineCode(d.PolicyDigest[:min(12, len(d.PolicyDigest))], 12) + ")"
+	}
+	if d.Outcome == store.OutcomeAllow {
+		return "✅ *Allowed* by rule " + boldText(d.Rule, 100) + digest
+	}
+	return "⛔ *Denied* by rule " + boldText(d.Rule, 100) + digest + auditWhy(d.Message)
+}
+
 // auditRequest is the request as the line shows it: the store's, with the
 // entry's settlement (a verified decision is the store's own; a system
 // outcome's words are the entry's), or one made of the entry when the
@@ -190,7 +206,8 @@ func auditRequest(l AuditLine) store.Request {
 		r = store.Request{ID: e.RequestID, SessionID: e.SessionID, Kind: e.Kind, ToolName: e.Tool}
 	}
 	if !l.Verified || r.Decision == nil {
-		r.Decision = &store.Decision{Outcome: e.Outcome, By: e.By, ByName: e.ByName, At: e.At, Message: e.Message}
+		r.Decision = &store.Decision{Outcome: e.Outcome, By: e.By, ByName: e.ByName, At: e.At, Message: e.Message,
+			Rule: e.Rule, PolicyDigest: e.PolicyDigest}
 	}
 	return r
 }

@@ -14,14 +14,11 @@ import (
 //
 //	go test -run '^$' -bench 'Card|Escape' -benchmem ./blocks
 //
-// The CPU round of 2026-11-23 (lowest of alternating runs): a pending Bash
-// card 275 → 62 µs and 576 → 186 allocations, a settled one 184 → 35 µs.
-// Each secret rule's regexp ran only on text holding the literal its
-// matches need (FuzzMaskSecrets holds it equal to running every regexp),
-// the "Claude wants to …" wording was worked out once per input, and the
-// outbox digested a card from the JSON its warnings check already made. A
-// verified decision signature was remembered, so a settled card rendered
-// again did not verify it again (69 → 2 µs).
+// 2026-11-26, with 5 other processes busy on 2 cores: a pending Bash card
+// about 1 ms and 1,244 allocations, a settled one 0.6 ms and 646. Every
+// secret rule's regexp runs over all the card's text; a faster path with
+// literal pre-checks was removed because a card costs far less than the
+// second Slack takes to show one edit.
 func BenchmarkCard(b *testing.B) {
 	pending := bashRequest()
 	pending.Input = []byte(`{"command":"cd /srv/repo && go test -race -count=1 ./store/... 2>&1 | tee /tmp/test.log","description":"Run the store tests with the race detector"}`)

@@ -46,6 +46,9 @@ type CardOptions struct {
 	// thread. The card then says the full input is not there, and the
 	// Approve confirmation says so too.
 	AttachmentFailed bool
+	// AskRule names the team policy's ask rule that is why the card asks
+	// (the pending card says so beside the CLI's own reason).
+	AskRule string
 }
 
 // Card renders a request as its Slack card: pending (with buttons) while
@@ -663,6 +666,9 @@ func (c *card) why() string {
 	}
 	if c.req.BlockedPath != "" {
 		why = append(why, "Blocked path: "+inlineCode(c.req.BlockedPath, 800))
+	}
+	if c.opts.AskRule != "" {
+		why = append(why, "The team policy "+AsksByRule(c.opts.AskRule))
 	}
 	return strings.Join(why, " · ")
 }

@@ -32,7 +32,8 @@
 //     (store.IsQuestionForm), anything else is a tool card.
 //
 // card.go, lead.go and body.go render cards; elicit.go MCP elicitations;
-// remember.go remembered answers and the App Home; audit.go the audit channel's lines; modal.go, controls.go
+// remember.go remembered answers and the App Home; policy.go the lines of
+// requests a policy rule settled; audit.go the audit channel's lines; modal.go, controls.go
 // and input.go modals and buttons; events.go thread lines and the status
 // line; actions.go and decide.go clicks and submissions; toclaude.go the
 // words Claude reads about a decision; text.go, safe.go and sensitive.go

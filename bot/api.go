@@ -253,9 +253,12 @@ func (b *Bot) apiStatus(ctx context.Context, log zerolog.Logger, req store.Reque
 }
 
 func apiDecisionFor(req store.Request, d store.Decision) *approvalapi.Decision {
-	out := &approvalapi.Decision{Outcome: d.Outcome, By: d.By, ByName: d.ByName, Message: d.Message, Interrupt: d.Interrupt}
+	out := &approvalapi.Decision{Outcome: d.Outcome, By: d.By, ByName: d.ByName, Message: d.Message, Interrupt: d.Interrupt, Rule: d.Rule}
 	switch d.Outcome {
 	case store.OutcomeAllow:
+		// The facts the signature covered: the client checks them against
+		// what it sent.
+		out.Facts = approvalapi.Facts(req.Home, req.Resolved)
 		input := cmp.Or(string(d.UpdatedInput), string(req.Input), "{}")
 		out.UpdatedInput = json.RawMessage(input)
 		if len(d.Answers) > 0 {

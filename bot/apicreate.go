@@ -51,7 +51,7 @@ func (b *Bot) apiCreate(w http.ResponseWriter, r *http.Request, tok APIToken, lo
 	req := store.Request{
 		ID: uuid.NewString(), SessionID: s.ID, Kind: apiKind(body.ToolName, body.Input),
 		ToolName: body.ToolName, Input: body.Input, ToolUseID: body.ToolUseID, Title: body.Title,
-		Description: body.Description, Suggestions: body.Suggestions,
+		Description: body.Description, Suggestions: body.Suggestions, Home: body.Home, Resolved: body.Resolved,
 		CreatedAt: now, Deadline: now.Add(timeout),
 	}
 	req.CLIRequestID = cmp.Or(body.ToolUseID, req.ID)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -16,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/slackgate/slackgate/bot/auditsink"
+	"github.com/slackgate/slackgate/bot/policy"
 	"github.com/slackgate/slackgate/store"
 )
 
@@ -56,6 +58,10 @@ type Bot struct {
 	// start that turns into a follow-up never waits on itself.
 	starting, queueing stripes
 	conn               connState
+	// policy is the team policy applied now: set at New from
+	// Config.Policy and replaced whole by SetPolicy (a SIGHUP reload), so
+	// a request is evaluated under one policy or the other, never a mix.
+	policy atomic.Pointer[policy.Policy]
 
 	// afterReconcile, when set (tests), runs after each reconcile pass;
 	// expiryArmed after the API sweeper set its timer, due at due.
@@ -117,6 +123,7 @@ func New(cfg Config, st Store, log zerolog.Logger) (*Bot, error) {
 		apiExpiry: newAPIExpiry(),
 	}
 	b.cards = &cards{b: b}
+	b.policy.Store(cfg.Policy)
 	if cfg.Metrics != nil {
 		b.out.metrics = cfg.Metrics
 	}

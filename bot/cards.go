@@ -56,8 +56,9 @@ const (
 
 // post shows request id's card in its session's thread, in the outbox's
 // cards lane. Store: GetRequest and GetSession; a card recorded already is
-// refreshed instead. claim makes this bot the card's one poster; a question
-// a remembered answer settles (fromMemory: LookupAnswer, Decide) gets a
+// refreshed instead. claim makes this bot the card's one poster; a request
+// a policy rule allows or denies (byPolicy: Decide), or a question a
+// remembered answer settles (fromMemory: LookupAnswer, Decide), gets a
 // thread line instead of a card. A lost card is looked for in the thread
 // first, and so is a card whose post failed before it is sent again
 // (find). Then recorded.
@@ -79,11 +80,16 @@ func (c *cards) post(ctx context.Context, log zerolog.Logger, id string, lost bo
 	if ok, err := c.claim(ctx, log, r.ID); !ok {
 		return err
 	}
+	v, pol := b.judged(r, s)
+	if settled, err := c.byPolicy(ctx, log, r, s, v, pol); settled {
+		c.done(r.ID)
+		return err
+	}
 	if a, ok := b.fromMemory(ctx, log, r, s); ok {
 		c.done(r.ID)
 		return c.answeredFromMemory(log, s, a)
 	}
-	card := renderCard(r, s)
+	card := renderCardWith(r, s, askedBy(v))
 	if lost {
 		ts, found, err := c.inThread(ctx, log, s, r.ID)
 		if err != nil || found {
@@ -166,17 +172,18 @@ func (c *cards) notPosted(ctx context.Context, log zerolog.Logger, r store.Reque
 // attachFullInput uploads the input a card had to truncate, and returns
 // the options the card must be rendered with from now on.
 func (c *cards) attachFullInput(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, card renderedCard) blocks.CardOptions {
+	opts := card.opts
 	if card.fullInput == "" {
-		return blocks.CardOptions{}
+		return opts
 	}
 	name := cmp.Or(card.fullInputName, "request-"+r.ID+".txt")
 	if err := c.b.out.Upload(ctx, log, s.Thread.Channel, s.Thread.TS, name, "Full input of "+r.ToolName, card.fullInput); err != nil {
 		// The card is up; a missing attachment is not worth posting it
 		// twice, only worth saying on the card.
 		log.Error().Err(err).Msg("upload full input")
-		return blocks.CardOptions{AttachmentFailed: true}
+		opts.AttachmentFailed = true
 	}
-	return blocks.CardOptions{}
+	return opts
 }
 
 // answeredFromMemory posts the one thread line that stands for a card a
@@ -236,7 +243,7 @@ func (c *cards) done(id string) {
 // delivered again (or whose card a click adopted), without holding the
 // consumer while Slack's budget makes the edit wait.
 func (c *cards) refresh(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) error {
-	res := c.b.out.updatePending(log, laneCard, r.Card, renderCard(r, s).msg)
+	res := c.b.out.updatePending(log, laneCard, r.Card, renderCardWith(r, s, askedBy(c.b.verdict(r, s))).msg)
 	return c.b.awaitWrite(log, res, func(pr opResult) error {
 		if pr.err != nil {
 			return pr.err

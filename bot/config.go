@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slackgate/slackgate/bot/policy"
 	"github.com/slackgate/slackgate/store"
 )
 
@@ -72,6 +73,10 @@ type Config struct {
 	// PermissionMode and Model are recorded on new sessions for the worker.
 	PermissionMode string
 	Model          string
+
+	// Policy is the team policy (POLICY_FILE) the bot starts with; nil:
+	// none, every request asks Approvers once. SetPolicy replaces it.
+	Policy *policy.Policy
 
 	// ConsumerName names this bot in the store's "bot" consumer group; it
 	// must be stable across restarts of one replica and unique among

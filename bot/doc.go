@@ -75,6 +75,45 @@
 // without asking fold into one progress message per turn. Nothing is
 // dropped: short budgets make the lowest lanes wait or fold.
 //
+// # The team policy
+//
+// With POLICY_FILE, the bot evaluates every request where its card would
+// be posted (Bot.verdict, cards.post), so the stdio worker, the approval
+// API, `slackgate hook` and `slackgate mcp` all meet the same rules: they
+// all create requests the bot consumes. The facts are the records': tool
+// and input, the session's channel and working directory (an API
+// session's is its client's), the API token's name, and Request.Home and
+// Request.Resolved, which only the machine Claude runs on knows (the
+// worker, the hook and the MCP server resolve before they ask). An allow
+// or deny rule settles the request at once, with a decision this bot
+// signs naming the rule and the policy file's digest (both also in the
+// store's audit entry), and one thread line instead of a card; a deny
+// rule's message is what Claude is told. An ask rule's card says which
+// rule asks. The order, deliberately:
+//
+//  1. a deny rule wins over everything slackgate could answer with:
+//     remembered answers, a card a person would answer;
+//  2. an allow rule settles tool calls and plans (a question or an MCP
+//     form needs an answer no rule can give: it goes on);
+//  3. a remembered answer answers a question;
+//  4. otherwise a card asks (the ask rule's people, or APPROVERS).
+//
+// The facts are only as good as the records, so each is held by a
+// signature. The session's (channel, directory, token) by the session's:
+// an allow by rule needs it to verify with the bot's key
+// (TestPolicyAllowNeedsASessionThatVerifies). The request's by the
+// decision's, which covers Home and Resolved: a store writer who rewrites
+// them to make a path look like one a rule allows gets the decision
+// refused by the worker, which checks it against the request as it made
+// it; an API client gets the digest of the facts with each allow
+// (approvalapi.Facts) and refuses one made on facts it did not send
+// (TestPolicyFactsChangedInTheStoreAreRefused). An API session's
+// directory and resolved paths are its client's word, like everything
+// a token says: a rule scoped to a repository trusts the token holder. SetPolicy replaces the
+// policy whole (a SIGHUP reload in cmd/slackgate); a request is evaluated
+// under one policy or the other. Without a policy every request asks
+// APPROVERS once.
+//
 // # Remembered answers
 //
 // An approver who answers a question card with "Always answer this way"
@@ -109,6 +148,7 @@
 //	responseurl.go   a click's outcome through its response_url, and how the
 //	                 settled event knows the click showed it
 //	approvers.go     who may decide, reply, stop or start (Bot.may)
+//	verdict.go       the team policy applied now (SetPolicy) and its verdict
 //	teams.go         only the bot's team (and ALLOWED_TEAMS) act
 //	stop.go          Stop from the status line or a "stop" reply
 //	store_events.go  store → Slack: the consumer; what Claude said and did

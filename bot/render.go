@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 
 	"github.com/slackgate/slackgate/blocks"
+	"github.com/slackgate/slackgate/bot/policy"
 	"github.com/slackgate/slackgate/store"
 )
 
@@ -14,6 +15,7 @@ type renderedCard struct {
 	msg           outMsg
 	fullInput     string
 	fullInputName string
+	opts          blocks.CardOptions // what it was rendered with
 }
 
 func renderCard(r store.Request, s store.Session) renderedCard {
@@ -22,7 +24,16 @@ func renderCard(r store.Request, s store.Session) renderedCard {
 
 func renderCardWith(r store.Request, s store.Session, o blocks.CardOptions) renderedCard {
 	m := blocks.CardWith(r, s, o)
-	return renderedCard{msg: toMsg(m), fullInput: m.FullInput, fullInputName: m.FullInputName}
+	return renderedCard{msg: toMsg(m), fullInput: m.FullInput, fullInputName: m.FullInputName, opts: o}
+}
+
+// askedBy is what a pending card says of the policy's verdict v: the
+// ask rule that is why it asks, if one is.
+func askedBy(v policy.Verdict) blocks.CardOptions {
+	if v.Action != policy.Ask || v.Rule == nil {
+		return blocks.CardOptions{}
+	}
+	return blocks.CardOptions{AskRule: v.Rule.Name}
 }
 
 func renderEvent(e store.Event) []outMsg {

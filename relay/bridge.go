@@ -144,6 +144,7 @@ func (b *bridge) times() (now, deadline time.Time) {
 func (b *bridge) onCanUseTool(ctx context.Context, cliID string, c CanUseTool) (PermissionResult, bool) {
 	now, deadline := b.times()
 	req := NewRequest(b.sess.ID, cliID, c, now, deadline)
+	b.placeFacts(&req)
 	log := b.log.With().Str("request_id", req.ID).Str("tool", c.ToolName).Logger()
 	d, answer, failed, err := b.ask(ctx, req, log)
 	if failed != "" {
@@ -159,6 +160,17 @@ func (b *bridge) onCanUseTool(ctx context.Context, cliID string, c CanUseTool) (
 	}
 	log.Info().Str("outcome", string(d.Outcome)).Str("by", d.By).Bool("sent", ok).Msg("request settled")
 	return res, ok
+}
+
+// placeFacts records on req what only this machine knows, for the team
+// policy: the home of the CLI's user and the real paths. This worker
+// keeps req as it made it and checks every decision's signature over it,
+// so a store writer who changes them gets the decision refused.
+func (b *bridge) placeFacts(req *store.Request) {
+	req.Home = b.worker.home
+	if b.worker.cfg.Resolve != nil {
+		req.Resolved = b.worker.cfg.Resolve(req.ToolName, req.Input, b.sess.WorkDir, req.Home)
+	}
 }
 
 // onElicitation records an MCP server's elicitation, waits for a person

@@ -2,6 +2,7 @@ package relay
 
 import (
 	"crypto/ed25519"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -77,6 +78,13 @@ type Config struct {
 	SettingSources []string
 	SettingsFile   string
 	MCPConfigFile  string
+
+	// Resolve returns the real path (symlinks resolved on this machine)
+	// of each path a tool's input names and of cwd and home, keyed as
+	// written: the team policy matches both names and never allows a
+	// path it was not given the real one of. cmd/slackgate passes the
+	// policy's resolver; nil: nothing is resolved.
+	Resolve func(tool string, input json.RawMessage, cwd, home string) map[string]string
 
 	claudeEnv   []string // Env through the allowlist, computed once by normalize
 	allowedDirs []string // AllowedDirs, cleaned by normalize

@@ -88,11 +88,17 @@ func placeOf(env []string, user *RunAs) transcriptPlace {
 	if dir := lastValue(env, "CLAUDE_CONFIG_DIR"); filepath.IsAbs(dir) {
 		return transcriptPlace{root: filepath.Clean(dir), dir: ".", owner: user}
 	}
+	return transcriptPlace{root: homeIn(env), dir: ".claude", owner: user}
+}
+
+// homeIn is the home of the CLI's user in the environment it runs with
+// (RunAs.env sets it for another user).
+func homeIn(env []string) string {
 	home := lastValue(env, "HOME")
 	if !filepath.IsAbs(home) {
 		home, _ = os.UserHomeDir()
 	}
-	return transcriptPlace{root: home, dir: ".claude", owner: user}
+	return home
 }
 
 // lastValue is name's value in env; the last one counts, as for exec.

@@ -20,6 +20,8 @@ type Worker struct {
 	clock store.Clock
 	cap   *capacity
 	tr    *transcripts
+	// home is the home of the CLI's user, recorded on every request.
+	home string
 
 	// mu guards live, the map of running processes. An exited process's
 	// count of malformed lines moves into malformed under it, so
@@ -43,9 +45,13 @@ func NewWorker(cfg Config, st Store, log zerolog.Logger) (*Worker, error) {
 	if err := cfg.normalize(); err != nil {
 		return nil, err
 	}
-	tr := &transcripts{st: st, place: placeOf(childEnv(cfg.claudeEnv), cfg.User), max: cfg.MaxTranscriptBytes}
+	env := childEnv(cfg.claudeEnv)
+	tr := &transcripts{st: st, place: placeOf(env, cfg.User), max: cfg.MaxTranscriptBytes}
+	if cfg.User != nil {
+		env = cfg.User.env(env)
+	}
 	return &Worker{cfg: cfg, st: st, log: log.With().Str("worker", cfg.WorkerID).Logger(), clock: cfg.Clock,
-		cap: newCapacity(cfg.MaxSessions), tr: tr, live: make(map[string]*Process)}, nil
+		cap: newCapacity(cfg.MaxSessions), tr: tr, live: make(map[string]*Process), home: homeIn(env)}, nil
 }
 
 // MalformedLines counts stdout lines, from every process this worker ran or

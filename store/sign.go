@@ -106,6 +106,14 @@ type signedPayload struct {
 	// Content (an elicitation's form) is left out when empty, so the
 	// payload of every other decision is what it was before it existed.
 	Content []byte `json:"content,omitempty"`
+	// The policy's facts and verdict, each left out when empty, so the
+	// payload of a decision without them is what it was before policies:
+	// the home and resolved paths the policy read (the side that filled
+	// them checks them against its own), and the rule that decided.
+	Home         string            `json:"home,omitempty"`
+	Resolved     map[string]string `json:"resolved,omitempty"`
+	Rule         string            `json:"rule,omitempty"`
+	PolicyDigest string            `json:"policy_digest,omitempty"`
 }
 
 // DecisionPayload is the byte string a signature of d, settling r, covers.
@@ -125,9 +133,12 @@ func DecisionPayload(r Request, d Decision) ([]byte, error) {
 	}
 	// An empty map or list reads back from a store as absent: sign both
 	// the same way.
-	answers, perms := d.Answers, d.Permissions
+	answers, perms, resolved := d.Answers, d.Permissions, r.Resolved
 	if len(answers) == 0 {
 		answers = nil
+	}
+	if len(resolved) == 0 {
+		resolved = nil
 	}
 	if len(perms) == 0 {
 		perms = nil
@@ -137,6 +148,7 @@ func DecisionPayload(r Request, d Decision) ([]byte, error) {
 		Outcome: d.Outcome, Input: canon, Answers: answers, Permissions: perms,
 		Message: d.Message, Interrupt: d.Interrupt, Skipped: d.Skipped, By: d.By, ByName: d.ByName,
 		At: stamp(d.At), Remembered: d.Remembered, Content: content,
+		Home: r.Home, Resolved: resolved, Rule: d.Rule, PolicyDigest: d.PolicyDigest,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: decision payload of %s: %w", r.ID, err)

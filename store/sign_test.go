@@ -100,6 +100,14 @@ func TestAnyChangeBreaksTheSignature(t *testing.T) {
 		{"At", func(r *store.Request, d *store.Decision) { d.At = d.At.Add(time.Nanosecond) }},
 		{"Signature", func(r *store.Request, d *store.Decision) { d.Signature[0] ^= 1 }},
 		{"ContentAdded", func(r *store.Request, d *store.Decision) { d.Content = json.RawMessage(`{"region":"us"}`) }},
+		// A store writer pointing a path at where an allow rule reaches,
+		// or naming a rule that did not decide.
+		{"HomeAdded", func(r *store.Request, d *store.Decision) { r.Home = "/srv/app" }},
+		{"ResolvedAdded", func(r *store.Request, d *store.Decision) {
+			r.Resolved = map[string]string{"/srv/app/link": "/srv/app/x"}
+		}},
+		{"RuleAdded", func(r *store.Request, d *store.Decision) { d.Rule = "reads" }},
+		{"PolicyDigestAdded", func(r *store.Request, d *store.Decision) { d.PolicyDigest = "00" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, d := signedFixture(t, priv)

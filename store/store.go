@@ -120,6 +120,17 @@ type Request struct {
 	MCPServer           string `json:"mcp_server,omitempty"`
 	SuppressAlwaysAllow bool   `json:"suppress_always_allow_rule,omitempty"`
 
+	// Home and Resolved are what only the machine Claude runs on knows,
+	// for the team policy: the home of the user Claude runs as, and the
+	// real path (symlinks resolved) of each path the input names and of
+	// the working directory and home. The stdio worker fills them, and
+	// `slackgate hook` and `slackgate mcp` send them through the approval
+	// API. A decision's signature covers both (DecisionPayload), so a
+	// store writer who changes them makes every decision of the request
+	// fail the check of the side that filled them.
+	Home     string            `json:"home,omitempty"`
+	Resolved map[string]string `json:"resolved,omitempty"`
+
 	CreatedAt time.Time `json:"created_at"`
 	Deadline  time.Time `json:"deadline,omitzero"` // zero: waits forever
 
@@ -218,6 +229,11 @@ type Decision struct {
 	// question with (allow only); By and ByName then name the approver
 	// who remembered it. Empty for a person's own answer.
 	Remembered string `json:"remembered,omitempty"`
+	// Rule names the policy rule that decided (an allow or deny without
+	// a card), and PolicyDigest the SHA-256 of the policy file it is in;
+	// both empty for a person's decision.
+	Rule         string `json:"rule,omitempty"`
+	PolicyDigest string `json:"policy_digest,omitempty"`
 }
 
 // Validate checks d as Decide takes it: a known outcome, a time, and the
@@ -585,6 +601,10 @@ type AuditEntry struct {
 	Message   string      `json:"message,omitempty"`
 	// AnswerID names the remembered answer an answer_* entry is about.
 	AnswerID string `json:"answer_id,omitempty"`
+	// Rule and PolicyDigest name the policy rule that settled the request
+	// without a card, and the SHA-256 of the policy file it is in.
+	Rule         string `json:"rule,omitempty"`
+	PolicyDigest string `json:"policy_digest,omitempty"`
 	// ToolUseID and Result are set on AuditToolRan entries: the tool call's
 	// id and ToolSucceeded or ToolFailed.
 	ToolUseID string `json:"tool_use_id,omitempty"`
@@ -668,7 +688,7 @@ func CreatedAudit(r Request) AuditEntry {
 func SettledAudit(r Request, d Decision) AuditEntry {
 	a := AuditEntry{
 		At: d.At, Action: AuditSettled, RequestID: r.ID, SessionID: r.SessionID, Kind: r.Kind, Tool: r.ToolName,
-		Outcome: d.Outcome, By: d.By, ByName: d.ByName, Message: d.Message,
+		Outcome: d.Outcome, By: d.By, ByName: d.ByName, Message: d.Message, Rule: d.Rule, PolicyDigest: d.PolicyDigest,
 	}
 	if d.Remembered != "" {
 		a.Action, a.AnswerID = AuditAnsweredFromMemory, d.Remembered

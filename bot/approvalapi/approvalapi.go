@@ -9,11 +9,14 @@
 package approvalapi
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/slackgate/slackgate/store"
@@ -56,6 +59,36 @@ type NewRequest struct {
 	// it, it is settled as expired. Default DefaultTimeout.
 	Timeout string  `json:"timeout,omitempty"`
 	Session Session `json:"session"`
+	// Home and Resolved are what the team policy needs from the machine
+	// Claude runs on (store.Request has them): the home of the user it
+	// runs as, and the real path of each path the input names and of the
+	// working directory and home. A path without one never matches an
+	// allow rule.
+	Home     string            `json:"home,omitempty"`
+	Resolved map[string]string `json:"resolved,omitempty"`
+}
+
+// Bounds of a request's facts: MaxResolved paths, each and the home at
+// most MaxPathBytes.
+const (
+	MaxResolved  = 64
+	MaxPathBytes = 4096
+)
+
+// Facts is the digest of a request's home and resolved paths, as the bot
+// answers it with every allow (Decision.Facts): a client compares it with
+// the digest of what it sent and refuses an allow made on other facts (a
+// store writer changed them while the request waited).
+func Facts(home string, resolved map[string]string) string {
+	if len(resolved) == 0 {
+		resolved = nil
+	}
+	b, _ := json.Marshal(struct {
+		Home     string            `json:"home"`
+		Resolved map[string]string `json:"resolved"`
+	}{home, resolved}) // a map's keys marshal sorted
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
 }
 
 // ToolRan is the body of POST /v1/tool-results: a tool that ran in a
@@ -108,6 +141,11 @@ type Decision struct {
 	Interrupt bool   `json:"interrupt,omitempty"`
 	By        string `json:"by,omitempty"`
 	ByName    string `json:"by_name,omitempty"`
+	// Rule is the policy rule that decided without a card ("" for a
+	// person). Facts (allow only) is Facts of the request as the decision
+	// was made on it.
+	Rule  string `json:"rule,omitempty"`
+	Facts string `json:"facts,omitempty"`
 }
 
 // Error is the body of every answer that is not a success. Limit and
@@ -127,6 +165,9 @@ func (n NewRequest) Validate() (time.Duration, error) {
 	}
 	if len(n.Title) > 1000 || len(n.Description) > 4000 || len(n.ToolUseID) > 256 || len(n.Suggestions) > 32 {
 		return 0, errors.New("title, description, tool_use_id or permission_suggestions is too long")
+	}
+	if err := checkFacts(n.Home, n.Resolved); err != nil {
+		return 0, err
 	}
 	if n.Timeout == "" {
 		return DefaultTimeout, nil
@@ -167,6 +208,19 @@ func checkTool(tool string, input json.RawMessage, s Session) error {
 		return errors.New("session.id is required: the Claude session id (letters, digits, - and _)")
 	case len(s.Host) > 256 || len(s.Cwd) > 4096 || len(s.Name) > 256:
 		return errors.New("session.host, session.cwd or session.name is too long")
+	}
+	return nil
+}
+
+// checkFacts bounds a request's home and resolved paths.
+func checkFacts(home string, resolved map[string]string) error {
+	if len(home) > MaxPathBytes || len(resolved) > MaxResolved {
+		return fmt.Errorf("home is longer than %d bytes, or resolved has more than %d paths", MaxPathBytes, MaxResolved)
+	}
+	for k, v := range resolved {
+		if k == "" || len(k) > MaxPathBytes || !strings.HasPrefix(v, "/") || len(v) > MaxPathBytes {
+			return fmt.Errorf("resolved maps each path (at most %d bytes) to an absolute real path", MaxPathBytes)
+		}
 	}
 	return nil
 }

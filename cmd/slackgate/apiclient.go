@@ -50,16 +50,27 @@ func askSlack(ctx context.Context, c *approvalapi.Client, cfg HookConfig, req ap
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, cfg.Wait)
 	defer cancel()
+	// This process runs as the user Claude runs as, beside it: the facts
+	// the team policy needs from this machine.
+	home, _ := os.UserHomeDir()
+	resolved := resolvePaths(req.ToolName, req.Input, req.Cwd, home)
 	st, err := c.Create(ctx, approvalapi.NewRequest{
 		ToolName: req.ToolName, Input: req.Input, ToolUseID: req.ToolUseID, Suggestions: req.Suggestions,
 		// The card outlives the wait a little: the client withdraws it first.
 		Timeout: (cfg.Wait + hookTimeoutMargin).String(),
 		Session: from(cfg, req.SessionID, req.Cwd),
+		Home:    home, Resolved: resolved,
 	})
 	if err != nil {
 		return nil, err
 	}
 	d, err := c.Await(ctx, st.ID, hookPoll)
+	if d != nil && d.Outcome == store.OutcomeAllow && d.Facts != approvalapi.Facts(home, resolved) {
+		// Someone changed the paths the policy read while the request
+		// waited in the store: nothing runs on that.
+		d = &approvalapi.Decision{Outcome: store.OutcomeRefused,
+			Message: "slackgate refused an approval made on paths this client did not report; the tool was not run."}
+	}
 	if d == nil {
 		wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer wcancel()

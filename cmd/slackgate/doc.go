@@ -74,7 +74,7 @@
 //	relay/relaytest             tests: a scripted Messages API for the real CLI relay, store
 //	relay/relaytest/standin     a stand-in CLI for load runs                    relay, store
 //	blocks                      what Slack shows and what a click means; pure   store
-//	bot                         the Slack side: transports, sessions, outbox    store, blocks, bot/approvalapi
+//	bot                         the Slack side: transports, sessions, outbox    store, blocks, bot/approvalapi, bot/policy
 //	bot/approvalapi             the approval API's wire, for both ends          store
 //	bot/policy                  the team policy file; pure                      store
 //	bot/fakeslack               tests: an in-process Slack enforcing limits     store, blocks

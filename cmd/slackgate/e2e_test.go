@@ -91,6 +91,10 @@ type options struct {
 	redisURL string
 	// slackOpts configure the fake Slack.
 	slackOpts []fakeslack.Option
+	// hup and afterReload are the program's (a SIGHUP for this app only,
+	// and how each reload of POLICY_FILE ended).
+	hup         chan os.Signal
+	afterReload func(error)
 }
 
 // app is one running `slackgate run` with its fake Slack and fake model.
@@ -138,7 +142,7 @@ func startApp(t testing.TB, o options, steps ...relaytest.Step) *app {
 	}
 	a.environ = append(a.environ, o.environ...)
 	a.cfg = a.testConfig(o)
-	a.prog = program{environ: a.environ, config: &a.cfg, stdout: a.logs, stderr: a.logs}
+	a.prog = program{environ: a.environ, config: &a.cfg, stdout: a.logs, stderr: a.logs, hup: o.hup, afterReload: o.afterReload}
 	if o.fromEnvironment {
 		a.prog.environ, a.prog.config = a.processEnv(nil), nil
 	}

@@ -128,6 +128,9 @@ func hookOutput(event string, d approvalapi.Decision) (json.RawMessage, error) {
 	case res.Behavior == "allow":
 		out.PermissionDecision, out.UpdatedInput = "allow", res.UpdatedInput
 		out.PermissionDecisionReason = "Approved in Slack by " + cmp.Or(d.ByName, d.By, "a person")
+		if d.Rule != "" {
+			out.PermissionDecisionReason = "Allowed by slackgate's policy rule " + d.Rule
+		}
 	default:
 		out.PermissionDecision, out.PermissionDecisionReason = "deny", res.Message
 	}

@@ -97,6 +97,11 @@ type program struct {
 	// healthListener, when set, serves /healthz, /readyz and /metrics
 	// instead of listening on HEALTH_ADDR.
 	healthListener net.Listener
+	// hup, when set, stands for SIGHUP (tests: a signal to this process
+	// would reach every app the test binary runs); afterReload, when set,
+	// is told how each reload of POLICY_FILE ended.
+	hup         chan os.Signal
+	afterReload func(error)
 }
 
 func (p program) run(ctx context.Context, args []string) error {
@@ -255,6 +260,12 @@ func (p program) parts(ctx context.Context, cmd string, cfg Config, botCfg bot.C
 			runs = append(runs, webhook.Run)
 		}
 		notes = auditSinks(cfg, b, webhook, m)
+		if cfg.PolicyFile != "" {
+			r := &policyReloader{file: cfg.PolicyFile, cfg: cfg, set: b.SetPolicy, hup: p.hup, after: p.afterReload,
+				log: log.With().Str("component", "policy").Logger()}
+			runs = append(runs, r.Run)
+			notes = append(notes, healthCheck{"policy_reload", r.ready})
+		}
 	}
 	return runs, checks, notes, nil
 }
@@ -272,13 +283,15 @@ func (p program) sides(cmd string, cfg Config) (bot.Config, decisionKeys, error)
 	if err := cfg.validateSlack(); err != nil {
 		return bot.Config{}, keys, err
 	}
-	if err := checkPolicy(cfg); err != nil {
+	pol, err := startPolicy(cfg)
+	if err != nil {
 		return bot.Config{}, keys, err
 	}
 	botCfg, err := p.botConfig(cfg, keys.sign)
 	if err != nil {
 		return bot.Config{}, keys, fmt.Errorf("config: %w", err)
 	}
+	botCfg.Policy = pol
 	return botCfg, keys, nil
 }
 
@@ -341,6 +354,7 @@ func (p program) relayConfig(cfg Config, runAs *relay.RunAs, verify ed25519.Publ
 		User:           runAs,
 		VerifyKey:      verify,
 		AllowedDirs:    workDirs(cfg),
+		Resolve:        resolvePaths,
 
 		// MAX_TRANSCRIPT_BYTES=0 (save none) is relay's "never"; relay's 0
 		// is its default.

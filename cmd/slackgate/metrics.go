@@ -53,7 +53,7 @@ func newMetrics() *metrics {
 		f(h)
 		return h
 	}
-	m.decisions = counter("decisions_total", "Requests settled by this process, by outcome and by who settled them (person, memory: a remembered answer, or system).", "outcome", "decider")
+	m.decisions = counter("decisions_total", "Requests settled by this process, by outcome and by who settled them (person, memory: a remembered answer, policy: a rule of POLICY_FILE, or system).", "outcome", "decider")
 	m.decisionTime = histogram("decision_seconds", "Time from a request's creation to its decision by a person, by request kind: the approval SLO.", approvalBuckets, "kind")
 	m.slackCalls = counter("slack_calls_total", "Slack Web API calls made by the outbox, by method.", "method")
 	m.slackErrors = counter("slack_errors_total", "Slack Web API calls that failed other than by a 429, by method.", "method")
@@ -100,6 +100,8 @@ func (m *metrics) decided(r store.Request) {
 	switch {
 	case r.Decision.Remembered != "":
 		decider = "memory"
+	case r.Decision.Rule != "":
+		decider = "policy"
 	case r.Decision.By != "":
 		decider = "person"
 		if !r.CreatedAt.IsZero() {

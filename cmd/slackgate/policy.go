@@ -3,17 +3,23 @@ package main
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"os/user"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/slackgate/slackgate/bot"
 	"github.com/slackgate/slackgate/bot/policy"
@@ -64,17 +70,86 @@ func loadPolicy(file string, cfg Config) (*policy.Policy, error) {
 	return policy.Parse(file, data, opts)
 }
 
-// checkPolicy stops `run` and `bot` at startup on a broken POLICY_FILE.
-// The bot does not apply the policy yet; a file that will be applied must
-// be right from the start.
-func checkPolicy(cfg Config) error {
+// startPolicy is the POLICY_FILE `run` and `bot` start with (nil when
+// unset); a broken file stops them at startup.
+func startPolicy(cfg Config) (*policy.Policy, error) {
 	if cfg.PolicyFile == "" {
-		return nil
+		return nil, nil
 	}
-	if _, err := loadPolicy(cfg.PolicyFile, cfg); err != nil {
-		return fmt.Errorf("config: POLICY_FILE=%s:\n%w", cfg.PolicyFile, err)
+	pol, err := loadPolicy(cfg.PolicyFile, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("config: POLICY_FILE=%s:\n%w", cfg.PolicyFile, err)
 	}
-	return nil
+	return pol, nil
+}
+
+// policyReloader reloads POLICY_FILE into the bot on SIGHUP. A file that
+// does not load keeps the policy in force: the log says why, every
+// problem with its line, and /readyz names the note policy_reload until a
+// reload succeeds (names only: the file's contents stay in the log).
+type policyReloader struct {
+	file  string
+	cfg   Config
+	set   func(*policy.Policy)
+	hup   chan os.Signal // nil: SIGHUP
+	after func(error)    // nil: nobody is told (tests are)
+	log   zerolog.Logger
+
+	mu     sync.Mutex
+	failed error // the last reload's error; nil after one that worked
+}
+
+// Run reloads at each SIGHUP until ctx ends.
+func (r *policyReloader) Run(ctx context.Context) error {
+	hup := r.hup
+	if hup == nil {
+		hup = make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-hup:
+			r.reload()
+		}
+	}
+}
+
+func (r *policyReloader) reload() {
+	pol, err := loadPolicy(r.file, r.cfg)
+	if err != nil {
+		r.log.Error().Err(err).Str("file", r.file).Msg("POLICY_FILE not reloaded: the policy in force stays")
+	} else {
+		r.set(pol)
+		for _, w := range pol.Warnings() {
+			r.log.Warn().Str("warning", w.String()).Msg("POLICY_FILE warning")
+		}
+		r.log.Info().Str("file", r.file).Str("sha256", pol.Digest()).Int("rules", len(pol.Rules())).Msg("POLICY_FILE reloaded")
+	}
+	r.mu.Lock()
+	r.failed = err
+	r.mu.Unlock()
+	if r.after != nil {
+		r.after(err)
+	}
+}
+
+// ready is /readyz's note: failing while the last reload failed.
+func (r *policyReloader) ready(context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
+}
+
+// resolvePaths is what the worker, `slackgate hook` and `slackgate mcp`
+// record beside each request for the policy: the real paths, on this
+// machine, of the paths tool's input names and of cwd and home.
+func resolvePaths(tool string, input json.RawMessage, cwd, home string) map[string]string {
+	r := policy.Request{Tool: tool, Input: input, Cwd: cwd, Home: home}
+	r.Resolve(filepath.EvalSymlinks)
+	return r.Resolved
 }
 
 // policyFile is FILE, or POLICY_FILE.

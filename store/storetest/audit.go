@@ -16,7 +16,8 @@ func (h *harness) testAudit(t *testing.T) {
 	r2 := newRequest(sid, 2)
 	r2.Kind, r2.ToolName = store.KindPlan, "ExitPlanMode"
 	requireNoError(t, s.CreateRequest(ctx, r1), "CreateRequest")
-	d := store.Decision{Outcome: store.OutcomeDeny, By: "U5", ByName: "Grace", At: base.Add(time.Minute), Message: "too risky"}
+	d := store.Decision{Outcome: store.OutcomeDeny, By: "U5", ByName: "Grace", At: base.Add(time.Minute), Message: "too risky",
+		Rule: "no-prod", PolicyDigest: "3f9a"}
 	_, err := s.Decide(ctx, r1.ID, d)
 	requireNoError(t, err, "Decide")
 	requireNoError(t, s.CreateRequest(ctx, r2), "CreateRequest")
@@ -29,7 +30,8 @@ func (h *harness) testAudit(t *testing.T) {
 	requireNoError(t, err, "AuditLog")
 	want := []store.AuditEntry{
 		{Action: store.AuditCreated, RequestID: r1.ID, SessionID: sid, Kind: r1.Kind, Tool: r1.ToolName},
-		{Action: store.AuditSettled, RequestID: r1.ID, SessionID: sid, Kind: r1.Kind, Tool: r1.ToolName, Outcome: d.Outcome, By: d.By, ByName: d.ByName, Message: d.Message, At: d.At},
+		{Action: store.AuditSettled, RequestID: r1.ID, SessionID: sid, Kind: r1.Kind, Tool: r1.ToolName, Outcome: d.Outcome, By: d.By, ByName: d.ByName, Message: d.Message, At: d.At,
+			Rule: d.Rule, PolicyDigest: d.PolicyDigest},
 		{Action: store.AuditCreated, RequestID: r2.ID, SessionID: sid, Kind: r2.Kind, Tool: r2.ToolName},
 	}
 	if len(all) != len(want) {

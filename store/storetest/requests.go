@@ -52,6 +52,8 @@ func (h *harness) testCreateGetRoundTrip(t *testing.T) {
 		DecisionReasonType: "workingDir",
 		ToolUseID:          "toolu_01",
 		AgentID:            "agent-1",
+		Home:               "/home/claude",
+		Resolved:           map[string]string{"/srv/app/link": "/etc/passwd", "/srv/app": "/srv/app"},
 		CreatedAt:          base,
 		Deadline:           base.Add(10 * time.Minute),
 		Card:               store.MessageRef{Channel: "C123", TS: "1710000000.000100"},
@@ -125,6 +127,8 @@ func (h *harness) testDecide(t *testing.T) {
 		UpdatedInput: json.RawMessage(`{"command":"ls"}`),
 		Permissions:  []store.Suggestion{{Type: "addRules", Rules: []store.SuggestionRule{{ToolName: "Bash"}}, Behavior: "allow", Destination: "session"}},
 		Answers:      map[string]string{"Which?": "A, B", "Why?": "free text"},
+		Rule:         "reads",
+		PolicyDigest: "3f9a",
 	}
 	settled, err := s.Decide(ctx, r.ID, d)
 	requireNoError(t, err, "Decide")
