@@ -52,7 +52,11 @@ import (
 // 2 busy cores), not Slack's budget: the channel's posting floor is 0 for
 // every card.
 //
-// REALCLI
+// The real CLI at 10 sessions, 2026-11-26 10:55 UTC, load average 21–25:
+// 60 cards, each clicked; click → outcome visible p50 / p99 150 / 734 ms,
+// all 60 through the response_url; status line stale p99 1.85 s; 7.7
+// Slack writes per decision (the real CLI's turns say more in the
+// thread); 0 429s, lost, duplicate cards or errors.
 func BenchmarkBusyWorkspace(b *testing.B) {
 	standin := buildStandIn(b)
 	for range b.N {
