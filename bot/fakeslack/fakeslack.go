@@ -152,36 +152,36 @@ type Fake struct {
 	changed chan struct{} // closed and replaced on every state change; waiters select on it
 	seq     int           // source of unique ids and timestamps
 
-	calls        []Call
-	rejections   []Rejection
-	failures     []DeliveryFailure
-	rateLimits   map[string]*rateLimit
-	failNext     map[string]*injectedFailure
-	failStatus   map[string]*injectedStatus // FailStatus
-	loseAnswer   []lostAnswer               // LoseAnswer
-	holds        []*Held                    // Hold, waiting for their call
-	buckets      map[string]*tokenBucket    // the rate model's, by "post:"+channel and "update"
-	users        map[string]*User
-	groups       map[string][]string
-	channels     map[string]*channel
-	ephemerals   map[string][]*Message // by recipient
-	views        map[string]*View      // by view id
-	open         map[string]string     // user → id of the modal open for them
-	homes        map[string]*View      // user → the App Home view published for them
-	triggers     map[string]*trigger
-	uploads      map[string]*File        // by file id, until completed
-	responseURLs map[string]*responseURL // by id, the clicks' response_urls
-	files        []*File
-	state        map[stateKey]json.RawMessage // a person's select/checkbox choices on a message
-	conns        []*socketConn                // live Socket Mode connections
-	connCount    int                          // every connection ever accepted
-	rr           int                          // round-robin over live connections
-	pending      map[string]*envelope         // Socket Mode envelopes waiting for an ack
-	abandoned    map[string]bool              // envelopes delivery gave up on; their late acks are ignored
-	httpBase     string                       // set by UseHTTP
-	httpSecret   string
-	lastTrigger  map[string]string // user → trigger_id of their latest interaction
-	lastEvent    *sentEvent
+	calls       []Call
+	rejections  []Rejection
+	failures    []DeliveryFailure
+	rateLimits  map[string]*rateLimit
+	failNext    map[string]*injectedFailure
+	failStatus  map[string]*injectedStatus // FailStatus
+	loseAnswer  []lostAnswer               // LoseAnswer
+	holds       []*Held                    // Hold, waiting for their call
+	buckets     map[string]*tokenBucket    // the rate model's, by "post:"+channel and "update"
+	users       map[string]*User
+	groups      map[string][]string
+	channels    map[string]*channel
+	ephemerals  map[string][]*Message // by recipient
+	views       map[string]*View      // by view id
+	open        map[string]string     // user → id of the modal open for them
+	homes       map[string]*View      // user → the App Home view published for them
+	triggers    map[string]*trigger
+	uploads     map[string]*File        // by file id, until completed
+	responses   map[string]*responseURL // by id, the clicks' response_urls
+	files       []*File
+	state       map[stateKey]json.RawMessage // a person's select/checkbox choices on a message
+	conns       []*socketConn                // live Socket Mode connections
+	connCount   int                          // every connection ever accepted
+	rr          int                          // round-robin over live connections
+	pending     map[string]*envelope         // Socket Mode envelopes waiting for an ack
+	abandoned   map[string]bool              // envelopes delivery gave up on; their late acks are ignored
+	httpBase    string                       // set by UseHTTP
+	httpSecret  string
+	lastTrigger map[string]string // user → trigger_id of their latest interaction
+	lastEvent   *sentEvent
 }
 
 type channel struct {
@@ -232,7 +232,7 @@ func New(t testing.TB, opts ...Option) *Fake {
 		homes:        map[string]*View{},
 		triggers:     map[string]*trigger{},
 		uploads:      map[string]*File{},
-		responseURLs: map[string]*responseURL{},
+		responses:    map[string]*responseURL{},
 		state:        map[stateKey]json.RawMessage{},
 		pending:      map[string]*envelope{},
 		abandoned:    map[string]bool{},

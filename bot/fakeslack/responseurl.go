@@ -39,7 +39,7 @@ type responseURL struct {
 // newResponseURLLocked mints the response_url of a click by user on t.
 func (f *Fake) newResponseURLLocked(user string, t target) string {
 	id := f.idLocked("R")
-	f.responseURLs[id] = &responseURL{channel: t.msg.Channel, ts: t.msg.TS, user: user, ephemeral: t.ephemeral, created: f.now()}
+	f.responses[id] = &responseURL{channel: t.msg.Channel, ts: t.msg.TS, user: user, ephemeral: t.ephemeral, created: f.now()}
 	return f.srv.URL + "/actions/" + id
 }
 
@@ -94,7 +94,7 @@ func (f *Fake) respondLocked(id string, p params, perr error, body []byte) (int,
 		fl.left--
 		return answer(http.StatusNotFound, fl.code)
 	}
-	u := f.responseURLs[id]
+	u := f.responses[id]
 	switch {
 	case u == nil:
 		return answer(http.StatusNotFound, "invalid_url")
