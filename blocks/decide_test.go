@@ -324,3 +324,34 @@ func TestNotEditableRequestsOfferNoEdit(t *testing.T) {
 		})
 	}
 }
+
+func TestAModalCarriesTheResponseURLOfTheClickThatOpenedIt(t *testing.T) {
+	const url = "https://hooks.slack.com/actions/T0/1/abc"
+	for _, kind := range []ModalKind{ModalDeny, ModalEdit, ModalOther} {
+		r := bashRequest()
+		if kind == ModalOther {
+			r = questionRequest(severalQuestions)
+		}
+		m, ok := Modal(kind, r, cardRef)
+		if !ok {
+			t.Fatalf("no %s modal", kind)
+		}
+		m = WithResponseURL(m, url)
+		if err := ValidateView(m); err != nil {
+			t.Fatalf("%s modal with a response_url: %v", kind, err)
+		}
+		cb := &slack.InteractionCallback{Type: slack.InteractionTypeViewSubmission}
+		cb.View.CallbackID, cb.View.PrivateMetadata = m.CallbackID, m.PrivateMetadata
+		v, err := ParseViewSubmission(cb)
+		if err != nil || v.ResponseURL != url || v.Card != cardRef || v.RequestID != r.ID {
+			t.Errorf("%s: ParseViewSubmission = %+v, %v", kind, v, err)
+		}
+	}
+	// A modal opened without one (no click on the card) has none.
+	m, _ := Modal(ModalDeny, bashRequest(), cardRef)
+	cb := &slack.InteractionCallback{Type: slack.InteractionTypeViewSubmission}
+	cb.View.CallbackID, cb.View.PrivateMetadata = m.CallbackID, m.PrivateMetadata
+	if v, err := ParseViewSubmission(cb); err != nil || v.ResponseURL != "" {
+		t.Errorf("ParseViewSubmission = %+v, %v; want no response_url", v, err)
+	}
+}

@@ -33,6 +33,9 @@ type metadata struct {
 	// Remember is the scope chosen on the card's "Always answer this
 	// way…" menu when the answer modal was opened (question modals only).
 	Remember store.ScopeKind `json:"m,omitempty"`
+	// ResponseURL is the response_url of the click that opened the
+	// modal: the submission's outcome replaces the card through it.
+	ResponseURL string `json:"u,omitempty"`
 }
 
 func modal(kind ModalKind, r store.Request, card store.MessageRef, title, submit string, bs ...slack.Block) slack.ModalViewRequest {
@@ -189,6 +192,20 @@ func rememberedInModal(m slack.ModalViewRequest, r store.Request, card store.Mes
 	return m
 }
 
+// WithResponseURL makes m remember url, the response_url of the click on
+// the card that opened it, so the submission's outcome can replace the
+// card through it (Slack gives a view_submission none of its own).
+func WithResponseURL(m slack.ModalViewRequest, url string) slack.ModalViewRequest {
+	var meta metadata
+	if json.Unmarshal([]byte(m.PrivateMetadata), &meta) != nil {
+		return m
+	}
+	meta.ResponseURL = url
+	raw, _ := json.Marshal(meta)
+	m.PrivateMetadata = string(raw)
+	return m
+}
+
 // ViewAction is a decoded modal submission.
 type ViewAction struct {
 	Kind      ModalKind
@@ -197,6 +214,9 @@ type ViewAction struct {
 	// Remember is the scope to remember the answers for (ModalOther),
 	// as chosen on the card; "" for none.
 	Remember store.ScopeKind
+	// ResponseURL is the response_url of the click that opened the
+	// modal ("" when none was kept; see WithResponseURL).
+	ResponseURL string
 }
 
 // ParseViewSubmission reads which modal was submitted, for which request and
@@ -215,7 +235,7 @@ func ParseViewSubmission(cb *slack.InteractionCallback) (ViewAction, error) {
 	if err := json.Unmarshal([]byte(cb.View.PrivateMetadata), &m); err != nil || m.Request == "" {
 		return ViewAction{}, fmt.Errorf("%w: private_metadata %q", ErrNotOurs, cut(cb.View.PrivateMetadata, 100))
 	}
-	v := ViewAction{Kind: kind, RequestID: m.Request, Card: store.MessageRef{Channel: m.Channel, TS: m.TS}}
+	v := ViewAction{Kind: kind, RequestID: m.Request, Card: store.MessageRef{Channel: m.Channel, TS: m.TS}, ResponseURL: m.ResponseURL}
 	if kind == ModalOther && (m.Remember == store.ScopeRepo || m.Remember == store.ScopeChannel) {
 		v.Remember = m.Remember
 	}

@@ -371,12 +371,18 @@ func TestURLVerificationEchoesTheChallenge(t *testing.T) {
 // someone had started it there (signed, as the bot signs it).
 func (h *harness) newSession(t testing.TB, id string) store.Session {
 	t.Helper()
+	return h.newSessionIn(t, id, "C1")
+}
+
+// newSessionIn is newSession in channel.
+func (h *harness) newSessionIn(t testing.TB, id, channel string) store.Session {
+	t.Helper()
 	ctx := testCtx(t)
-	_, rootTS, err := h.bot.api.PostMessageContext(ctx, "C1", slack.MsgOptionText("thread root "+id, false))
+	_, rootTS, err := h.bot.api.PostMessageContext(ctx, channel, slack.MsgOptionText("thread root "+id, false))
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := store.Session{ID: id, Thread: store.MessageRef{Channel: "C1", TS: rootTS}, WorkDir: testWorkDir,
+	s := store.Session{ID: id, Thread: store.MessageRef{Channel: channel, TS: rootTS}, WorkDir: testWorkDir,
 		StartedBy: "U1", State: store.SessionRunning, CreatedAt: time.Now(), UpdatedAt: time.Now()}
 	if err := store.SignSession(testSigningKey, &s); err != nil {
 		t.Fatal(err)

@@ -32,8 +32,11 @@ import (
 //	caller           transition  event acknowledged        crash repaired by
 //	request_created  post        Slack has it, or handOff  the reconciler
 //	  card recorded  refresh     Slack has it, or handOff  nothing: the card is up
-//	request_settled  outcome     Slack has it              redelivery, then a click
+//	request_settled  outcome     Slack has it, or the      redelivery, then a click
+//	                             click's response has it
 //	reconciler pass  post        (no event)                its next pass
+//	click decides    clicked     (no event)                the settled event, after
+//	                                                       clickGrace
 //	click on a card  adopt,      (no event)                the next click
 //	                 decided
 type cards struct {
@@ -73,7 +76,7 @@ func (c *cards) post(ctx context.Context, log zerolog.Logger, id string, lost bo
 	log = log.With().Str("channel", s.Thread.Channel).Logger()
 	r = b.shown(r)
 	if !r.Card.IsZero() {
-		return c.refresh(log, r, s)
+		return c.refresh(ctx, log, r, s)
 	}
 	if ok, err := c.claim(ctx, log, r.ID); !ok {
 		return err
@@ -145,6 +148,9 @@ func (c *cards) recorded(ctx context.Context, log zerolog.Logger, r store.Reques
 	// there, so nobody approves what they think they can read.
 	if settled || opts.AttachmentFailed {
 		if err := b.out.Update(ctx, log, ref, b.renderCardWith(now, s, opts).msg); err != nil {
+			return err
+		}
+		if err := c.settledMeanwhile(ctx, log, now, s, ref); err != nil {
 			return err
 		}
 	}
@@ -245,9 +251,35 @@ func (c *cards) done(id string) {
 // refresh brings a recorded card up to date for a request_created event
 // delivered again (or whose card a click adopted), without holding the
 // consumer while Slack's budget makes the edit wait.
-func (c *cards) refresh(log zerolog.Logger, r store.Request, s store.Session) error {
+func (c *cards) refresh(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) error {
 	res := c.b.out.updatePending(log, laneCard, r.Card, c.b.renderCard(r, s).msg)
-	return c.b.awaitWrite(log, res, func(pr opResult) error { return pr.err })
+	return c.b.awaitWrite(log, res, func(pr opResult) error {
+		if pr.err != nil {
+			return pr.err
+		}
+		return c.settledMeanwhile(ctx, log, r, s, r.Card)
+	})
+}
+
+// settledMeanwhile follows a write that showed r pending (buttons) at ref.
+// A click may have settled r and replaced the card through its
+// response_url while the write was on its way, to land after it and put
+// the buttons back; so once Slack has the write, r is read again and a
+// settled one gets its outcome shown again. Store: GetRequest.
+func (c *cards) settledMeanwhile(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, ref store.MessageRef) error {
+	if !r.Pending() {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+	defer cancel()
+	now, err := c.b.st.GetRequest(ctx, r.ID)
+	if err != nil || now.Pending() {
+		if err != nil {
+			log.Warn().Err(err).Msg("read the request again after showing it pending")
+		}
+		return nil
+	}
+	return c.b.out.Update(ctx, log, ref, c.b.renderCard(c.b.shown(now), s).msg)
 }
 
 // reach shows on r's card a step taken to reach people ("reminded
@@ -288,9 +320,10 @@ func (c *cards) approved(ctx context.Context, log zerolog.Logger, id string) {
 // bot or another replica, which makes it.
 var errOutcomeNotShown = errors.New("bot: the card's outcome is not in slack yet")
 
-// outcome replaces request id's buttons with its outcome. Store:
-// GetRequest (no card recorded yet: recorded shows the outcome when it is
-// posted), GetSession, and for an edited input FirstSeen in attachRan.
+// outcome replaces request id's buttons with its outcome, unless the click
+// that decided it does (byClick; responseurl.go). Store: GetRequest (no
+// card recorded yet: recorded shows the outcome when it is posted),
+// GetSession, Seen, and for an edited input FirstSeen in attachRan.
 // The edit spends the workspace's update budget, so like a card it gets
 // handOff and then finishes in a task (the consumer must not hold up a card
 // in another channel behind it), but its event stays unacknowledged
@@ -311,8 +344,17 @@ func (c *cards) outcome(ctx context.Context, log zerolog.Logger, id string) erro
 		return fmt.Errorf("bot: get session %s: %w", r.SessionID, err)
 	}
 	log = log.With().Str("channel", r.Card.Channel).Logger()
+	raw := r
 	r = b.shown(r)
 	card := b.renderCard(r, s)
+	switch c.byClick(ctx, log, raw, r) {
+	case clickShowing:
+		return errOutcomeNotShown
+	case clickShowed:
+		c.attachRan(ctx, log, r, s, card)
+		b.refreshStatusOf(ctx, s, statusKeep)
+		return nil
+	}
 	var shown atomic.Bool
 	err = b.awaitWrite(log, b.out.updatePending(log, laneCard, r.Card, card.msg), func(pr opResult) error {
 		if pr.err != nil {
@@ -328,6 +370,37 @@ func (c *cards) outcome(ctx context.Context, log zerolog.Logger, id string) erro
 		return errOutcomeNotShown
 	}
 	return err
+}
+
+// clicked replaces the card at ref with settled r through the click's
+// response_url and waits for Slack. When the click claimed the outcome, it
+// records whether Slack shows it (FirstSeen of the shown or the failed
+// key): a failed one is the settled event's to edit, which survives a
+// crash; without a claim a failure becomes a chat.update here. Store:
+// GetSession, FirstSeen.
+func (c *cards) clicked(ctx context.Context, log zerolog.Logger, r store.Request, ref store.MessageRef, responseURL string, claimed bool) {
+	s, err := c.b.st.GetSession(ctx, r.SessionID)
+	if err != nil {
+		log.Warn().Err(err).Msg("show the outcome: get session; the settled event shows it")
+		return
+	}
+	claimed = claimed && r.Decision != nil
+	msg := c.b.renderCard(c.b.shown(r), s).msg
+	_, err = wait(ctx, c.b.out.respondPending(log, ref, responseURL, msg, !claimed).res)
+	if err != nil {
+		log.Warn().Err(err).Msg("show the outcome of the click")
+	}
+	if !claimed {
+		return
+	}
+	keys := outcomeKeysOf(r.ID, *r.Decision)
+	key := keys.shown
+	if err != nil {
+		key = keys.failed
+	}
+	if _, err := c.b.st.FirstSeen(context.WithoutCancel(ctx), key, outcomeClaimTTL); err != nil {
+		log.Warn().Err(err).Msg("record how the click's outcome went; the settled event edits the card")
+	}
 }
 
 // editedClaimTTL outlasts every redelivery of a settled event, so the
@@ -373,9 +446,10 @@ func (c *cards) adopt(ctx context.Context, log zerolog.Logger, id string, ref st
 
 // decided brings the card at ref up to date once r is settled, for a
 // person who clicked an old version of it (or whose outcome edit was
-// lost), and waits for Slack. Store: GetSession. Failures are logged: the
-// person has been told who decided.
-func (c *cards) decided(ctx context.Context, log zerolog.Logger, r store.Request, ref store.MessageRef) {
+// lost), and waits for Slack: through the click's response_url when it
+// has one for this card, else chat.update. Store: GetSession. Failures are
+// logged: the person has been told who decided.
+func (c *cards) decided(ctx context.Context, log zerolog.Logger, r store.Request, ref store.MessageRef, responseURL string) {
 	if r.Decision == nil || ref.IsZero() {
 		return
 	}
@@ -384,7 +458,14 @@ func (c *cards) decided(ctx context.Context, log zerolog.Logger, r store.Request
 		log.Warn().Err(err).Msg("refresh card: get session")
 		return
 	}
-	if err := c.b.out.Update(ctx, log, ref, c.b.renderCard(c.b.shown(r), s).msg); err != nil {
+	msg := c.b.renderCard(c.b.shown(r), s).msg
+	var res <-chan opResult
+	if responseURL != "" {
+		res = c.b.out.respondPending(log, ref, responseURL, msg, true).res
+	} else {
+		res = c.b.out.update(log, laneCard, ref, msg)
+	}
+	if _, err := wait(ctx, res); err != nil {
 		log.Warn().Err(err).Msg("refresh card")
 	}
 }

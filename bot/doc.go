@@ -52,7 +52,11 @@
 // decoded by blocks into a store.Decision, signed and passed to
 // store.Decide, which settles a request exactly once; a click that loses
 // gets the winning decision and the person is told who decided. The
-// request_settled event makes a bot edit the card in place.
+// outcome of a click replaces the card at once through the click's
+// response_url (a modal's, through the click that opened it), which
+// spends no chat.update budget; the request_settled event makes a bot
+// edit the card in place for every other decision, and for a click whose
+// response_url failed (responseurl.go).
 //
 // The store's "bot" consumer group starts at the oldest event in the log
 // and resumes where it left off, so no event is missed whenever a bot
@@ -69,7 +73,7 @@
 //
 // The outbox spends budgets modelled on Slack's documented limits
 // (budget.go): chat.postMessage per channel, chat.update per workspace, a
-// 429's Retry-After over both, and one edit per live message (status line,
+// 429's Retry-After over both (a click's response_url spends neither), and one edit per live message (status line,
 // progress) every SLACK_LIVE_EDIT_INTERVAL. Writes have lanes: cards and
 // their outcomes first, then what Claude said, then status and progress; a
 // lower lane leaves tokens for the ones above, and a thread keeps its
@@ -175,6 +179,8 @@
 //	apilimits.go     per-token limits and per-key locks
 //	apiexpire.go     expiry of requests whose client stopped polling
 //	interactions.go  clicks and modal submissions: the one decide pipeline
+//	responseurl.go   a click's outcome through its response_url, and how the
+//	                 settled event knows the click showed it
 //	approvers.go     who may decide, reply, stop or start (Bot.may)
 //	approvals.go     who may decide a request (Bot.mayDecide: the policy's
 //	                 approvers, not_self) and approvals of several people

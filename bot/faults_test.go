@@ -137,6 +137,9 @@ func TestOutcomeEditLeftInTheOutboxIsMadeByTheNextBot(t *testing.T) {
 	// the card (another test's fault), and the event showing it would
 	// then edit it into the rate limit below.
 	recordedCard(t, h, "req-outcome")
+	// The click's response_url fails, so the outcome is the settled
+	// event's chat.update, which the rate limit keeps in the outbox.
+	h.fake.FailNext(fakeslack.ResponseURLMethod, 1, "used_url")
 	h.fake.RateLimit("chat.update", 1, 30*time.Second)
 	if err := h.fake.Click(ctx, "U2", card.Ref(), "Approve"); err != nil {
 		t.Fatal(err)

@@ -87,6 +87,11 @@ type decision struct {
 	// they are answered; zero for the card itself.
 	copy     store.MessageRef
 	threadTS string
+	// clicked is the message the person clicked (for a modal, the one
+	// whose click opened it) and responseURL that click's response_url,
+	// which replaces clicked: the card, or a copy of it elsewhere.
+	clicked     store.MessageRef
+	responseURL string
 	// async runs replies after the ack, for a submission whose ack must not
 	// wait for them; a click, already acked, replies inline.
 	async bool
@@ -98,6 +103,15 @@ type decision struct {
 	// this repository"); "" for none. Set by decode.
 	grantKind  store.GrantScopeKind
 	grantRules []string
+}
+
+// respondTo is the response_url the outcome goes through: the click's,
+// when it came from the card itself and from Slack ("" otherwise).
+func (p *decision) respondTo() string {
+	if p.clicked.IsZero() || p.clicked != p.card {
+		return ""
+	}
+	return p.b.respondable(p.responseURL)
 }
 
 // reply runs f now or, for a submission, after the ack.
@@ -124,13 +138,14 @@ func (p *decision) where() string {
 
 // alreadyDecided tells the person who settled r first.
 func (p *decision) alreadyDecided(ctx context.Context, r store.Request) {
+	url := p.respondTo()
 	p.reply(ctx, func(ctx context.Context) {
 		if !p.copy.IsZero() {
 			p.b.ephemeralMsg(ctx, p.copy.Channel, p.threadTS, p.user, blocks.AlreadyDecided(p.b.shown(r)))
 			p.b.showReach(ctx, p.log, r.ID)
 			return
 		}
-		p.b.alreadyDecided(ctx, p.log, r, p.card, p.user, p.threadTS)
+		p.b.alreadyDecided(ctx, p.log, r, p.card, url, p.user, p.threadTS)
 	})
 }
 
@@ -201,6 +216,8 @@ func (p *decision) run(ctx context.Context, requestID string, dec decode) error 
 		p.log.Error().Err(err).Msg("sign decision")
 		return err
 	}
+	url := p.respondTo()
+	claimed := url != "" && p.b.cards.claimOutcome(ctx, p.log, r.ID, d)
 	settled, err := p.b.st.Decide(ctx, r.ID, d)
 	switch {
 	case errors.Is(err, store.ErrAlreadyDecided):
@@ -209,8 +226,12 @@ func (p *decision) run(ctx context.Context, requestID string, dec decode) error 
 		p.log.Error().Err(err).Msg("decide")
 		return err
 	default:
-		// The card is updated by the EventRequestSettled the store published.
 		p.log.Info().Str("outcome", string(d.Outcome)).Msg("request decided")
+		// The click shows its outcome at once; without a response_url,
+		// the EventRequestSettled the store published edits the card.
+		if url != "" {
+			p.reply(ctx, func(ctx context.Context) { p.b.cards.clicked(ctx, p.log, settled, p.card, url, claimed) })
+		}
 		p.remember(ctx, r, d)
 		p.keepGrant(ctx, r, s, d)
 	}
@@ -221,8 +242,8 @@ func (p *decision) run(ctx context.Context, requestID string, dec decode) error 
 // the modal the click asks for. Every way it can fail ends in an
 // ephemeral to the person.
 func (b *Bot) onAction(ctx context.Context, cb *slack.InteractionCallback, a blocks.Action) {
-	p := &decision{b: b, user: cb.User.ID, threadTS: cb.Container.ThreadTs,
-		card: store.MessageRef{Channel: cmp.Or(cb.Container.ChannelID, cb.Channel.ID), TS: cb.Container.MessageTs}}
+	clicked := store.MessageRef{Channel: cmp.Or(cb.Container.ChannelID, cb.Channel.ID), TS: cb.Container.MessageTs}
+	p := &decision{b: b, user: cb.User.ID, threadTS: cb.Container.ThreadTs, card: clicked, clicked: clicked, responseURL: cb.ResponseURL}
 	p.log = b.log.With().Str("request_id", a.RequestID).Str("user", p.user).Str("channel", p.card.Channel).Str("action", string(a.Kind)).Logger()
 	err := p.run(ctx, a.RequestID, func(r store.Request) (store.Decision, bool, error) {
 		d, next, err := blocks.DecideAction(a, r, cb, b.who(ctx, cb), b.clock.Now())
@@ -252,6 +273,9 @@ func (b *Bot) openModal(ctx context.Context, p *decision, cb *slack.InteractionC
 		p.tell(ctx, "Sorry, something went wrong opening that form.")
 		return
 	}
+	if url := p.respondTo(); url != "" {
+		view = blocks.WithResponseURL(view, url)
+	}
 	// trigger_id lives 3 s: this is the first thing done with it.
 	if _, err := b.api.OpenViewContext(ctx, cb.TriggerID, view); err != nil {
 		p.log.Error().Err(err).Msg("views.open")
@@ -267,7 +291,7 @@ func (b *Bot) onViewSubmission(ctx context.Context, cb *slack.InteractionCallbac
 	if err != nil {
 		return nil // not ours
 	}
-	p := &decision{b: b, user: cb.User.ID, card: v.Card, async: true}
+	p := &decision{b: b, user: cb.User.ID, card: v.Card, clicked: v.Card, responseURL: v.ResponseURL, async: true}
 	p.log = b.log.With().Str("request_id", v.RequestID).Str("user", p.user).Str("channel", v.Card.Channel).Str("modal", string(v.Kind)).Logger()
 	if !b.ofOurTeam(ctx, p.log, actor{user: cb.User.ID, team: cb.User.TeamID}, func(m string) { p.tell(ctx, m) }) {
 		return nil
@@ -293,9 +317,9 @@ func (b *Bot) onViewSubmission(ctx context.Context, cb *slack.InteractionCallbac
 
 // alreadyDecided tells the person who settled the request first and brings
 // the card up to date, in case they clicked an old version of it.
-func (b *Bot) alreadyDecided(ctx context.Context, log zerolog.Logger, r store.Request, card store.MessageRef, user, threadTS string) {
+func (b *Bot) alreadyDecided(ctx context.Context, log zerolog.Logger, r store.Request, card store.MessageRef, responseURL, user, threadTS string) {
 	b.ephemeralMsg(ctx, card.Channel, threadTS, user, blocks.AlreadyDecided(b.shown(r)))
-	b.cards.decided(ctx, log, r, card)
+	b.cards.decided(ctx, log, r, card, responseURL)
 }
 
 // firstBlockID names a block of the submitted view to hang a general error

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -67,6 +68,7 @@ const (
 	opPost opKind = iota
 	opUpdate
 	opUpload
+	opRespond // a click's response_url replaces the message clicked
 )
 
 func (k opKind) String() string {
@@ -75,6 +77,8 @@ func (k opKind) String() string {
 		return "chat.postMessage"
 	case opUpdate:
 		return "chat.update"
+	case opRespond:
+		return "response_url"
 	default:
 		return "files.upload"
 	}
@@ -87,7 +91,9 @@ type op struct {
 	lane     lane
 	channel  string
 	threadTS string // post, upload
-	ts       string // update
+	ts       string // update, respond
+	url      string // respond: the click's response_url
+	fallback bool   // respond: a failure becomes a chat.update
 	msg      outMsg
 	file     fileUpload
 	log      zerolog.Logger
@@ -165,6 +171,7 @@ type outbox struct {
 	mu         sync.Mutex
 	chans      map[string]*channelState
 	edits      [numLanes][]*op  // chat.update, workspace-wide
+	responds   []*op            // response_url: no budget, one message at a time
 	editBudget bucket           // the workspace's chat.update budget
 	editsUntil time.Time        // Retry-After of a chat.update 429
 	queued     map[msgKey]*op   // the queued edit of each message
@@ -243,6 +250,8 @@ func (o *outbox) close() {
 		left = append(left, o.edits[l]...)
 		o.edits[l] = nil
 	}
+	left = append(left, o.responds...)
+	o.responds = nil
 	o.mu.Unlock()
 	for _, p := range left {
 		p.finish(opResult{err: errOutboxClosed})
@@ -310,6 +319,17 @@ func (o *outbox) enqueuePending(p *op) pending {
 	return pending{res: o.enqueue(p, true), started: started}
 }
 
+// respondPending queues the replacement of the message at ref through a
+// click's response_url. It spends no budget: it goes out as soon as no
+// other write of that message is in flight, and takes the place of an
+// edit of it still queued (older than what the click settled). It is sent
+// once: when the response_url fails (used, expired, unreachable) and
+// fallback is set, the same content becomes a chat.update in the cards
+// lane; otherwise the caller gets the error.
+func (o *outbox) respondPending(log zerolog.Logger, ref store.MessageRef, url string, m outMsg, fallback bool) pending {
+	return o.enqueuePending(&op{kind: opRespond, lane: laneCard, channel: ref.Channel, ts: ref.TS, url: url, fallback: fallback, msg: m, log: log})
+}
+
 // Update edits a message in the cards lane (a card's outcome) and waits
 // until the edit (or a newer one that replaced it) is sent.
 func (o *outbox) Update(ctx context.Context, log zerolog.Logger, ref store.MessageRef, m outMsg) error {
@@ -373,6 +393,11 @@ func (o *outbox) enqueueLocked(p *op) bool {
 	if p.queuedAt.IsZero() {
 		p.queuedAt = o.clock.Now()
 	}
+	if p.kind == opRespond {
+		o.supersedeLocked(p)
+		o.responds = append(o.responds, p)
+		return false
+	}
 	if p.kind != opUpdate {
 		cs := o.channelLocked(p.channel)
 		cs.lanes[p.lane] = append(cs.lanes[p.lane], p)
@@ -396,6 +421,34 @@ func (o *outbox) enqueueLocked(p *op) bool {
 	return false
 }
 
+// supersedeLocked drops the queued edit of the message p replaces
+// through a response_url; its callers learn p's outcome.
+func (o *outbox) supersedeLocked(p *op) {
+	k := p.key()
+	old := o.queued[k]
+	if old == nil {
+		return
+	}
+	delete(o.queued, k)
+	o.edits[old.lane] = slices.DeleteFunc(o.edits[old.lane], func(q *op) bool { return q == old })
+	p.waiters = append(p.waiters, old.waiters...)
+	p.starts = append(p.starts, old.starts...)
+}
+
+// fallBackLocked turns a response that failed into a chat.update of the
+// same content in the cards lane. A newer edit of the message queued
+// meanwhile wins; p's callers wait for it.
+func (o *outbox) fallBackLocked(p *op) {
+	p.kind, p.url = opUpdate, ""
+	k := p.key()
+	if old := o.queued[k]; old != nil {
+		old.waiters = append(old.waiters, p.waiters...)
+		return
+	}
+	o.queued[k] = p
+	o.edits[p.lane] = append(o.edits[p.lane], p)
+}
+
 func (o *outbox) channelLocked(ch string) *channelState {
 	cs := o.chans[ch]
 	if cs == nil {
@@ -415,11 +468,30 @@ func (o *outbox) dispatchLocked(ctx context.Context) time.Time {
 			next = t
 		}
 	}
+	o.dispatchRespondsLocked(ctx)
 	for _, cs := range o.chans {
 		o.dispatchPostsLocked(ctx, cs, now, later)
 	}
 	o.dispatchEditsLocked(ctx, now, later)
 	return next
+}
+
+// dispatchRespondsLocked starts every response whose message has no write
+// in flight: a response spends no budget, and one message's writes go out
+// one at a time so an older edit cannot land after it.
+func (o *outbox) dispatchRespondsLocked(ctx context.Context) {
+	keep := o.responds[:0]
+	for _, p := range o.responds {
+		k := p.key()
+		if o.editing[k] {
+			keep = append(keep, p)
+			continue
+		}
+		o.editing[k] = true
+		o.startLocked(ctx, p)
+	}
+	clear(o.responds[len(keep):])
+	o.responds = keep
 }
 
 // dispatchPostsLocked starts the next post of each lane of one channel,
@@ -534,10 +606,17 @@ func (o *outbox) done(p *op, r opResult) {
 	o.mu.Lock()
 	now := o.clock.Now()
 	switch p.kind {
-	case opUpdate:
+	case opUpdate, opRespond:
 		delete(o.editing, p.key())
 	default:
 		o.chans[p.channel].busy[p.lane] = false
+	}
+	if p.kind == opRespond && r.err != nil && p.fallback {
+		p.log.Warn().Err(r.err).Str("channel", p.channel).Msg("response_url failed; showing the outcome with chat.update")
+		o.fallBackLocked(p)
+		o.mu.Unlock()
+		o.poke()
+		return
 	}
 	if r.err == nil && p.kind != opUpload {
 		if len(o.shown) >= maxShown {
@@ -587,6 +666,10 @@ func (o *outbox) send(ctx context.Context, p *op) opResult {
 		ts, err := o.call(ctx, p)
 		if err == nil {
 			return opResult{ts: ts}
+		}
+		if p.kind == opRespond {
+			// No retry: a chat.update shows it sooner than a backoff.
+			return opResult{err: fmt.Errorf("bot: %s in %s: %w", p.kind, p.channel, err)}
 		}
 		if ctx.Err() != nil {
 			return opResult{err: fmt.Errorf("bot: %s in %s: %w", p.kind, p.channel, errOutboxClosed)}
@@ -663,6 +746,10 @@ func (o *outbox) call(ctx context.Context, p *op) (ts string, err error) {
 	case opUpdate:
 		opts := []slack.MsgOption{slack.MsgOptionText(p.msg.Text, false), slack.MsgOptionBlocks(p.msg.Blocks...)}
 		_, _, _, err := o.api.UpdateMessageContext(ctx, p.channel, p.ts, opts...)
+		return p.ts, err
+	case opRespond:
+		_, _, err := o.api.PostMessageContext(ctx, p.channel, slack.MsgOptionReplaceOriginal(p.url),
+			slack.MsgOptionText(p.msg.Text, false), slack.MsgOptionBlocks(p.msg.Blocks...))
 		return p.ts, err
 	default:
 		_, err := o.api.UploadFileContext(ctx, slack.UploadFileParameters{

@@ -358,3 +358,118 @@ func TestOutboxRetriesServerErrorsWithBackoff(t *testing.T) {
 		t.Errorf("calls = %d, want 3", calls)
 	}
 }
+
+// TestOutboxResponseReplacesAnOlderQueuedEdit: an edit of the card still
+// waiting for the workspace's budget is older than the outcome a click
+// shows through its response_url; it is never sent after it, and its
+// caller learns the response's outcome.
+func TestOutboxResponseReplacesAnOlderQueuedEdit(t *testing.T) {
+	fake := fakeslack.New(t)
+	fake.AddChannel("C1", "general")
+	fake.AddUser("U1", "alice")
+	clock := newFakeClock()
+	o := startOutbox(t, fake, oneAtATime, clock)
+	log := zerolog.Nop()
+	ts, err := o.Post(t.Context(), log, "C1", "", textMsg("buttons"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := store.MessageRef{Channel: "C1", TS: ts}
+	if err := o.Update(t.Context(), log, ref, textMsg("buttons, refreshed")); err != nil {
+		t.Fatal(err)
+	}
+	older := o.update(log, laneCard, ref, textMsg("buttons, again")) // waits for the budget
+	waitTimers(t, clock, 1)
+	url := fake.ResponseURLFor("U1", fakeslack.MessageRef{Channel: "C1", TS: ts})
+	if r := recv(t, o.respondPending(log, ref, url, textMsg("approved"), true).res); r.err != nil {
+		t.Fatalf("respond: %v", r.err)
+	}
+	if r := recv(t, older); r.err != nil {
+		t.Errorf("the replaced edit's caller got %v, want the response's success", r.err)
+	}
+	clock.Advance(time.Minute)
+	// A later edit with the same content is not sent either.
+	if err := o.Update(t.Context(), log, ref, textMsg("approved")); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := fake.Message(fakeslack.MessageRef{Channel: "C1", TS: ts})
+	if m.Text != "approved" || m.Updated != 1 || m.Replaced != 1 {
+		t.Errorf("message %q updated %d replaced %d; want the response last and the older edit never sent", m.Text, m.Updated, m.Replaced)
+	}
+}
+
+// TestOutboxResponseWaitsForTheEditInFlight: an edit of the card already
+// on its way to Slack could land after a response sent beside it; the
+// response waits for it.
+func TestOutboxResponseWaitsForTheEditInFlight(t *testing.T) {
+	fake := fakeslack.New(t)
+	fake.AddChannel("C1", "general")
+	fake.AddUser("U1", "alice")
+	o := startOutbox(t, fake, Budgets{}, nil)
+	log := zerolog.Nop()
+	ts, err := o.Post(t.Context(), log, "C1", "", textMsg("buttons"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := store.MessageRef{Channel: "C1", TS: ts}
+	held := fake.Hold("chat.update", nil)
+	inFlight := o.update(log, laneCard, ref, textMsg("buttons, refreshed"))
+	if _, err := held.Wait(testCtx(t)); err != nil {
+		t.Fatal(err)
+	}
+	url := fake.ResponseURLFor("U1", fakeslack.MessageRef{Channel: "C1", TS: ts})
+	res := o.respondPending(log, ref, url, textMsg("approved"), true)
+	// A post queued after the response is sent in the same dispatch pass
+	// that considered the response, or a later one.
+	if _, err := o.Post(t.Context(), log, "C1", "", textMsg("barrier")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-res.started:
+		t.Fatal("the response started while an edit of the message was in flight")
+	case <-inFlight:
+		t.Fatal("the held edit finished before it was released")
+	default:
+	}
+	held.Release()
+	if r := recv(t, inFlight); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if r := recv(t, res.res); r.err != nil {
+		t.Fatal(r.err)
+	}
+	if m, _ := fake.Message(fakeslack.MessageRef{Channel: "C1", TS: ts}); m.Text != "approved" {
+		t.Errorf("message shows %q, want the response's outcome last", m.Text)
+	}
+}
+
+// TestOutboxFailedResponseBecomesAnEditOnlyWhenAsked: the response_url is
+// sent once; a failure is a chat.update of the same content with
+// fallback, the caller's error without.
+func TestOutboxFailedResponseBecomesAnEditOnlyWhenAsked(t *testing.T) {
+	fake := fakeslack.New(t)
+	fake.AddChannel("C1", "general")
+	fake.AddUser("U1", "alice")
+	o := startOutbox(t, fake, Budgets{}, nil)
+	log := zerolog.Nop()
+	ts, err := o.Post(t.Context(), log, "C1", "", textMsg("buttons"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := store.MessageRef{Channel: "C1", TS: ts}
+	fref := fakeslack.MessageRef{Channel: "C1", TS: ts}
+	fake.FailNext(fakeslack.ResponseURLMethod, 1, "used_url")
+	if r := recv(t, o.respondPending(log, ref, fake.ResponseURLFor("U1", fref), textMsg("denied"), false).res); r.err == nil {
+		t.Fatal("a failed response without fallback reported success")
+	}
+	if m, _ := fake.Message(fref); m.Text != "buttons" || len(fake.CallsTo(fakeslack.ResponseURLMethod)) != 1 {
+		t.Errorf("message %q after a failed response without fallback; want it untouched, one attempt", m.Text)
+	}
+	fake.FailNext(fakeslack.ResponseURLMethod, 1, "expired_url")
+	if r := recv(t, o.respondPending(log, ref, fake.ResponseURLFor("U1", fref), textMsg("approved"), true).res); r.err != nil {
+		t.Fatalf("fallback: %v", r.err)
+	}
+	if m, _ := fake.Message(fref); m.Text != "approved" || m.Updated != 1 || m.Replaced != 0 {
+		t.Errorf("message %q updated %d replaced %d; want the outcome by chat.update", m.Text, m.Updated, m.Replaced)
+	}
+}

@@ -26,6 +26,7 @@ type Store interface {
 	// API deliveries seen once.
 	Consume(ctx context.Context, group, consumer string, fn func(context.Context, store.Event) error) error
 	FirstSeen(ctx context.Context, key string, ttl time.Duration) (bool, error)
+	Seen(ctx context.Context, key string) (bool, error)
 	GetRequest(ctx context.Context, id string) (store.Request, error)
 	ListPending(ctx context.Context, sessionID string) ([]store.Request, error)
 	CountPending(ctx context.Context, sessionID string) (int, error)

@@ -1024,4 +1024,7 @@ type Dedup interface {
 	// seen within ttl. Of concurrent callers with one key, across processes
 	// too, exactly one sees true. ErrInvalid for an empty key or a ttl <= 0.
 	FirstSeen(ctx context.Context, key string, ttl time.Duration) (bool, error)
+	// Seen reports whether FirstSeen recorded key and its ttl has not
+	// passed, without recording it. ErrInvalid for an empty key.
+	Seen(ctx context.Context, key string) (bool, error)
 }

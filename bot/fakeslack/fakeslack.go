@@ -64,7 +64,8 @@ func AllowRejections() Option { return func(f *Fake) { f.allowRejections = true 
 func AllowDeliveryFailures() Option { return func(f *Fake) { f.allowDeliveryFailures = true } }
 
 // OnMessage calls fn after every chat.postMessage and chat.update the fake
-// accepted, with the method and the message as it now stands, outside the
+// accepted, and every message a click's response_url replaced (method
+// ResponseURLMethod), with the method and the message as it now stands, outside the
 // fake's lock, on the goroutine serving the call, once the app has its
 // answer. Load runs use it to act on every
 // card the moment it appears, where a Wait per card would rescan the whole
@@ -168,7 +169,8 @@ type Fake struct {
 	open        map[string]string     // user → id of the modal open for them
 	homes       map[string]*View      // user → the App Home view published for them
 	triggers    map[string]*trigger
-	uploads     map[string]*File // by file id, until completed
+	uploads     map[string]*File        // by file id, until completed
+	responses   map[string]*responseURL // by id, the clicks' response_urls
 	files       []*File
 	state       map[stateKey]json.RawMessage // a person's select/checkbox choices on a message
 	conns       []*socketConn                // live Socket Mode connections
@@ -230,6 +232,7 @@ func New(t testing.TB, opts ...Option) *Fake {
 		homes:        map[string]*View{},
 		triggers:     map[string]*trigger{},
 		uploads:      map[string]*File{},
+		responses:    map[string]*responseURL{},
 		state:        map[stateKey]json.RawMessage{},
 		pending:      map[string]*envelope{},
 		abandoned:    map[string]bool{},

@@ -28,6 +28,7 @@ type Message struct {
 	Blocks    []slack.Block   // decoded with slack-go
 	RawBlocks json.RawMessage // blocks exactly as last sent; nil when none
 	Updated   int             // how many times chat.update replaced it
+	Replaced  int             // how many times a click's response_url replaced it
 	Posted    time.Time
 	Edited    time.Time
 	Ephemeral bool

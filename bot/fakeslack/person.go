@@ -337,6 +337,7 @@ func (f *Fake) blockActionsLocked(u *User, t target, action map[string]any) []by
 		"channel":               map[string]any{"id": t.msg.Channel, "name": chName},
 		"state":                 map[string]any{"values": f.stateLocked(u.ID, t)},
 		"actions":               []any{action},
+		"response_url":          f.newResponseURLLocked(u.ID, t),
 	}
 	// Slack leaves the message out for ephemeral messages.
 	if !t.ephemeral {

@@ -57,6 +57,7 @@ func (f *Fake) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/api/", f.serveAPI)
 	mux.HandleFunc("/upload/", f.serveUpload)
+	mux.HandleFunc("/actions/", f.serveResponseURL)
 	mux.HandleFunc("/socket", f.serveSocket)
 	return mux
 }
@@ -324,7 +325,7 @@ func (m *Message) wire() map[string]any {
 	if len(m.RawBlocks) > 0 {
 		out["blocks"] = m.RawBlocks
 	}
-	if m.Updated > 0 {
+	if m.Updated > 0 || m.Replaced > 0 {
 		out["edited"] = map[string]any{"user": m.User, "ts": m.TS}
 	}
 	if len(m.Files) > 0 {
@@ -436,15 +437,16 @@ func (f *Fake) updateMessageLocked(p params) (map[string]any, error) {
 	if utf8.RuneCountInString(text) > maxUpdateText {
 		return nil, fail("msg_too_long", fmt.Sprintf("text: %d > %d chars", utf8.RuneCountInString(text), maxUpdateText))
 	}
-	if err := f.applyEditLocked(m, text, p.get("blocks"), p.has("blocks")); err != nil {
+	if err := f.applyEditLocked(m, text, p.get("blocks"), p.has("blocks"), true); err != nil {
 		return nil, err
 	}
 	return map[string]any{"channel": m.Channel, "ts": m.TS, "text": m.Text, "message": m.wire()}, nil
 }
 
 // applyEditLocked replaces a message's text and, when given, its blocks;
-// without blocks Slack keeps the previous ones.
-func (f *Fake) applyEditLocked(m *Message, text, rawBlocks string, hasBlocks bool) error {
+// without blocks Slack keeps the previous ones. byUpdate counts the edit
+// as chat.update's (Updated), not a response_url's.
+func (f *Fake) applyEditLocked(m *Message, text, rawBlocks string, hasBlocks, byUpdate bool) error {
 	rb, bs := m.RawBlocks, m.Blocks
 	if hasBlocks {
 		rb, bs = nil, nil
@@ -463,7 +465,9 @@ func (f *Fake) applyEditLocked(m *Message, text, rawBlocks string, hasBlocks boo
 		return fail("no_text")
 	}
 	m.Text, m.RawBlocks, m.Blocks = text, rb, bs
-	m.Updated++
+	if byUpdate {
+		m.Updated++
+	}
 	m.Edited = f.now()
 	return nil
 }

@@ -262,6 +262,9 @@ func TestRateLimitStormLosesNothing(t *testing.T) {
 	for _, m := range []string{"chat.postMessage", "chat.update"} {
 		a.slack.RateLimit(m, 4, time.Second)
 	}
+	// The clicks' response_urls fail, so both outcomes are edits that
+	// meet the storm too.
+	a.slack.FailNext(fakeslack.ResponseURLMethod, 2, "used_url")
 	thread := a.mention("storm")
 
 	first := a.card(thread, "echo 1")

@@ -124,11 +124,13 @@ func TestFaultBotKilledWhileAClickIsInFlight(t *testing.T) {
 // TestFaultBotKilledBetweenClickAndCardUpdate: the decision is stored and
 // the bot dies with the card's outcome edit in flight, which never reaches
 // Slack. The command runs once, and the restarted bot still shows the
-// outcome on the card.
+// outcome on the card. The click's response_url fails first, so the
+// outcome is the settled event's edit.
 func TestFaultBotKilledBetweenClickAndCardUpdate(t *testing.T) {
 	t.Parallel()
 	a, b, thread, card := startWithACard(t)
 
+	a.slack.FailNext(fakeslack.ResponseURLMethod, 1, "used_url")
 	held := a.slack.Hold("chat.update", func(c fakeslack.Call) bool {
 		return c.Params.Get("ts") == card.TS && strings.Contains(c.Params.Get("blocks"), "Approved")
 	})
@@ -139,6 +141,13 @@ func TestFaultBotKilledBetweenClickAndCardUpdate(t *testing.T) {
 	// The worst moment: the bot has left the edit to its outbox and gone
 	// on to the next event.
 	b.waitLog("the card's outcome is not in slack yet")
+	a.killedWithTheOutcomeHeld(b, held, thread, card)
+}
+
+// killedWithTheOutcomeHeld kills b while Slack holds the write showing
+// card's outcome, drops that write, and checks that the command ran once
+// and a restarted bot shows the outcome.
+func (a *faultApp) killedWithTheOutcomeHeld(b *child, held *fakeslack.Held, thread string, card fakeslack.Message) {
 	a.killBot(b)
 	held.Drop()
 	a.toolResult("toolu_1")
@@ -146,6 +155,22 @@ func TestFaultBotKilledBetweenClickAndCardUpdate(t *testing.T) {
 	a.settled(card.Ref(), "Approved")
 	a.threadText(thread, "Approved and done.")
 	a.keptPromises(thread, "echo ran", 1)
+}
+
+// TestFaultBotKilledBetweenClickAndItsResponse: the decision is stored and
+// the bot dies with the click's response_url call in flight, which never
+// reaches Slack. The restarted bot's settled event waits out the click's
+// grace, then edits the card itself.
+func TestFaultBotKilledBetweenClickAndItsResponse(t *testing.T) {
+	t.Parallel()
+	a, b, thread, card := startWithACard(t)
+
+	held := a.slack.Hold(fakeslack.ResponseURLMethod, nil)
+	a.click(lee, card.Ref(), "Approve")
+	if _, err := held.Wait(a.ctx); err != nil {
+		t.Fatal(err)
+	}
+	a.killedWithTheOutcomeHeld(b, held, thread, card)
 }
 
 // reconcileWait bounds how long a card whose poster died before Slack

@@ -86,6 +86,10 @@ func TestFaultSlackWebAPIErrors(t *testing.T) {
 	}{
 		{"503 on posts", func(f *fakeslack.Fake) { f.FailStatus("chat.postMessage", 2, http.StatusServiceUnavailable) }},
 		{"502 on edits", func(f *fakeslack.Fake) { f.FailStatus("chat.update", 2, http.StatusBadGateway) }},
+		{"502 on the click's response_url, then on edits", func(f *fakeslack.Fake) {
+			f.FailStatus(fakeslack.ResponseURLMethod, 1, http.StatusBadGateway)
+			f.FailStatus("chat.update", 2, http.StatusBadGateway)
+		}},
 		{"the card posted and its answer lost", func(f *fakeslack.Fake) { f.LoseAnswer("chat.postMessage", isCardPost) }},
 		{"the outcome edited and its answer lost", func(f *fakeslack.Fake) {
 			f.LoseAnswer("chat.update", func(c fakeslack.Call) bool { return strings.Contains(c.Params.Get("blocks"), "Approved") })

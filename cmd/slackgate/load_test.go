@@ -350,7 +350,7 @@ func (r *loadRun) onMessage(method string, m fakeslack.Message) {
 		r.cards[stamp.UnixNano()] = c
 		r.cardTS[m.TS] = true
 		r.clicks.Go(func() { r.click(c, m.Ref()) })
-	case method == "chat.update" && r.cardTS[m.TS] && len(m.Buttons()) == 0 && m.HasText("Approved"):
+	case (method == "chat.update" || method == fakeslack.ResponseURLMethod) && r.cardTS[m.TS] && len(m.Buttons()) == 0 && m.HasText("Approved"):
 		r.outcomes[m.TS] = true
 	case m.HasText("finished run s"):
 		r.finished[m.ThreadTS] = true

@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
 
+	"github.com/slackgate/slackgate/bot/fakeslack"
 	"github.com/slackgate/slackgate/relay/relaytest"
 	"github.com/slackgate/slackgate/store/boltstore"
 	"github.com/slackgate/slackgate/store/redisstore/redistest"
@@ -155,7 +156,9 @@ func TestMetricsCountAnApproval(t *testing.T) {
 	if n := metricValue(t, body, "slackgate_pending_requests", `kind="tool"`); n != 1 {
 		t.Errorf("slackgate_pending_requests{kind=tool} = %v with one card waiting, want 1", n)
 	}
-	// Slack holds the outcome's edit back once: the 429 is counted.
+	// The click's response_url fails, so the outcome is an edit, and Slack
+	// holds it back once: the failure and the 429 are counted.
+	a.slack.FailNext(fakeslack.ResponseURLMethod, 1, "used_url")
 	a.slack.RateLimit("chat.update", 1, time.Second)
 	a.click(lee, card.Ref(), "Approve")
 	a.settled(card.Ref(), "Approved")
@@ -172,6 +175,7 @@ func TestMetricsCountAnApproval(t *testing.T) {
 		{"slackgate_decision_seconds_count", `kind="tool"`},
 		{"slackgate_slack_calls_total", `method="chat.postMessage"`},
 		{"slackgate_slack_rate_limited_total", `method="chat.update"`},
+		{"slackgate_slack_errors_total", `method="response_url"`},
 		{"slackgate_outbox_wait_seconds_count", `lane="card"`},
 		{"slackgate_store_op_seconds_count", `op="decide"`},
 	} {

@@ -134,6 +134,11 @@ func (t timedStore) FirstSeen(ctx context.Context, key string, ttl time.Duration
 	return t.Store.FirstSeen(ctx, key, ttl)
 }
 
+func (t timedStore) Seen(ctx context.Context, key string) (bool, error) {
+	defer t.time("seen")()
+	return t.Store.Seen(ctx, key)
+}
+
 func (t timedStore) ActiveSessionsBy(ctx context.Context, user string) (int, error) {
 	defer t.time("active_sessions_by")()
 	return t.Store.ActiveSessionsBy(ctx, user)
