@@ -54,8 +54,13 @@ test: lint
 	SLACKGATE_REQUIRE_INTEGRATION=1 \
 	.ci/with-redis.sh $(MAKE) --no-print-directory test-go test-cli-197 fuzz
 
+# -parallel 4 on 2 cores: the end-to-end tests mostly wait (on the CLI,
+# on Slack's pacing, on a claim to lapse), so twice the default lets
+# others run while one waits.
+TEST_PARALLEL ?= 4
+
 test-go:
-	$(GO) test -race -count=1 -timeout 12m ./...
+	$(GO) test -race -count=1 -parallel $(TEST_PARALLEL) -timeout 12m ./...
 
 # The CLI the protocol reference was verified on: the relay and end-to-end
 # suites run against it too (relaytest runs both versions itself). Not the
@@ -70,7 +75,7 @@ test-go:
 # start a CLI (CLI_FREE_TESTS), which the run above has already passed.
 CLI_FREE_TESTS := ^TestConn|^TestAudit|^TestREADME|^TestMarkdown|^TestNoPath|^TestDocs|^TestPackage|^TestNoLong
 test-cli-197:
-	CLAUDE_BIN="$$CLAUDE_BIN_197" $(GO) test -race -count=1 -timeout 10m -skip '^TestHook.*(Slack|Session|Model)|^TestElicitationLink|^TestFault|$(CLI_FREE_TESTS)' ./relay ./cmd/...
+	CLAUDE_BIN="$$CLAUDE_BIN_197" $(GO) test -race -count=1 -parallel $(TEST_PARALLEL) -timeout 10m -skip '^TestHook.*(Slack|Session|Model)|^TestElicitationLink|^TestFault|$(CLI_FREE_TESTS)' ./relay ./cmd/...
 
 # Each fuzz target runs briefly: the wire decoder, the card, thread-line
 # and audit-line renderers (never over Slack's limits, never an unescaped mention or an
