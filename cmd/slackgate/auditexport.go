@@ -263,13 +263,24 @@ func (x *csvExport) add(e store.AuditEntry, match bool) error {
 	if e.Seq > 0 {
 		seq = strconv.FormatUint(e.Seq, 10)
 	}
-	// The rule column stays empty until policy rules decide requests.
 	row := []string{e.At.UTC().Format(time.DateTime), e.By, e.ByName, string(e.Action), e.Tool, e.Message, e.Channel,
-		string(e.Outcome), "", link, e.RequestID, e.SessionID, seq, e.ID}
+		string(e.Outcome), csvRule(e), link, e.RequestID, e.SessionID, seq, e.ID}
 	for i, v := range row {
 		row[i] = spreadsheetSafe(v)
 	}
 	return x.out.Write(row)
+}
+
+// csvRule is what settled a request without a person's click, or what a
+// grant entry is about: a policy rule by name, or "grant ID".
+func csvRule(e store.AuditEntry) string {
+	if e.Rule != "" {
+		return e.Rule
+	}
+	if e.GrantID != "" {
+		return "grant " + e.GrantID
+	}
+	return ""
 }
 
 func (x *csvExport) finish() error {
