@@ -93,6 +93,7 @@ type Follower struct {
 	status  Status
 	renewed time.Time // when the claim was last renewed, by Clock
 	gapFrom uint64    // the last seq gap logged, so it is logged once
+	at      uint64    // the seq of the sink's cursor, as this replica last knew it
 }
 
 // Status returns what the Follower last saw.
@@ -170,6 +171,9 @@ func (f *Follower) round(ctx context.Context, log zerolog.Logger) (more bool, er
 		if cur, err = f.begin(ctx, s, log); err != nil {
 			return false, err
 		}
+		f.mu.Lock()
+		f.at = cur.Seq
+		f.mu.Unlock()
 	}
 	entries, err := f.Store.AuditLog(ctx, cur.Entry, page)
 	if err != nil {
@@ -201,12 +205,23 @@ func (f *Follower) look(ctx context.Context, s store.AuditSink, holding bool) er
 		return fmt.Errorf("read the log's head: %w", err)
 	}
 	f.set(func(st *Status) {
-		st.Looked, st.Holding, st.Delivered, st.Backlog = true, holding, s.Cursor.At, 0
-		if head.Seq > s.Cursor.Seq {
-			st.Backlog = head.Seq - s.Cursor.Seq
+		st.Looked, st.Holding, st.Delivered = true, holding, s.Cursor.At
+	})
+	f.mu.Lock()
+	f.at = s.Cursor.Seq
+	f.mu.Unlock()
+	f.behind(head)
+	return nil
+}
+
+// behind records the backlog: the entries after the cursor up to head.
+func (f *Follower) behind(head store.AuditLink) {
+	f.set(func(st *Status) {
+		st.Backlog = 0
+		if head.Seq > f.at {
+			st.Backlog = head.Seq - f.at
 		}
 	})
-	return nil
 }
 
 // begin asks the sink where to start, now that this replica holds it,
@@ -246,12 +261,19 @@ func (f *Follower) advance(ctx context.Context, cur store.AuditCursor, e store.A
 			st.Backlog -= min(st.Backlog, next.Seq-min(next.Seq, cur.Seq))
 		}
 	})
+	f.mu.Lock()
+	f.at = next.Seq
+	f.mu.Unlock()
 	return next, nil
 }
 
 // keep renews the claim once a third of its ttl has passed since the last
-// renewal; ErrClaimLost when another replica holds it now.
+// renewal; ErrClaimLost when another replica holds it now. It also looks
+// at the log's head again, so the backlog grows while a delivery retries.
 func (f *Follower) keep(ctx context.Context) error {
+	if head, err := f.Store.AuditHead(ctx); err == nil {
+		f.behind(head)
+	}
 	f.mu.Lock()
 	due := f.Clock.Now().Sub(f.renewed) >= f.TTL/3
 	f.mu.Unlock()

@@ -48,6 +48,10 @@ func TestWebhookDownFor30sThenGetsEveryEntryOnceInOrder(t *testing.T) {
 			if s := f.Status(); !s.Holding || !s.Looked || s.Backlog != uint64(len(want)) || !s.Delivered.IsZero() {
 				t.Errorf("status while the receiver is down = %+v, want holding, a backlog of %d, nothing delivered", s, len(want))
 			}
+			// Entries appended while a delivery retries count at once.
+			record(t, st, 3)
+			want = logOf(t, st)
+			clock.drive(t, time.Second, func() bool { return f.Status().Backlog == uint64(len(want)) })
 			clock.drive(t, time.Second, func() bool { return len(rc.keptSeqs()) == len(want) })
 			accepted := rc.requireWhole(t, want)
 			for key, n := range accepted {
