@@ -369,12 +369,7 @@ func (c *cards) outcome(ctx context.Context, log zerolog.Logger, id string) erro
 		shown.Store(true)
 		c.attachRan(ctx, log, r, s, card)
 		b.refreshStatusOf(ctx, s, statusKeep)
-		// The card shows the outcome already; its copies and the App
-		// Homes listing it do not.
-		b.work.Go(func(ctx context.Context) {
-			b.showCopies(log, r, s)
-			b.touchHomesOf(ctx, log, r, s)
-		})
+		b.work.Go(func(ctx context.Context) { b.settled(ctx, log, r, s) })
 		return nil
 	})
 	if err == nil && !shown.Load() {
