@@ -277,7 +277,9 @@ func (p *shParser) test() {
 	pt := part{toks: []token{{kind: tokWord, raw: "[[", word: word{raw: "[[", lit: "[["}}}}
 	p.pos += 2
 	for p.more() {
-		p.blanks()
+		if p.blanks(); !p.more() {
+			break // blanks to the end: unclosed
+		}
 		if strings.HasPrefix(p.src[p.pos:], "]]") && delimiter(p.peek(2)) {
 			p.pos += 2
 			pt.toks = append(pt.toks, token{kind: tokWord, raw: "]]", word: word{raw: "]]", lit: "]]"}})
