@@ -56,7 +56,7 @@ func TestCardsSayWhyAFileThatRunsLaterMatters(t *testing.T) {
 		{"Bash", `{"command":"git -C /srv/repo config --global alias.st '!sh -c x'"}`, "`git config`", "git config"},
 		{"Bash", `{"command":"echo '{}' > \"$HOME/.claude/settings.json\""}`, "`$HOME/.claude/settings.json`: it can allow tools", "Claude Code configuration"},
 		{"Bash", `{"command":"printf 'alias ls=rm' >> ~/.bash_profile"}`, "`~/.bash_profile`: shells run it", "shell start-up file"},
-		{"Bash", `{"command":"ln -s ../shared.envrc .envrc"}`, "`.envrc`: direnv runs it", ".envrc"},
+		{"Bash", `{"command":"ln -s ../team.envrc .envrc"}`, "`.envrc`: direnv runs it", ".envrc"},
 		// A long path keeps its end, the part that says what it is.
 		{"Write", path("/srv/repo/tools/release/scripts/.claude/commands/ship-to-production.md"), "*Writes* `…/.claude/commands/ship-to-production.md`", "Claude Code configuration"},
 		// Several at once: the one git runs on its own comes first.
