@@ -43,7 +43,11 @@ func TestConsumeRunsSessionsSideBySide(t *testing.T) {
 					return ctx.Err()
 				}
 			case "b1":
+				// Recorded before a1 is let go, so the order seen is
+				// the order the handlers got past their waits.
+				seen <- e.Text
 				close(b1)
+				return nil
 			}
 			seen <- e.Text
 			return nil
