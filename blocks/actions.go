@@ -24,7 +24,7 @@ const (
 	ActionApprove ActionKind = Prefix + "approve" // allow as is (tool, plan)
 	ActionDeny    ActionKind = Prefix + "deny"    // open the deny modal (tool) or the feedback modal (plan)
 	ActionEdit    ActionKind = Prefix + "edit"    // open the edit modal (Bash, Write, Edit)
-	ActionAlways  ActionKind = Prefix + "always"  // allow and apply suggestion Index for the session (menu option or older cards' button)
+	ActionAlways  ActionKind = Prefix + "always"  // allow and keep suggestion Index in scope Question (AllowModal's buttons; older cards' menu and buttons)
 	ActionAnswer  ActionKind = Prefix + "answer"  // the one question's option Index: answers at once
 	ActionPick    ActionKind = Prefix + "pick"    // a menu or checkbox of question Question changed: nothing to decide yet
 	ActionSubmit  ActionKind = Prefix + "submit"  // send the answers picked in the message
@@ -41,6 +41,10 @@ const (
 	// ActionForgetGrant is the App Home's Forget of a grant
 	// (Action.GrantID).
 	ActionForgetGrant ActionKind = Prefix + "forget_grant"
+	// ActionAllowRules is the card's "Approve and allow…" menu: a pick
+	// names a rule set (Index, Digest) and opens AllowModal, where a
+	// scope is chosen.
+	ActionAllowRules ActionKind = Prefix + "allow"
 	// Elicitation cards (an MCP server asks for input): open the form,
 	// say the link was visited, decline, or cancel (dismiss it without a
 	// choice). ActionLink is the link button: Slack opens the URL, and
@@ -55,7 +59,8 @@ const (
 var actionKinds = map[ActionKind]bool{
 	ActionApprove: true, ActionDeny: true, ActionEdit: true, ActionAlways: true, ActionAnswer: true,
 	ActionPick: true, ActionSubmit: true, ActionOther: true, ActionSkip: true, ActionStop: true, ActionMode: true, ActionForgetGrant: true,
-	ActionRemember: true, ActionForget: true,
+	ActionAllowRules: true,
+	ActionRemember:   true, ActionForget: true,
 	ActionElicitFill: true, ActionElicitDone: true, ActionElicitDecline: true, ActionElicitCancel: true, ActionLink: true,
 }
 
@@ -70,6 +75,10 @@ type Action struct {
 	// suggestion's index (ActionAlways) or the option's (ActionAnswer).
 	Question int
 	Index    int
+	// Digest (ActionAlways) names the suggestion the card rendered for
+	// the choice (store.SuggestionDigest); "" on cards posted before
+	// choices carried one.
+	Digest string
 }
 
 // ParseAction decodes a block action from a card. It returns false when the
@@ -86,7 +95,7 @@ func ParseAction(a *slack.BlockAction) (Action, bool) {
 		return Action{}, false
 	}
 	val := a.Value
-	if (kind == ActionAlways && val == "") || kind == ActionRemember || kind == ActionMode {
+	if (kind == ActionAlways && val == "") || kind == ActionRemember || kind == ActionMode || kind == ActionAllowRules {
 		// A menu carries the chosen option in its value (the remember
 		// menu always; "Approve and allow" its suggestion). For the latter,
 		// cards posted before it had one button per suggestion, whose value
@@ -95,6 +104,10 @@ func ParseAction(a *slack.BlockAction) (Action, bool) {
 	}
 	if kind == ActionPick { // menus have no value of their own; the block id carries it
 		val = strings.TrimPrefix(a.BlockID, blockQuestion)
+	}
+	var digest string
+	if kind == ActionAlways || kind == ActionAllowRules {
+		val, digest = cutDigest(val)
 	}
 	q, o, id, ok := parseValue(val)
 	if !ok {
@@ -110,7 +123,28 @@ func ParseAction(a *slack.BlockAction) (Action, bool) {
 	case ActionForgetGrant:
 		return Action{Kind: kind, GrantID: id}, true
 	}
-	return Action{Kind: kind, RequestID: id, Question: q, Index: o}, true
+	return Action{Kind: kind, RequestID: id, Question: q, Index: o, Digest: digest}, true
+}
+
+// choiceValue encodes an "Approve and allow…" option: value's fields with
+// the digest of the suggestion it grants after the index
+// ("<choice>|<index>:<digest>|<request id>").
+func choiceValue(choice, index int, digest, requestID string) string {
+	return strconv.Itoa(choice) + "|" + strconv.Itoa(index) + ":" + digest + "|" + requestID
+}
+
+// cutDigest takes the digest out of a choiceValue, leaving a value.
+func cutDigest(v string) (rest, digest string) {
+	q, after, ok := strings.Cut(v, "|")
+	if !ok {
+		return v, ""
+	}
+	o, after, ok := strings.Cut(after, "|")
+	if !ok {
+		return v, ""
+	}
+	o, digest, _ = strings.Cut(o, ":")
+	return q + "|" + o + "|" + after, digest
 }
 
 // value encodes what a button refers to. The request id goes last so it may
@@ -139,7 +173,7 @@ func actionID(k ActionKind, n int) string { return string(k) + "." + strconv.Ito
 const (
 	blockQuestion = Prefix + "q:"
 	blockActions  = Prefix + "actions"
-	blockAlways   = Prefix + "always" // the "Approve and allow for this session…" menu
+	blockAlways   = Prefix + "always" // the "Approve and allow…" menu
 	blockOutcome  = Prefix + "outcome"
 	// blockApprovals: the progress of a request several people approve.
 	blockApprovals = Prefix + "approvals"
@@ -158,6 +192,9 @@ const (
 	ModalOther ModalKind = Prefix + "other_modal" // free-text answers, one per question
 	// ModalElicit is an elicitation's form, one input per schema field.
 	ModalElicit ModalKind = Prefix + "elicit_modal"
+	// ModalAllow is "Approve and allow…"'s second step (AllowModal): a
+	// button per scope, no submit.
+	ModalAllow ModalKind = Prefix + "allow_modal"
 )
 
 // Next says what the bot does after DecideAction.
@@ -174,6 +211,8 @@ const (
 	NextEditModal
 	NextOtherModal
 	NextElicitModal
+	// NextAllowModal: open AllowModal for the rule set picked.
+	NextAllowModal
 )
 
 // Modal names the modal to open, ModalNone for NextDecide and NextNothing.
@@ -187,6 +226,8 @@ func (n Next) Modal() ModalKind {
 		return ModalOther
 	case NextElicitModal:
 		return ModalElicit
+	case NextAllowModal:
+		return ModalAllow
 	}
 	return ModalNone
 }
@@ -201,6 +242,10 @@ var (
 	ErrMismatch = errors.New("blocks: this button does not belong to that request")
 	// ErrIncomplete: Submit before every question had an answer.
 	ErrIncomplete = errors.New("blocks: some questions have no answer yet")
+	// ErrChoiceChanged: an "Approve and allow…" choice whose rules are
+	// not the ones the card rendered (the request changed in the store
+	// since, or the card predates choices that name their rules).
+	ErrChoiceChanged = errors.New("blocks: the rules of this choice are not the ones the card showed")
 )
 
 // Explain turns a decoder error into a sentence for the person who clicked.
@@ -210,6 +255,9 @@ func Explain(err error) string {
 		return ""
 	case errors.Is(err, ErrIncomplete):
 		return strings.TrimPrefix(err.Error(), "blocks: ")
+	case errors.Is(err, ErrChoiceChanged):
+		return "The rules this choice would allow are not the ones this card showed, so nothing was approved or allowed. " +
+			"Approve or deny this request once; the card stays as it is."
 	case errors.Is(err, ErrMismatch):
 		return "This button no longer matches the request. Please use the latest card."
 	case errors.Is(err, ErrNotOurs):

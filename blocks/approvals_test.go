@@ -10,7 +10,7 @@ import (
 )
 
 func TestGoldenSeveralApprovals(t *testing.T) {
-	needs := Needs{Count: 2, From: "<!subteam^S0SRE>, <@U0LEE>"}
+	needs := Needs{Count: 2, From: "<!subteam^S0SRE> or <@U0LEE>"}
 	one := bashRequest()
 	one.Approvals = []store.Approval{{By: "U0ALICE", At: t0.Add(time.Minute)}}
 	edited := bashRequest()
@@ -22,9 +22,10 @@ func TestGoldenSeveralApprovals(t *testing.T) {
 		r         store.Request
 		has, hasn []string
 	}{
-		{"card_approvals_none", bashRequest(), []string{"*0 of 2 approvals*", "waiting for <!subteam^S0SRE>, <@U0LEE>", "Edit & approve"}, []string{blockAlways}},
-		{"card_approvals_one", one, []string{"*1 of 2 approvals* · approved by <@U0ALICE>"}, []string{blockAlways, "Edit & approve"}},
-		{"card_approvals_edited", edited, []string{"Edited by <@U0ALICE> before approving", "make deploy ENV=dev"}, []string{"ENV=staging"}},
+		{"card_approvals_none", bashRequest(), []string{`in *repo* for <@U0STARTER>\n*Needs 2 approvals* from <!subteam^S0SRE> or <@U0LEE>"`, "Edit & approve"}, []string{blockAlways}},
+		{"card_approvals_one", one, []string{`\n*Needs 1 more approval* from <!subteam^S0SRE> or <@U0LEE> · ✓ <@U0ALICE>"`}, []string{blockAlways, "Edit & approve"}},
+		{"card_approvals_edited", edited, []string{"<@U0ALICE>'s edit* is approved and runs", `command:\n- make deploy ENV=staging\n+ make deploy ENV=dev\ndescription:\n- Deploy to staging\n`, "Approve the edit"},
+			[]string{"Edit & approve", `"Approve"`}},
 		{"final_approved_by_two", settled, []string{"by <@U0ALICE> and <@U0BOB>"}, []string{"approvals*"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,8 +53,8 @@ func TestGoldenSeveralApprovals(t *testing.T) {
 func TestApprovalRecordedSaysWhatIsLeft(t *testing.T) {
 	r := bashRequest()
 	r.Approvals = []store.Approval{{By: "U1", At: t0}}
-	got := ApprovalRecorded(r, Needs{Count: 3, From: "<!subteam^S0SRE>"})
-	if want := "Your approval is recorded: 1 of 3. Waiting for 2 more approvals from <!subteam^S0SRE>."; got != want {
+	got := ApprovalRecorded(r, Needs{Count: 3, From: "<!subteam^S0SRE>"}, "U1")
+	if want := "✓ You approved · waiting for 2 more from <!subteam^S0SRE>."; got != want {
 		t.Errorf("ApprovalRecorded = %q, want %q", got, want)
 	}
 }

@@ -1,6 +1,7 @@
 package blocks
 
 import (
+	"cmp"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -47,12 +48,12 @@ type AuditLine struct {
 }
 
 // AuditShown reports whether the audit channel shows entries of action a:
-// settlements and refusals. Created requests, remembered and forgotten
+// settlements, refusals and an operator's reset of the chain. Created requests, remembered and forgotten
 // answers and reported tool runs are in the log, not in the channel.
 func AuditShown(a store.AuditAction) bool {
 	switch a {
 	case store.AuditSettled, store.AuditAnsweredFromMemory, store.AuditRefused,
-		store.AuditSessionRefused, store.AuditInputRefused, store.AuditAnswerRefused:
+		store.AuditSessionRefused, store.AuditInputRefused, store.AuditAnswerRefused, store.AuditChainReset:
 		return true
 	}
 	return false
@@ -66,6 +67,22 @@ func AuditLineMarker(e store.AuditEntry) string {
 		return Prefix + "audit." + strconv.FormatUint(e.Seq, 10) + "." + e.Hash[:min(16, len(e.Hash))]
 	}
 	return Prefix + "audit.id." + cut(e.ID, 200)
+}
+
+// ParseAuditLineMarker reads an entry's line's block_id back: the entry's
+// seq and the first 16 hex digits of its hash. ok is false for any other
+// block_id, a checkpoint's and an entry's from before the chain included.
+func ParseAuditLineMarker(id string) (seq uint64, hashPrefix string, ok bool) {
+	rest, found := strings.CutPrefix(id, Prefix+"audit.")
+	n, h, two := strings.Cut(rest, ".")
+	if !found || !two || len(h) != 16 || strings.Trim(h, "0123456789abcdef") != "" {
+		return 0, "", false
+	}
+	seq, err := strconv.ParseUint(n, 10, 64)
+	if err != nil || seq == 0 || strconv.FormatUint(seq, 10) != n {
+		return 0, "", false
+	}
+	return seq, h, true
 }
 
 // AuditMessage renders lines (at most AuditLinesPerMessage are shown) as
@@ -123,6 +140,8 @@ func auditHead(l AuditLine) string {
 		return "🛑 *Refused a message* sent in the name of " + auditWho(e.By, e.ByName) + why
 	case store.AuditAnswerRefused:
 		return "🛑 *Refused a remembered answer* (" + inlineCode(e.AnswerID, 80) + ") in the name of " + auditWho(e.By, e.ByName) + why
+	case store.AuditChainReset:
+		return "♻️ *Audit chain reset* by " + auditWho(e.By, e.ByName) + why
 	}
 	return auditSettled(l)
 }
@@ -163,7 +182,14 @@ func auditSettled(l AuditLine) string {
 		default:
 			icon = "🚫"
 		}
-		head := icon + " *" + outcomeWord(r) + "* by " + auditWho(d.By, d.ByName)
+		if d.Grant != "" {
+			// A grant's run: the rule decided, not its author's tap.
+			return "✅ *Allowed* by a rule " + auditWho(d.By, d.ByName) + " added (" + inlineCode(d.Grant, 80) + ")"
+		}
+		head := icon + " *" + outcomeWord(r) + "* by " + auditPeople(d.Approvals, d.By, d.ByName)
+		if d.Outcome == store.OutcomeDeny && len(r.Approvals) > 0 {
+			head += " after " + auditPeople(r.Approvals, "", "") + " approved"
+		}
 		if d.Outcome == store.OutcomeDeny && d.Message != "" && !d.Skipped {
 			head += auditWhy(d.Message)
 		}
@@ -177,7 +203,7 @@ func auditSettled(l AuditLine) string {
 	case store.OutcomeRefused:
 		return "🛑 *Refused*" + cmpNonEmpty(auditWhy(d.Message), ": a decision slackgate could not verify")
 	}
-	return "*" + codeSafe(cut(oneLine(string(d.Outcome)), 40)) + "*"
+	return "*" + codeSafe(cutShown(oneLine(string(d.Outcome)), 40)) + "*"
 }
 
 // auditByRule heads the line of a request a policy rule settled: the
@@ -203,7 +229,7 @@ func auditRequest(l AuditLine) store.Request {
 	if l.Request != nil {
 		r = *l.Request
 	} else {
-		r = store.Request{ID: e.RequestID, SessionID: e.SessionID, Kind: e.Kind, ToolName: e.Tool}
+		r = store.Request{ID: e.RequestID, SessionID: e.SessionID, Kind: e.Kind, ToolCall: store.ToolCall{ToolName: e.Tool}}
 	}
 	if !l.Verified || r.Decision == nil {
 		r.Decision = &store.Decision{Outcome: e.Outcome, By: e.By, ByName: e.ByName, At: e.At, Message: e.Message,
@@ -222,11 +248,27 @@ func auditWho(id, name string) string {
 	case id == "" && name == "":
 		return "*someone*"
 	case name == "":
-		return "*" + codeSafe(cut(oneLine(id), 40)) + "*"
+		return "*" + codeSafe(cutShown(oneLine(id), 40)) + "*"
 	case id == "":
 		return boldText(name, 80)
 	}
-	return boldText(name, 80) + " (" + codeSafe(cut(oneLine(id), 40)) + ")"
+	return boldText(name, 80) + " (" + codeSafe(cutShown(oneLine(id), 40)) + ")"
+}
+
+// auditPeople names everyone of as ("alice (U1) and bob (U2)"), or the
+// one person id, name when as has fewer than two.
+func auditPeople(as []store.Approval, id, name string) string {
+	if len(as) < 2 && id != "" {
+		return auditWho(id, name)
+	}
+	names := make([]string, len(as))
+	for i, a := range as {
+		names[i] = auditWho(a.By, a.ByName)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
 }
 
 // auditWhy is ": " and a short reason, escaped ("" for none).
@@ -234,7 +276,7 @@ func auditWhy(msg string) string {
 	if strings.TrimSpace(msg) == "" {
 		return ""
 	}
-	return ": _" + strings.ReplaceAll(codeSafe(cut(oneLine(msg), 300)), "_", "＿") + "_"
+	return ": _" + strings.ReplaceAll(codeSafe(cutShown(oneLine(msg), 300)), "_", "＿") + "_"
 }
 
 // auditWhat says what the request was about: for a tool, what ran (a
@@ -245,6 +287,10 @@ func auditWhat(l AuditLine) string {
 		return ""
 	}
 	r := auditRequest(l)
+	if l.Request == nil && e.Input != "" {
+		// Gone from the store (retention): the entry says what it was.
+		return "about " + inlineCode(e.Input, headRunes) + auditProject(cmp.Or(l.WorkDir, e.WorkDir))
+	}
 	if l.Request == nil || r.Kind != store.KindTool {
 		return auditKind(r)
 	}
@@ -264,10 +310,15 @@ func auditWhat(l AuditLine) string {
 	if edited {
 		out += " (input edited in Slack)"
 	}
-	if p := project(store.Session{WorkDir: l.WorkDir}); p != "" {
-		out += " in *" + strings.ReplaceAll(Escape(cut(p, 60)), "*", "∗") + "*"
+	return out + auditProject(cmp.Or(l.WorkDir, e.WorkDir))
+}
+
+// auditProject is " in *project*" for a session's directory ("" for none).
+func auditProject(workdir string) string {
+	if p := project(store.Session{WorkDir: workdir}); p != "" {
+		return " in *" + strings.ReplaceAll(Escape(cutShown(p, 60)), "*", "∗") + "*"
 	}
-	return out
+	return ""
 }
 
 // auditKind words a request by its kind, for one that is not a tool's or
@@ -284,7 +335,7 @@ func auditKind(r store.Request) string {
 	case store.KindPlan:
 		return "a plan"
 	case store.KindElicitation:
-		if s := elicitationOf(r).Server; s != "" {
+		if s := elicitationOf(r).MCPServerName; s != "" {
 			return "input for MCP server " + inlineCode(s, 60)
 		}
 		return "input for an MCP server"
@@ -389,4 +440,61 @@ func isSlackTS(s string) bool {
 		}
 	}
 	return true
+}
+
+// AuditAlarm is the audit channel's message when a bot stops sealing the
+// audit log: why (escaped: it names entries a store writer may have
+// written), and what an operator does about it.
+func AuditAlarm(why string) Message {
+	text := "🚨 *slackgate stopped sealing the audit log*: " + codeSafe(cutShown(oneLine(why), 600)) +
+		"\nNothing is sealed until an operator has looked: `slackgate audit verify` says what changed, then " +
+		"`slackgate audit reset -reason \"…\"` signs the acknowledgment and sealing goes on."
+	return Message{Text: cutSafe(text, MaxUpdateText), Blocks: []slack.Block{slack.NewSectionBlock(mrkdwn(text), nil, nil)}}
+}
+
+// auditCheckpointMarker starts the block_id of a checkpoint's line.
+const auditCheckpointMarker = Prefix + "audit.cp."
+
+// AuditCheckpointMarker is the block_id of checkpoint cp's line: its seq
+// and the start of its digest.
+func AuditCheckpointMarker(cp store.AuditCheckpoint) string {
+	return auditCheckpointMarker + strconv.FormatUint(cp.Seq, 10) + "." + store.AuditCheckpointDigest(cp)[:16]
+}
+
+// AuditCheckpointMessage is the audit channel's line for a checkpoint: in
+// words, and the checkpoint itself in its text form
+// (store.AuditCheckpointText), which `slackgate audit verify` reads back
+// with ParseAuditCheckpointLine. Its parts are digits, hex, base64 and a
+// time: nothing Slack would read as markup.
+func AuditCheckpointMessage(cp store.AuditCheckpoint) Message {
+	what := "🔏 *Sealed* the audit log up to #" + strconv.FormatUint(cp.Seq, 10)
+	if cp.Reset {
+		what = "♻️ *Reset* the audit log by an operator, sealing up to #" + strconv.FormatUint(cp.Seq, 10) +
+			" (it supersedes the checkpoint at #" + strconv.FormatUint(cp.PrevSeq, 10) + ")"
+		if cp.Unlinked {
+			what += "; the log before it did not hold"
+		}
+	}
+	text := what + " · `" + store.AuditCheckpointText(cp) + "`"
+	return Message{Text: text, Blocks: []slack.Block{slack.NewSectionBlock(mrkdwn(text), nil, nil,
+		slack.SectionBlockOptionBlockID(AuditCheckpointMarker(cp)))}}
+}
+
+// ParseAuditCheckpointLine reads a checkpoint back from its line's block:
+// its block_id and its text. ok is false for any other block, and for one
+// whose checkpoint does not match its block_id.
+func ParseAuditCheckpointLine(blockID, text string) (cp store.AuditCheckpoint, ok bool) {
+	if !strings.HasPrefix(blockID, auditCheckpointMarker) {
+		return cp, false
+	}
+	_, rest, found := strings.Cut(text, "`")
+	body, _, closed := strings.Cut(rest, "`")
+	if !found || !closed {
+		return cp, false
+	}
+	cp, err := store.ParseAuditCheckpointText(body)
+	if err != nil || AuditCheckpointMarker(cp) != blockID {
+		return store.AuditCheckpoint{}, false
+	}
+	return cp, true
 }

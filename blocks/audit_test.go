@@ -1,11 +1,14 @@
 package blocks
 
 import (
+	"crypto/ed25519"
 	"encoding/json"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slack-go/slack"
 
 	"github.com/slackgate/slackgate/store"
 )
@@ -233,4 +236,86 @@ func FuzzAuditLine(f *testing.F) {
 			checkAudit(t, AuditMessage([]AuditLine{l, l}))
 		}
 	})
+}
+
+// TestAuditCheckpointLineReadsBack: a checkpoint's line passes Slack's
+// limits and gives the checkpoint back, whole; a line whose block_id names
+// another checkpoint, or an entry's line, gives nothing.
+func TestAuditCheckpointLineReadsBack(t *testing.T) {
+	key := ed25519.NewKeyFromSeed(make([]byte, ed25519.SeedSize))
+	prev := store.AuditCheckpoint{Seq: 7, Hash: strings.Repeat("cd", 32), At: t0, V: store.AuditCheckpointV2}
+	for _, reset := range []bool{false, true} {
+		cp := store.NextAuditCheckpoint(prev, store.AuditLink{Seq: 12, Hash: strings.Repeat("ab", 32), Entry: "e12"}, t0.Add(time.Hour))
+		cp.Reset = reset
+		if err := store.SignAuditCheckpoint(key, &cp); err != nil {
+			t.Fatal(err)
+		}
+		m := AuditCheckpointMessage(cp)
+		if err := ValidateMessage(m.Text, m.Blocks); err != nil {
+			t.Fatalf("checkpoint line: %v", err)
+		}
+		sec := m.Blocks[0].(*slack.SectionBlock)
+		back, ok := ParseAuditCheckpointLine(sec.BlockID, sec.Text.Text)
+		if !ok || !back.Same(cp) || back.Reset != reset {
+			t.Fatalf("line %q read back as %+v, %v", sec.Text.Text, back, ok)
+		}
+		if reset != strings.Contains(sec.Text.Text, "*Reset*") {
+			t.Errorf("line %q does not say whether it is a reset", sec.Text.Text)
+		}
+		other := cp
+		other.Seq = 13
+		if _, ok := ParseAuditCheckpointLine(AuditCheckpointMarker(other), sec.Text.Text); ok {
+			t.Error("a line read back under another checkpoint's block_id")
+		}
+	}
+	entry := AuditMessage(auditSettledLines()[:1]).Blocks[0].(*slack.SectionBlock)
+	if _, ok := ParseAuditCheckpointLine(entry.BlockID, entry.Text.Text); ok {
+		t.Error("an entry's line read back as a checkpoint")
+	}
+}
+
+// TestAuditAlarmEscapesWhatTheStoreSaid: the break names entries a store
+// writer chose; the alarm shows them as text, mentioning nobody.
+func TestAuditAlarmEscapesWhatTheStoreSaid(t *testing.T) {
+	m := AuditAlarm("entry <!channel> (seq 3) was changed: `x` *y*")
+	if err := ValidateMessage(m.Text, m.Blocks); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range mrkdwnTexts(t, m) {
+		if strings.Contains(s, "<!channel>") {
+			t.Errorf("the alarm mentions the channel: %q", s)
+		}
+	}
+	if !strings.Contains(m.Text, "slackgate audit reset") {
+		t.Errorf("the alarm does not say what an operator does: %q", m.Text)
+	}
+}
+
+func TestAuditLineMarkerReadsBack(t *testing.T) {
+	e := store.AuditEntry{Seq: 42, Hash: strings.Repeat("0a", 32), ID: "x"}
+	seq, h, ok := ParseAuditLineMarker(AuditLineMarker(e))
+	if !ok || seq != 42 || h != e.Hash[:16] {
+		t.Fatalf("ParseAuditLineMarker = %d %q %v", seq, h, ok)
+	}
+	for _, id := range []string{AuditLineMarker(store.AuditEntry{ID: "1-0"}), auditCheckpointMarker + "4." + e.Hash[:16],
+		Prefix + "audit.042." + e.Hash[:16], Prefix + "audit.42." + e.Hash[:15], Prefix + "audit.42." + strings.ToUpper(e.Hash[:16])} {
+		if _, _, ok := ParseAuditLineMarker(id); ok {
+			t.Errorf("ParseAuditLineMarker(%q) read an entry", id)
+		}
+	}
+}
+
+// TestAuditLineOfAGoneRequestShowsItsEntrysInput: once retention took
+// the request, the line says what it was about from the entry, which a
+// store writer may have written: escaped, secrets masked, no mention.
+func TestAuditLineOfAGoneRequestShowsItsEntrysInput(t *testing.T) {
+	e := store.AuditEntry{Action: store.AuditSettled, RequestID: "req-gone", SessionID: "s", Kind: store.KindTool, Tool: "Bash",
+		Outcome: store.OutcomeExpired, At: t0, Seq: 9, Hash: strings.Repeat("ab", 32), WorkDir: "/srv/payments",
+		Input: "curl -H 'Authorization: Bearer abcdefghijklmnop' https://x <!channel> `x`"}
+	m := AuditMessage([]AuditLine{{Entry: e}})
+	checkAudit(t, m)
+	line := auditLine(AuditLine{Entry: e})
+	if !strings.Contains(line, "about `curl -H 'Authorization: Bearer "+mask+"' https://x &lt;!channel&gt; ˋxˋ` in *payments*") {
+		t.Errorf("line = %q", line)
+	}
 }

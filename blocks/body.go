@@ -114,7 +114,11 @@ func truthy(raw json.RawMessage) bool {
 
 func (c *card) bash(f fields) {
 	cmd := f.str("command")
-	c.add(c.codeSection("", cmd, previewLines, previewRunes, cmd, "command.sh", "command"))
+	shown := cmd
+	if c.diffShown {
+		shown, _, _ = editDiff(c.asked, c.req.Input)
+	}
+	c.add(c.codeSection("", shown, previewLines, previewRunes, cmd, "command.sh", "command"))
 	desc := f.str("description")
 	if desc == "" && c.req.Description != cmd {
 		desc = c.req.Description
@@ -281,7 +285,7 @@ func (c *card) oneLine(field, raw string, max int) string {
 	if runes(line) > max {
 		c.hide(field+": shortened", pretty(c.req.Input), "input.json")
 	}
-	return codeSafe(cut(line, max))
+	return codeSafe(cutShown(line, max))
 }
 
 func (c *card) plan(f fields) {
@@ -324,9 +328,9 @@ func (c *card) questions(f fields) {
 	if pending && formOnly(qs) {
 		var b strings.Builder
 		for i, q := range qs {
-			line := "*" + strconv.Itoa(i+1) + ".* " + codeSafe(cut(oneLine(q.Question), 300))
+			line := "*" + strconv.Itoa(i+1) + ".* " + codeSafe(cutShown(oneLine(q.Question), 300))
 			if q.Header != "" {
-				line = "*" + strconv.Itoa(i+1) + ". " + codeSafe(cut(oneLine(q.Header), 60)) + ":* " + codeSafe(cut(oneLine(q.Question), 300))
+				line = "*" + strconv.Itoa(i+1) + ". " + codeSafe(cutShown(oneLine(q.Header), 60)) + ":* " + codeSafe(cutShown(oneLine(q.Question), 300))
 			}
 			b.WriteString(line + " _(" + plural(len(q.Options), "option") + ")_\n")
 		}

@@ -55,6 +55,15 @@ type CardOptions struct {
 	// AskRule names the team policy's ask rule that is why the card asks
 	// (the pending card says so beside the CLI's own reason).
 	AskRule string
+	// SessionRule, when set, says whether the menu may offer a
+	// suggestion as Claude Code's own session rule (the bot withholds one
+	// the team policy's deny or ask rules could meet); its grants are
+	// offered either way. Nil offers every one.
+	SessionRule func(store.Suggestion) bool
+	// NoGrants: slackgate's grants would never apply to this request (a
+	// policy rule matches it, and a grant stands in only where none
+	// does), so "Approve and allow…" does not offer them.
+	NoGrants bool
 }
 
 // Card renders a request as its Slack card: pending (with buttons) while
@@ -64,14 +73,15 @@ type CardOptions struct {
 // A pending card's first line (also Message.Text, mentioning s.StartedBy)
 // says what Claude wants (for a compound command its weightiest step; a
 // leading `cd <s.WorkDir>` is implied), the project (s.WorkDir's base
-// name) and for whom; then the input once, one context line, Approve and
-// Deny side by side with Edit & approve, and the menu "Approve and allow
-// for this session…", whose options name each suggestion's rules and what
-// they do (a rule set too long for its option is listed in its
-// confirmation). A long input shows its head and tail with how many lines
+// name) and for whom, and for several approvers what is left (progress);
+// then the input once, one context line, Approve and Deny side by side
+// with Edit & approve, the menu "Approve and allow…", whose options name
+// each suggestion's rules and what they do (its second step, AllowModal,
+// lists them whole), and under the buttons when it was reminded or
+// escalated. A long input shows its head and tail with how many lines
 // are hidden; Message.FullInput holds the whole, to upload as
-// Message.FullInputName, and Approve, Approve plan and the menu confirm
-// first, saying what is hidden. Three or more questions are answered in the
+// Message.FullInputName, and Approve, Approve plan and the scopes of
+// "Approve and allow…" confirm first, saying what is hidden. Three or more questions are answered in the
 // answer modal (ModalFor). A settled card leads with the outcome, who and
 // when and what ran: the applied input, Decision.UpdatedInput when edited
 // (outcomeWith has one case per store.Outcome).
@@ -81,15 +91,21 @@ func Card(r store.Request, s store.Session) Message { return CardWith(r, s, Card
 // AttachmentFailed when the full input could not be uploaded).
 func CardWith(r store.Request, s store.Session, o CardOptions) Message {
 	r = normalize(r)
-	edited, isEdited := editedByFirst(r)
-	if isEdited && r.Decision == nil {
-		r.Input = r.Approvals[0].Input // what the approvals are of, and what runs
+	ed, isEdited := editor(r)
+	isEdited = isEdited && r.Decision == nil
+	asked := r.Input
+	if isEdited {
+		r.Input = ed.Input // what the approvals are of, and what runs
 	}
 	shown := r
 	shown.Input = maskJSON(r.Input) // a private key spans lines: mask before clipping
 	c := &card{req: shown, real: r, sess: s, opts: o}
-	if isEdited && r.Decision == nil {
-		c.flags = append(c.flags, edited)
+	if isEdited {
+		c.editor, c.asked = &ed, maskJSON(asked)
+		// Only the command changed, and the diff holds all of it: the
+		// diff stands for the command in the body (bash).
+		_, changed, whole := editDiff(c.asked, shown.Input)
+		c.diffShown = r.ToolName == "Bash" && whole && slices.Equal(changed, []string{"command"})
 	}
 	c.render()
 	return c.msg
@@ -107,12 +123,22 @@ type card struct {
 	flags    []string // warnings under the headline
 	short    []string // the same warnings for the notification text
 	said     string   // Claude's own words about the request, for the context line
+	// editor is the first of several approvers when they edited the
+	// input, and asked the input as Claude asked it (masked): the card
+	// shows the edit against it.
+	editor    *store.Approval
+	asked     json.RawMessage
+	diffShown bool // the body shows the edit as a diff of the command
 }
 
 func (c *card) render() {
 	c.add(section(c.lead()))
 	top := len(c.msg.Blocks)
 	c.body()
+	if c.editor != nil && !c.diffShown {
+		d, _, _ := editDiff(c.asked, c.req.Input)
+		c.add(c.codeSection(editedLabel(*c.editor), d, previewLines, previewRunes, pretty(c.req.Input), "input.json", "the change"))
+	}
 	if c.req.Decision != nil {
 		// A settled card keeps only its lead: what the body would have
 		// hidden still decides whether the thread holds the full input.
@@ -122,11 +148,13 @@ func (c *card) render() {
 		c.add(slack.NewContextBlock("", mrkdwn(c.attachNote())))
 	}
 	c.add(c.context())
-	if c.req.Decision == nil && c.opts.Needs.several() {
-		c.add(approvalsLine(c.req, c.opts.Needs))
-	}
 	if c.req.Decision == nil {
 		c.controls()
+		if n := reachNote(c.req); n != "" {
+			// Notes of reminders and escalations go under the
+			// buttons: however many, Approve and Deny stay put.
+			c.add(slack.NewContextBlock("", mrkdwn(cutSafe(strings.TrimPrefix(n, " · "), MaxText))))
+		}
 		if len(c.hidden) > 0 {
 			c.msg.FullInput = c.full
 			c.msg.FullInputName = c.fullName
@@ -145,7 +173,14 @@ func (c *card) lead() string {
 	if c.req.Decision != nil {
 		return cutSafe(outcomeWith(c.req, c.ran()), MaxText)
 	}
-	return cutSafe(c.headline()+c.where(), MaxText)
+	lead := c.headline() + c.where()
+	if p := progress(c.req, c.opts.Needs, ""); p != "" {
+		lead += "\n" + p
+	}
+	if c.diffShown {
+		lead += "\n" + editedLabel(*c.editor)
+	}
+	return cutSafe(lead, MaxText)
 }
 
 // headline is what Claude wants in the session's terms.
@@ -265,7 +300,7 @@ func (c *card) fallback() string {
 		}
 	}
 	if p := project(c.sess); p != "" {
-		t += " in " + Escape(cut(p, 60))
+		t += " in " + Escape(cutShown(p, 60))
 	}
 	if len(c.short) > 0 {
 		t += " (" + strings.Join(c.short, ", ") + ")"
@@ -306,7 +341,7 @@ func headline(r store.Request) string {
 		case 0:
 			return "❓ Claude has a question"
 		case 1:
-			return "❓ Claude asks: *" + codeSafe(cut(oneLine(qs[0].Question), 200)) + "*"
+			return "❓ Claude asks: *" + codeSafe(cutShown(oneLine(qs[0].Question), 200)) + "*"
 		default:
 			return fmt.Sprintf("❓ Claude has %d questions", len(qs))
 		}
@@ -402,20 +437,28 @@ func baseName(p string) string {
 	return p
 }
 
-// diff shows old → new as unified-style lines: the unchanged lines at both
-// ends as context (at most 3), the rest as - and +.
-func diff(old, new string) string {
-	a, b := strings.Split(old, "\n"), strings.Split(new, "\n")
-	pre := 0
+// sameEnds counts the elements a and b share at their start and, of the
+// rest, at their end.
+func sameEnds(a, b []string) (pre, suf int) {
 	for pre < len(a) && pre < len(b) && a[pre] == b[pre] {
 		pre++
 	}
-	suf := 0
 	for suf < len(a)-pre && suf < len(b)-pre && a[len(a)-1-suf] == b[len(b)-1-suf] {
 		suf++
 	}
+	return pre, suf
+}
+
+// diff shows old → new as unified-style lines: the unchanged lines at both
+// ends as context (at most 3), the rest as - and +.
+func diff(old, new string) string { return diffContext(old, new, 3) }
+
+// diffContext is diff with at most n unchanged lines at each end.
+func diffContext(old, new string, n int) string {
+	a, b := strings.Split(old, "\n"), strings.Split(new, "\n")
+	pre, suf := sameEnds(a, b)
 	var out []string
-	for _, l := range a[max(0, pre-3):pre] {
+	for _, l := range a[max(0, pre-n):pre] {
 		out = append(out, "  "+l)
 	}
 	for _, l := range a[pre : len(a)-suf] {
@@ -424,7 +467,7 @@ func diff(old, new string) string {
 	for _, l := range b[pre : len(b)-suf] {
 		out = append(out, "+ "+l)
 	}
-	for _, l := range a[len(a)-suf : min(len(a), len(a)-suf+3)] {
+	for _, l := range a[len(a)-suf : min(len(a), len(a)-suf+n)] {
 		out = append(out, "  "+l)
 	}
 	return strings.Join(out, "\n")
@@ -443,9 +486,9 @@ func approxLines(chunks []string) int {
 func questionText(q question) string {
 	var b strings.Builder
 	if q.Header != "" {
-		b.WriteString("*" + codeSafe(cut(oneLine(q.Header), 100)) + "*\n")
+		b.WriteString("*" + codeSafe(cutShown(oneLine(q.Header), 100)) + "*\n")
 	}
-	b.WriteString(codeSafe(cut(q.Question, 1000)))
+	b.WriteString(codeSafe(cutShown(q.Question, 1000)))
 	if q.MultiSelect {
 		b.WriteString(" _(pick any)_")
 	}
@@ -480,12 +523,12 @@ func optionList(q question) string {
 		var line string
 		switch {
 		case num:
-			line = "*" + strconv.Itoa(i+1) + ".* " + codeSafe(cut(oneLine(o.Label), 200))
+			line = "*" + strconv.Itoa(i+1) + ".* " + codeSafe(cutShown(oneLine(o.Label), 200))
 			if d != "" {
-				line += " — _" + codeSafe(cut(oneLine(d), 200)) + "_"
+				line += " — _" + codeSafe(cutShown(oneLine(d), 200)) + "_"
 			}
 		case d != "":
-			line = "*" + codeSafe(cut(oneLine(o.Label), 100)) + "*: " + codeSafe(cut(oneLine(d), 200))
+			line = "*" + codeSafe(cutShown(oneLine(o.Label), 100)) + "*: " + codeSafe(cutShown(oneLine(d), 200))
 		default:
 			continue
 		}
@@ -590,7 +633,7 @@ func suggestionWords(s store.Suggestion) (names []string, does string, ok bool) 
 			return nil, "", false
 		}
 		for _, r := range s.Rules {
-			names = append(names, ruleString(r))
+			names = append(names, r.String())
 		}
 		if len(names) == 0 {
 			return nil, "", false
@@ -631,13 +674,6 @@ func rulesDo(rules []store.SuggestionRule) string {
 	return "what these rules match runs without asking"
 }
 
-func ruleString(r store.SuggestionRule) string {
-	if r.RuleContent == "" {
-		return r.ToolName
-	}
-	return r.ToolName + "(" + r.RuleContent + ")"
-}
-
 // context is the small print, on one line: Claude's description, the
 // session's directory, the subagent, why the CLI asked when that says more
 // than "it needs approval", and what newer CLIs add.
@@ -661,8 +697,8 @@ func (c *card) context() slack.Block {
 	if about := c.about(); len(about) > 0 && c.req.Decision == nil {
 		parts = append(parts, about...)
 	}
-	if n := reachNote(c.req); n != "" {
-		parts = append(parts, strings.TrimPrefix(n, " · "))
+	if n := reachNote(c.req); n != "" && c.req.Decision != nil {
+		parts = append(parts, strings.TrimPrefix(n, " · ")) // pending: under the buttons (render)
 	}
 	return slack.NewContextBlock("", mrkdwn(cutSafe(orDash(strings.Join(parts, " · ")), MaxText)))
 }
@@ -675,13 +711,13 @@ func (c *card) why() string {
 	var why []string
 	switch r := c.req.DecisionReason; {
 	case r != "" && !strings.HasPrefix(strings.ToLower(r), "this command requires approval"):
-		why = append(why, "Reason: "+codeSafe(cut(oneLine(r), 800)))
+		why = append(why, "Reason: "+codeSafe(cutShown(oneLine(r), 800)))
 	case r == "" && c.req.DecisionReasonType != "" && !generic[c.req.DecisionReasonType]:
 		t := c.req.DecisionReasonType
 		if words, ok := reasonTypes[t]; ok {
 			t = words
 		}
-		why = append(why, "Reason: "+codeSafe(cut(oneLine(t), 200)))
+		why = append(why, "Reason: "+codeSafe(cutShown(oneLine(t), 200)))
 	}
 	if c.req.BlockedPath != "" {
 		why = append(why, "Blocked path: "+inlineCode(c.req.BlockedPath, 800))
@@ -698,13 +734,13 @@ func (c *card) why() string {
 func (c *card) about() []string {
 	var out []string
 	if t := strings.TrimSpace(c.req.Title); t != "" {
-		out = append(out, "Title: "+codeSafe(cut(oneLine(t), 300)))
+		out = append(out, "Title: "+codeSafe(cutShown(oneLine(t), 300)))
 	}
 	if n := c.req.DisplayName; n != "" && n != c.req.ToolName {
 		out = append(out, "Display name "+inlineCode(n, 200)+" (tool "+inlineCode(c.req.ToolName, 200)+")")
 	}
 	if d := strings.TrimSpace(c.req.Description); d != "" && c.req.ToolName != "Bash" && !c.inInput(d) {
-		out = append(out, "Description: "+codeSafe(cut(oneLine(d), 500)))
+		out = append(out, "Description: "+codeSafe(cutShown(oneLine(d), 500)))
 	}
 	if m := c.req.MCPServer; m != "" {
 		out = append(out, "MCP server "+inlineCode(m, 200))
@@ -749,6 +785,23 @@ func short(id string) string {
 		return id[:8]
 	}
 	return id
+}
+
+// spanWords says a wait in people's words: "8 hours", "1 hour 30
+// minutes", "45 minutes", "30 seconds".
+func spanWords(d time.Duration) string {
+	if d < time.Minute-time.Second/2 {
+		return plural(max(1, int(d.Round(time.Second)/time.Second)), "second")
+	}
+	d = d.Round(time.Minute)
+	h, m := int(d/time.Hour), int(d%time.Hour/time.Minute)
+	switch {
+	case h == 0:
+		return plural(m, "minute")
+	case m == 0:
+		return plural(h, "hour")
+	}
+	return plural(h, "hour") + " " + plural(m, "minute")
 }
 
 // dateToken renders t so each reader sees their own time zone.
@@ -824,7 +877,7 @@ func outcomeWith(r store.Request, ran string) string {
 		// Withdrawn for a reason (answered in the terminal, the hook
 		// stopped waiting, Claude moved on): the reason is the news, and
 		// whether the tool then ran is not slackgate's to know.
-		lead := "↩️ *Cancelled* " + when + ": " + codeSafe(cut(oneLine(d.Message), 1000))
+		lead := "↩️ *Cancelled* " + when + ": " + codeSafe(cutShown(oneLine(d.Message), 1000))
 		if ran != "" {
 			lead += " · " + ran
 		}
@@ -842,11 +895,22 @@ func outcomeWith(r store.Request, ran string) string {
 			icon = "⏭️"
 		}
 		fmt.Fprintf(&b, "%s *%s*%s %s", icon, word, byWhom(d), when)
+		if len(r.Approvals) > 0 {
+			b.WriteString(" after " + mentions(r.Approvals) + " approved")
+		}
 	case store.OutcomeExpired:
-		fmt.Fprintf(&b, "⌛ *Expired* %s: nobody answered in time, so Claude was told no", when)
+		// People read how long it waited; d.Message is Claude's.
+		in := "in time"
+		if !r.CreatedAt.IsZero() && d.At.After(r.CreatedAt) {
+			in = "within " + spanWords(d.At.Sub(r.CreatedAt))
+		}
+		fmt.Fprintf(&b, "⌛ *Expired* %s: nobody answered %s, so Claude was told no", when, in)
 	case store.OutcomeCancelled:
-		// By is set when a person's Stop made Claude withdraw it.
-		fmt.Fprintf(&b, "↩️ *Cancelled*%s %s: Claude withdrew the request", byWhom(d), when)
+		if d.By != "" { // a person's Stop made Claude withdraw it
+			fmt.Fprintf(&b, "↩️ *Cancelled* %s: <@%s> stopped Claude's turn before anyone decided", when, d.By)
+			break
+		}
+		fmt.Fprintf(&b, "↩️ *Cancelled* %s: Claude withdrew the request", when)
 	case store.OutcomeEnded:
 		fmt.Fprintf(&b, "⏹️ *Session ended* %s before anyone answered", when)
 	case store.OutcomeRefused:
@@ -875,18 +939,20 @@ func outcomeDetails(r store.Request) string {
 			}
 		}
 		for _, q := range answerOrder(r, d.Answers) {
-			b.WriteString("\n• *" + codeSafe(cut(oneLine(q), 200)) + "* → " + codeSafe(cut(oneLine(d.Answers[q]), 500)))
+			b.WriteString("\n• *" + codeSafe(cutShown(oneLine(q), 200)) + "* → " + codeSafe(cutShown(oneLine(d.Answers[q]), 500)))
 		}
 	case store.OutcomeDeny:
 		if d.Interrupt {
 			b.WriteString(" · Claude's turn was stopped")
 		}
 		if d.Message != "" && !d.Skipped {
-			b.WriteString("\n> " + codeSafe(cut(oneLine(d.Message), 1500)))
+			b.WriteString("\n> " + codeSafe(cutShown(oneLine(d.Message), 1500)))
 		}
 	default:
-		if d.Message != "" {
-			b.WriteString("\n_" + codeSafe(cut(oneLine(d.Message), 1000)) + "_")
+		// An expiry's message and a Stop's are Claude's words; the lead
+		// says it for people.
+		if d.Message != "" && d.Outcome != store.OutcomeExpired && !(d.Outcome == store.OutcomeCancelled && d.By != "") {
+			b.WriteString("\n_" + codeSafe(cutShown(oneLine(d.Message), 1000)) + "_")
 		}
 		if d.Outcome == store.OutcomeEnded {
 			// A request never outlives its process: say what is left to do.

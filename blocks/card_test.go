@@ -230,7 +230,7 @@ func TestIDsAndValuesStayWithinLimitsForLongRequestIDs(t *testing.T) {
 		if err := json.Unmarshal([]byte(v.PrivateMetadata), &m); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		r := store.Request{ID: longID, Kind: store.KindTool, ToolName: "Bash", Input: json.RawMessage(`{"command":"x"}`)}
+		r := store.Request{ID: longID, Kind: store.KindTool, ToolCall: store.ToolCall{ToolName: "Bash", Input: json.RawMessage(`{"command":"x"}`)}}
 		mv := EditModal(r, store.MessageRef{Channel: strings.Repeat("C", 20), TS: "1700000000.000000"})
 		if err := ValidateView(mv); err != nil {
 			t.Errorf("%s: %v", name, err)

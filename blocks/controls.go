@@ -44,8 +44,8 @@ func (c *card) guard(b *slack.ButtonBlockElement, verb string) *slack.ButtonBloc
 }
 
 // controls are the card's decisions: Approve and Deny first, side by side
-// (with Edit & approve), then "Approve and allow for this session…" as one
-// menu naming each rule.
+// (with Edit & approve), then "Approve and allow…" as one menu naming
+// each rule set.
 func (c *card) controls() {
 	r := c.req
 	v := func(q, o int) string { return value(q, o, r.ID) }
@@ -60,8 +60,12 @@ func (c *card) controls() {
 	case store.KindElicitation:
 		els = c.elicitControls(v)
 	default:
+		approve := "Approve"
+		if c.editor != nil {
+			approve = approveEditLabel(*c.editor)
+		}
 		els = append(els,
-			c.guard(button(string(ActionApprove), "Approve", v(0, 0)).WithStyle(slack.StylePrimary), "Approve"),
+			c.guard(button(string(ActionApprove), approve, v(0, 0)).WithStyle(slack.StylePrimary), "Approve"),
 			button(string(ActionDeny), "Deny", v(0, 0)).WithStyle(slack.StyleDanger))
 		if Editable(c.real) && len(c.real.Approvals) == 0 {
 			els = append(els, button(string(ActionEdit), "Edit & approve", v(0, 0)))
@@ -108,54 +112,33 @@ func alwaysOffered(r store.Request) bool {
 	return normalize(r).Kind == store.KindTool && !r.SuppressAlwaysAllow
 }
 
-// alwaysMenu offers the suggestions as one menu, "Approve and allow for
-// this session…": each option names its rules (the option's text) and
-// what they do (its description). When an option's rules do not fit its
-// text, or the card hides part of the input, choosing asks first in a
-// confirmation that lists every option's rules; rules too many for it are
-// listed on the card itself. Nil when nothing is offered.
+// alwaysMenu offers the suggestions as one menu, "Approve and allow…",
+// rules first: each option names a rule set (its text, whole when it
+// fits) and what it does (its description), and only when some scope of
+// it will apply (scopes). A pick opens AllowModal, which lists the rules
+// whole and asks for how long and where, each scope in its own words.
+// Nil when nothing is offered.
 func (c *card) alwaysMenu() slack.BlockElement {
 	if !alwaysOffered(c.real) || c.opts.Needs.several() {
 		return nil
 	}
 	var opts []*slack.OptionBlockObject
-	var all, code []string
-	cutOne := false
 	for i, s := range c.req.Suggestions {
 		names, does, ok := suggestionWords(s)
 		label := strings.Join(names, ", ")
-		if !ok || len(opts) == maxButtons || runes(codeSafe(label)) > maxRuleText {
-			continue // a rule set too long to show in full is not offered
+		if !ok || len(opts) == maxButtons || strings.TrimSpace(label) == "" || runes(codeSafe(label)) > maxRuleText ||
+			len(scopes(s, c.sess, c.opts)) == 0 {
+			continue // a rule set with no words, or too long to show in full, is not offered
 		}
-		n := strconv.Itoa(len(opts) + 1)
 		text := label
 		if runes(visible(maskSecrets(text))) > MaxOptionText {
 			text = plural(len(names), "rule") + ": " + label
-			cutOne = true
 		}
-		all = append(all, n+". "+visible(maskSecrets(label)))
-		rules, _ := suggestionRules(s)
-		code = append(code, "• "+rules)
-		opts = append(opts, slack.NewOptionBlockObject(value(choiceCLI, i, c.req.ID), plainInput(text, MaxOptionText),
-			plainInput(strings.ToUpper(does[:1])+does[1:], MaxOptionText)))
-		if grantable(s) {
-			opts = append(opts, grantOptions(i, c.req.ID, text)...)
-		}
+		opts = append(opts, slack.NewOptionBlockObject(choiceValue(choiceCLI, i, store.SuggestionDigest(s), c.req.ID),
+			plainInput(text, MaxOptionText), plainInput(strings.ToUpper(does[:1])+does[1:], MaxOptionText)))
 	}
 	if len(opts) == 0 {
 		return nil
 	}
-	menu := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plain("Approve and allow…"), string(ActionAlways), opts...)
-	if cutOne || len(c.hidden) > 0 {
-		text := c.hiddenNote() + "Approves this request and, for the rest of this session, allows: " + strings.Join(all, "; ") + "."
-		if runes(text) > MaxConfirmText {
-			c.add(section("*“Approve and allow” adds, for the rest of this session:*"))
-			for _, l := range code {
-				c.add(section(cutSafe(l, MaxText)))
-			}
-			text = c.hiddenNote() + "Approves this request and adds the rules listed on the card for the rest of this session."
-		}
-		menu = menu.WithConfirm(confirm("Approve and allow?", text, "Approve and allow", "Go back"))
-	}
-	return menu
+	return slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plain("Approve and allow…"), string(ActionAllowRules), opts...)
 }

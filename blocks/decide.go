@@ -20,10 +20,12 @@ type Who struct {
 // block_actions payload (Submit reads the menus' state.values from it). When
 // next is not NextDecide the Decision is empty: the bot opens the modal
 // (next.Modal()) or waits. Errors: ErrMismatch when the click does not fit r,
-// ErrIncomplete (with the unanswered questions) on Submit, and
-// store.ErrAlreadyDecided when r is settled.
+// ErrChoiceChanged for an "Approve and allow…" pick or scope whose rules
+// are no longer the card's, ErrIncomplete (with the unanswered questions)
+// on Submit, and store.ErrAlreadyDecided when r is settled.
 //
-// What a decision carries: "Approve and allow" puts the suggestion, with
+// What a decision carries: a scope of "Approve and allow…" that is
+// Claude Code's session rule puts the suggestion, with
 // Destination "session", in Decision.Permissions; "Edit & approve" puts the
 // edited input (same JSON shape, other fields kept) in UpdatedInput;
 // answers map question text to label, several labels joined ", ", free text
@@ -62,10 +64,13 @@ func DecideAction(a Action, r store.Request, cb *slack.InteractionCallback, by W
 		}
 		return store.Decision{}, NextEditModal, nil
 	case ActionAlways:
-		var ok bool
-		if d, ok = alwaysAllow(a, r, d); !ok {
-			return mismatch()
+		var err error
+		if d, err = alwaysAllow(a, r, d); err != nil {
+			return store.Decision{}, NextDecide, err
 		}
+	case ActionAllowRules: // a rule set whose scope AllowModal asks for
+		_, err := chosen(a, r)
+		return store.Decision{}, NextAllowModal, err
 	case ActionAnswer:
 		qs := questions(r)
 		if !isQuestion || !oneTap(qs) || a.Question != 0 || a.Index >= len(qs[0].Options) {
@@ -108,19 +113,23 @@ func DecideAction(a Action, r store.Request, cb *slack.InteractionCallback, by W
 
 // alwaysAllow is d as an "Approve and allow…" pick makes it: an allow
 // that adds Claude Code's session rule, or, for a grant (GrantChoice),
-// one that adds none (slackgate keeps the rules). ok false for a pick the
-// card does not offer.
-func alwaysAllow(a Action, r store.Request, d store.Decision) (store.Decision, bool) {
+// one that adds none (slackgate keeps the rules). ErrMismatch for a pick
+// the card does not offer, ErrChoiceChanged for one whose suggestion is no
+// longer the one the card rendered (see chosen).
+func alwaysAllow(a Action, r store.Request, d store.Decision) (store.Decision, error) {
 	d.Outcome = store.OutcomeAllow
+	if _, err := chosen(a, r); err != nil {
+		return d, err
+	}
 	if _, _, ok := GrantChoice(a, r); ok {
-		return d, true
+		return d, nil
 	}
 	s, ok := offeredRule(r, a.Index)
 	if !ok || a.Question != choiceCLI {
-		return d, false
+		return d, fmt.Errorf("%w (choice %d of suggestion %d)", ErrMismatch, a.Question, a.Index)
 	}
 	d.Permissions = []store.Suggestion{s}
-	return d, true
+	return d, nil
 }
 
 // offeredRule is the suggestion an "Always allow" button at index adds,
@@ -135,8 +144,7 @@ func offeredRule(r store.Request, index int) (store.Suggestion, bool) {
 	if label, ok := suggestionLabel(s); !ok || runes(codeSafe(label)) > maxRuleText {
 		return store.Suggestion{}, false // the card offers no button for it
 	}
-	s.Destination = "session"
-	return s, true
+	return s.ForSession(), true
 }
 
 // messageAnswers reads every question's menu from the message's

@@ -53,6 +53,16 @@ func TestDecideActionFromSlackPayloads(t *testing.T) {
 				d.Outcome = store.OutcomeAllow
 				d.Permissions = []store.Suggestion{{Type: "addDirectories", Directories: []string{"/srv/repo/deploy"}, Destination: "session"}}
 			}), NextDecide, nil},
+		{"always allow whose rule was swapped in the store since the card is refused", "always_0", func() store.Request {
+			r := bashRequest()
+			r.Suggestions[0].Rules = []store.SuggestionRule{{ToolName: "Bash"}} // all of Bash
+			return r
+		}(), store.Decision{}, NextDecide, ErrChoiceChanged},
+		{"always allow whose suggestions were reordered since the card is refused", "always_0", func() store.Request {
+			r := bashRequest()
+			r.Suggestions[0], r.Suggestions[1] = r.Suggestions[1], r.Suggestions[0]
+			return r
+		}(), store.Decision{}, NextDecide, ErrChoiceChanged},
 		{"deny opens the deny modal", "deny", bashRequest(), store.Decision{}, NextDenyModal, nil},
 		{"edit opens the edit modal", "edit", bashRequest(), store.Decision{}, NextEditModal, nil},
 		{"an option button answers its question", "answer_2", questionRequest(oneQuestion),

@@ -22,16 +22,23 @@
 //     masked for display only. Decisions are built from the stored input,
 //     never from what was shown.
 //   - Cards are laid out for a phone: the first line, which is also the
-//     notification, says what, where and for whom; Approve and Deny come
-//     first; a settled card leads with its outcome. `make cards` measures
-//     the golden cards on a 375 px screen when cardview is installed:
-//     Approve and Deny end above 553 px, an outcome starts in the top 150.
+//     notification, says what, where and for whom, and for several
+//     approvers what is left, in one phrase on every surface (progress);
+//     Approve and Deny come first, notes of reminders under them; a
+//     settled card leads with its outcome. Copies, reminders and App Home
+//     rows notify with what a lock screen needs (notifyText). `make
+//     cards` measures every golden family a person reads on a phone on a
+//     375 px screen when cardview is installed: Approve and Deny end above
+//     553 px, an outcome starts in the top 150.
 //   - Every action_id, block_id and callback_id starts with Prefix, and a
 //     click decodes to one Decision or one modal (DecideAction,
 //     DecideView); only an exact question schema becomes a question form
 //     (store.IsQuestionForm), anything else is a tool card.
 //
-// card.go, lead.go and body.go render cards; elicit.go MCP elicitations;
+// card.go, lead.go and body.go render cards; approvals.go the progress of
+// several approvals and an edit's diff; reach.go copies, reminders,
+// escalation lines and the App Home's waiting list; grants.go "Approve
+// and allow…"'s second step; elicit.go MCP elicitations;
 // remember.go remembered answers and the App Home; policy.go the lines of
 // requests a policy rule settled; audit.go the audit channel's lines; modal.go, controls.go
 // and input.go modals and buttons; events.go thread lines and the status

@@ -24,29 +24,16 @@ import (
 // "Decline" and "Cancel". What the person submits becomes Decision.Content,
 // typed by the schema.
 
-// elicitation is the request's input: the elicitation control_request as
-// Claude Code sent it.
-type elicitation struct {
-	Server        string          `json:"mcp_server_name"`
-	Message       string          `json:"message"`
-	Mode          string          `json:"mode"`
-	URL           string          `json:"url"`
-	Schema        json.RawMessage `json:"requested_schema"`
-	PropertyOrder []string        `json:"property_order"`
-	Title         string          `json:"title"`
-}
-
-func elicitationOf(r store.Request) elicitation {
-	var e elicitation
+// elicitationOf is the request's input, the elicitation as Claude Code
+// sent it, with its server from the request when the input lacks one.
+func elicitationOf(r store.Request) store.Elicitation {
+	var e store.Elicitation
 	_ = json.Unmarshal(r.Input, &e)
-	if e.Server == "" {
-		e.Server = r.MCPServer
+	if e.MCPServerName == "" {
+		e.MCPServerName = r.MCPServer
 	}
 	return e
 }
-
-// isURLMode reports whether the elicitation asks for a visit to a URL.
-func (e elicitation) isURLMode() bool { return e.Mode == "url" }
 
 // elicitField is one field of a requested schema, as the modal shows it.
 type elicitField struct {
@@ -107,17 +94,17 @@ type schemaConst struct {
 
 // elicitFields reads the requested schema into the fields the modal shows,
 // in the order Claude Code gives (property_order), else the schema's own.
-func elicitFields(e elicitation) ([]elicitField, error) {
+func elicitFields(e store.Elicitation) ([]elicitField, error) {
 	var s struct {
 		Properties map[string]schemaProperty `json:"properties"`
 		Required   []string                  `json:"required"`
 	}
-	if err := json.Unmarshal(e.Schema, &s); err != nil {
+	if err := json.Unmarshal(e.RequestedSchema, &s); err != nil {
 		return nil, fmt.Errorf("%w: the schema is not a JSON object", errUnshowable)
 	}
 	order := e.PropertyOrder
 	if len(order) != len(s.Properties) {
-		order = propertyKeys(e.Schema)
+		order = propertyKeys(e.RequestedSchema)
 	}
 	if len(order) > maxElicitFields {
 		return nil, fmt.Errorf("%w: %d fields (a modal holds %d)", errUnshowable, len(order), maxElicitFields)
@@ -232,14 +219,14 @@ func (f elicitField) label() string {
 }
 
 // elicitHeadline is the card's first line for an elicitation.
-func elicitHeadline(e elicitation) string {
-	server := "*" + codeSafe(cut(oneLine(orDash(e.Server)), 100)) + "*"
+func elicitHeadline(e store.Elicitation) string {
+	server := "*" + codeSafe(cutShown(oneLine(orDash(e.MCPServerName)), 100)) + "*"
 	head := "🔌 MCP server " + server + " asks for input"
-	if e.isURLMode() {
+	if e.URLMode() {
 		head = "🔗 MCP server " + server + " asks you to open a link"
 	}
 	if t := strings.TrimSpace(e.Title); t != "" {
-		head += ": *" + codeSafe(cut(oneLine(t), 200)) + "*"
+		head += ": *" + codeSafe(cutShown(oneLine(t), 200)) + "*"
 	}
 	return head
 }
@@ -251,7 +238,7 @@ func (c *card) elicitBody() {
 	if msg := strings.TrimSpace(e.Message); msg != "" {
 		c.add(section(cutSafe(codeSafe(msg), bodyChunk)))
 	}
-	if e.isURLMode() {
+	if e.URLMode() {
 		c.add(section(linkLine(e.URL)))
 		return
 	}
@@ -262,7 +249,7 @@ func (c *card) elicitBody() {
 	}
 	var names []string
 	for _, f := range fields {
-		n := "*" + codeSafe(cut(oneLine(f.label()), 80)) + "*"
+		n := "*" + codeSafe(cutShown(oneLine(f.label()), 80)) + "*"
 		if f.Required {
 			n += " (required)"
 		}
@@ -301,7 +288,7 @@ func linkHost(raw string) (string, bool) {
 func (c *card) elicitControls(v func(q, o int) string) []slack.BlockElement {
 	e := elicitationOf(c.real)
 	var els []slack.BlockElement
-	if e.isURLMode() {
+	if e.URLMode() {
 		if host, ok := linkHost(e.URL); ok {
 			open := button(string(ActionLink), "Open "+host, v(0, 0))
 			open.URL = e.URL
@@ -322,12 +309,12 @@ func decideElicitAction(a Action, r store.Request, d store.Decision) (store.Deci
 	mismatch := fmt.Errorf("%w (%s on an elicitation)", ErrMismatch, a.Kind)
 	switch a.Kind {
 	case ActionElicitFill:
-		if _, err := elicitFields(e); err != nil || e.isURLMode() {
+		if _, err := elicitFields(e); err != nil || e.URLMode() {
 			return store.Decision{}, NextDecide, mismatch
 		}
 		return store.Decision{}, NextElicitModal, nil
 	case ActionElicitDone:
-		if !e.isURLMode() {
+		if !e.URLMode() {
 			return store.Decision{}, NextDecide, mismatch
 		}
 		d.Outcome = store.OutcomeAllow
@@ -346,7 +333,7 @@ func decideElicitAction(a Action, r store.Request, d store.Decision) (store.Deci
 // elicitOutcomeWord is the settled elicitation's one word.
 func elicitOutcomeWord(r store.Request) string {
 	switch d := r.Decision; {
-	case d.Outcome == store.OutcomeAllow && elicitationOf(r).isURLMode():
+	case d.Outcome == store.OutcomeAllow && elicitationOf(r).URLMode():
 		return "Done"
 	case d.Outcome == store.OutcomeAllow:
 		return "Submitted"
@@ -375,7 +362,7 @@ func elicitDetails(r store.Request) string {
 		if !ok {
 			continue
 		}
-		b.WriteString("\n• *" + codeSafe(cut(oneLine(f.label()), 200)) + "* → " + codeSafe(cut(oneLine(maskSecrets(shownValue(f, raw))), 500)))
+		b.WriteString("\n• *" + codeSafe(cutShown(oneLine(f.label()), 200)) + "* → " + codeSafe(cutShown(oneLine(maskSecrets(shownValue(f, raw))), 500)))
 	}
 	return b.String()
 }
@@ -415,7 +402,7 @@ func elicitBlockID(i int) string { return blockElicit + strconv.Itoa(i) }
 // one input per field of the schema, required ones marked by Slack.
 func ElicitModal(r store.Request, card store.MessageRef) slack.ModalViewRequest {
 	e := elicitationOf(r)
-	bs := []slack.Block{section(cutSafe(elicitHeadline(e)+"\n"+codeSafe(cut(strings.TrimSpace(e.Message), 2000)), MaxText))}
+	bs := []slack.Block{section(cutSafe(elicitHeadline(e)+"\n"+codeSafe(cutShown(strings.TrimSpace(e.Message), 2000)), MaxText))}
 	fields, _ := elicitFields(e)
 	for i, f := range fields {
 		var hint *slack.TextBlockObject
@@ -425,7 +412,7 @@ func ElicitModal(r store.Request, card store.MessageRef) slack.ModalViewRequest 
 		in := slack.NewInputBlock(elicitBlockID(i), plainInput(f.label(), MaxLabel), hint, fieldElement(f)).WithOptional(!f.Required)
 		bs = append(bs, in)
 	}
-	return modal(ModalElicit, r, card, "Answer "+cut(orDash(e.Server), 14), "Submit", bs...)
+	return modal(ModalElicit, r, card, "Answer "+cut(orDash(e.MCPServerName), 14), "Submit", bs...)
 }
 
 // fieldElement is the input element that asks for f.
@@ -513,7 +500,7 @@ func numberText(p *float64) string {
 func decideElicitView(r store.Request, get func(string) slack.BlockAction, d store.Decision) (store.Decision, map[string]string, error) {
 	e := elicitationOf(r)
 	fields, err := elicitFields(e)
-	if err != nil || e.isURLMode() {
+	if err != nil || e.URLMode() {
 		return store.Decision{}, nil, fmt.Errorf("%w (a form for an elicitation that has none)", ErrMismatch)
 	}
 	content := map[string]any{}

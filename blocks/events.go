@@ -1,7 +1,6 @@
 package blocks
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -37,11 +36,14 @@ func EventMessages(e store.Event) []Message {
 		}
 		var out []Message
 		for _, chunk := range splitText(Markdown(e.Text), bodyChunk) {
+			if strings.TrimSpace(chunk) == "" {
+				continue // a heading with no words ("# "), say: nothing to show
+			}
 			out = append(out, Message{Text: chunk, Blocks: []slack.Block{section(chunk)}})
 		}
 		return out
 	case store.EventToolUse:
-		line := "🔧 *" + codeSafe(cut(oneLine(e.Tool), 100)) + "*"
+		line := "🔧 *" + codeSafe(cutShown(oneLine(e.Tool), 100)) + "*"
 		if arg := toolArg(e.Tool, e.Input); arg != "" {
 			line += ": " + inlineCode(arg, toolLine)
 		}
@@ -50,9 +52,9 @@ func EventMessages(e store.Event) []Message {
 		if !e.IsError {
 			return nil
 		}
-		line := "⚠️ *" + codeSafe(cut(oneLine(e.Tool), 100)) + "* failed"
+		line := "⚠️ *" + codeSafe(cutShown(oneLine(e.Tool), 100)) + "* failed"
 		if t := strings.TrimSpace(e.Text); t != "" {
-			line += ": " + codeSafe(cut(oneLine(t), 500))
+			line += ": " + codeSafe(cutShown(oneLine(t), 500))
 		}
 		return []Message{contextMessage(line)}
 	case store.EventResult:
@@ -77,13 +79,13 @@ func EventMessages(e store.Event) []Message {
 		}
 		return []Message{contextMessage(t + ": reply in this thread to continue")}
 	case store.EventError:
-		t := "⚠️ " + codeSafe(cut(strings.TrimSpace(e.Text), 2500))
+		t := "⚠️ " + codeSafe(cutShown(strings.TrimSpace(e.Text), 2500))
 		if strings.TrimSpace(e.Text) == "" {
 			t = "⚠️ Something went wrong in the worker."
 		}
 		return []Message{{Text: cut(t, 300), Blocks: []slack.Block{section(t)}}}
 	case store.EventRefused:
-		t := "🚫 " + codeSafe(cut(oneLine(e.Text), 1000))
+		t := "🚫 " + codeSafe(cutShown(oneLine(e.Text), 1000))
 		if strings.TrimSpace(e.Text) == "" {
 			t = "🚫 slackgate refused something it could not verify."
 		}
@@ -118,12 +120,12 @@ func ProgressMessage(steps []ToolStep) Message {
 		steps = steps[n:]
 	}
 	for _, st := range steps {
-		line := "🔧 *" + codeSafe(cut(oneLine(st.Tool), 100)) + "*"
+		line := "🔧 *" + codeSafe(cutShown(oneLine(st.Tool), 100)) + "*"
 		if arg := toolArg(st.Tool, st.Input); arg != "" {
 			line += ": " + inlineCode(arg, toolLine)
 		}
 		if st.Failed != "" {
-			line = "⚠️ *" + codeSafe(cut(oneLine(st.Tool), 100)) + "* failed: " + codeSafe(cut(oneLine(st.Failed), 300))
+			line = "⚠️ *" + codeSafe(cutShown(oneLine(st.Tool), 100)) + "* failed: " + codeSafe(cutShown(oneLine(st.Failed), 300))
 		}
 		lines = append(lines, line)
 	}
@@ -140,25 +142,7 @@ func contextMessage(line string) Message {
 }
 
 // toolArg is the one argument that says what a tool call does.
-func toolArg(tool string, input json.RawMessage) string {
-	f := decodeInput(input)
-	for _, key := range []string{"command", "file_path", "notebook_path", "pattern", "url", "query", "description", "prompt"} {
-		if s := f.str(key); s != "" {
-			return s
-		}
-	}
-	if _, name, ok := mcpName(tool); ok && len(f) == 0 {
-		return name
-	}
-	if len(f) == 0 {
-		return ""
-	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, input); err != nil {
-		return string(input)
-	}
-	return compact.String()
-}
+func toolArg(tool string, input json.RawMessage) string { return store.ToolArg(tool, input) }
 
 func duration(ms int64) string {
 	d := time.Duration(ms) * time.Millisecond
@@ -173,33 +157,77 @@ func duration(ms int64) string {
 
 func resultMessage(r store.Result) Message {
 	facts := fmt.Sprintf("%s · %s · $%.4f", plural(r.Turns, "turn"), duration(r.DurationMS), r.CostUSD)
-	if !r.IsError && (r.Subtype == "" || r.Subtype == "success") {
+	why := ResultFailure(r)
+	if why == "" {
 		t := "✅ Done · " + facts
 		return Message{Text: t, Blocks: []slack.Block{slack.NewContextBlock("", mrkdwn(t))}}
 	}
-	sub := r.Subtype
-	if sub == "" {
-		sub = "error"
+	head := "❌ Turn failed"
+	if kind := cmp.Or(r.APIError, r.Subtype); kind != "" && kind != "success" {
+		head += " (" + inlineCode(kind, 60) + ")"
 	}
-	head := "❌ Turn ended with " + inlineCode(sub, 100) + " · " + facts
+	head += ": " + why + " · " + facts
 	text := head
 	for i, e := range r.Errors {
 		if i == maxErrors {
 			text += fmt.Sprintf("\n… %s more", thousands(len(r.Errors)-i))
 			break
 		}
-		text += "\n• " + codeSafe(cut(oneLine(e), 400))
+		text += "\n• " + codeSafe(cutShown(oneLine(e), 400))
 	}
 	if len(r.Errors) == 0 && strings.TrimSpace(r.Text) != "" {
-		text += "\n" + codeSafe(cut(oneLine(r.Text), 1000))
+		text += "\nClaude Code said: " + codeSafe(cutShown(oneLine(r.Text), 1000))
 	}
 	return Message{Text: cut(head, 300), Blocks: []slack.Block{section(text)}}
+}
+
+// ResultFailure says, in words a person can act on, why a turn ended in
+// an error: the status line's detail and the head of the thread's line.
+// It is "" for a turn that did not fail.
+func ResultFailure(r store.Result) string {
+	if !r.IsError && (r.Subtype == "" || r.Subtype == "success") {
+		return ""
+	}
+	if why, ok := apiFailures[r.APIError]; ok {
+		return why
+	}
+	switch r.Subtype {
+	case "error_max_turns":
+		return "Claude reached its turn limit; reply in this thread to let it go on"
+	case "error_max_budget_usd":
+		return "Claude reached its spending limit"
+	case "error_during_execution":
+		return "the turn stopped while it ran"
+	case "", "success":
+		if r.APIError != "" {
+			return "a call to the model failed; reply in this thread to try again"
+		}
+		return "Claude Code reported an error"
+	}
+	return "the turn ended with an error"
+}
+
+// apiFailures are the kinds of API failure the CLI names (its synthetic
+// assistant line's "error"), each said as what to do. Nobody in Slack can
+// run the CLI's /login, so a credential problem is the operator's.
+var apiFailures = map[string]string{
+	"authentication_failed": "Claude Code is not logged in where the worker runs, or its credential was refused: " +
+		"set ANTHROPIC_API_KEY (or another credential `slackgate doctor` accepts) in the worker's environment and restart it",
+	"oauth_org_not_allowed":  "Claude Code's login is not allowed in its organization: log the worker's CLI in with another account, or set ANTHROPIC_API_KEY",
+	"account_on_hold":        "Claude Code's account is on hold: see to it in the Anthropic Console, or give the worker another credential",
+	"verification_required":  "Claude Code's account needs verifying: see to it in the Anthropic Console, or give the worker another credential",
+	"billing_error":          "Claude Code's account cannot pay for this: add credit in the Anthropic Console, or give the worker another key",
+	"rate_limit":             "the Anthropic API is rate-limiting this account: reply in this thread to try again in a while",
+	"overloaded":             "the Anthropic API is overloaded: reply in this thread to try again in a while",
+	"model_not_found":        "the model is not available to this credential: check CLAUDE_MODEL, or the model picked for this session",
+	"cloud_credential_error": "the cloud provider refused Claude Code's credentials: check the worker's AWS_, GOOGLE_ or AZURE_ settings",
+	"max_output_tokens":      "Claude's reply ran past its output limit: reply in this thread to let it go on",
 }
 
 func exitMessage(x store.Exit) Message {
 	head := fmt.Sprintf("⏹️ Claude exited with code %d", x.Code)
 	if x.Reason != "" {
-		head += " (" + codeSafe(cut(oneLine(x.Reason), 200)) + ")"
+		head += " (" + codeSafe(cutShown(oneLine(x.Reason), 200)) + ")"
 	}
 	bs := []slack.Block{section(head)}
 	if len(x.Stderr) > 0 {
@@ -273,7 +301,7 @@ func StatusMessage(s store.Session, st Status) Message {
 	}
 	text := head
 	if d := strings.TrimSpace(st.Detail); d != "" {
-		text += ": " + codeSafe(cut(oneLine(d), 500))
+		text += ": " + codeSafe(cutShown(oneLine(d), 500))
 	}
 	if !st.Since.IsZero() {
 		text += " · since " + dateToken(st.Since)
@@ -353,7 +381,7 @@ func ToolSummary(tool string, input json.RawMessage) string {
 // slackgate saw none of it: whoever holds a token can report anything.
 func ToolRanMessage(tool string, input json.RawMessage, failed bool, errText, token string) Message {
 	input = maskJSON(input)
-	name := "*" + codeSafe(cut(oneLine(tool), 100)) + "*"
+	name := "*" + codeSafe(cutShown(oneLine(tool), 100)) + "*"
 	line := "🔧 " + name + " ran"
 	if failed {
 		line = "⚠️ " + name + " failed"
@@ -362,7 +390,7 @@ func ToolRanMessage(tool string, input json.RawMessage, failed bool, errText, to
 		line += ": " + inlineCode(arg, toolLine)
 	}
 	if t := strings.TrimSpace(maskSecrets(errText)); failed && t != "" {
-		line += " · " + codeSafe(cut(oneLine(t), 300))
+		line += " · " + codeSafe(cutShown(oneLine(t), 300))
 	}
 	return contextMessage(line + " · _" + ReportedBy(token) + "_")
 }
@@ -375,7 +403,7 @@ func APISessionRoot(token, host, cwd, user string) Message {
 	text := "API token " + boldText(token, 64) + " reports a Claude Code session on " +
 		boldText(cmp.Or(host, "an unnamed host"), 200) + " in " + inlineCode(cmp.Or(cwd, "?"), 300)
 	if user != "" {
-		text += " (" + codeSafe(cut(oneLine(user), 100)) + ")"
+		text += " (" + codeSafe(cutShown(oneLine(user), 100)) + ")"
 	}
 	text += ". slackgate cannot check what a token's client says about itself. Its requests appear in this thread."
 	return Message{Text: text, Blocks: []slack.Block{section(text)}}
@@ -384,7 +412,7 @@ func APISessionRoot(token, host, cwd, user string) Message {
 // ReportedBy says that what follows or precedes it is approval API token
 // token's claim, which slackgate could not check.
 func ReportedBy(token string) string {
-	return "as reported by API token " + codeSafe(cut(oneLine(token), 64))
+	return "as reported by API token " + codeSafe(cutShown(oneLine(token), 64))
 }
 
 // starter names who started a session: a mention of a Slack user, or,
@@ -400,5 +428,5 @@ func starter(id string) string {
 // boldText renders one line of raw text in bold: escaped, cut to max
 // runes, with asterisks replaced so the bold cannot end early.
 func boldText(raw string, max int) string {
-	return "*" + strings.ReplaceAll(codeSafe(cut(oneLine(raw), max)), "*", "∗") + "*"
+	return "*" + strings.ReplaceAll(codeSafe(cutShown(oneLine(raw), max)), "*", "∗") + "*"
 }

@@ -33,8 +33,10 @@ var (
 func request(id string, kind store.Kind, tool, input string) store.Request {
 	return store.Request{
 		ID: id, SessionID: session.ID, CLIRequestID: "cli-" + id, Kind: kind,
-		ToolName: tool, DisplayName: tool, Input: json.RawMessage(input),
-		ToolUseID: "toolu_" + id, CreatedAt: t0, Deadline: t0.Add(time.Hour),
+		ToolCall: store.ToolCall{
+			ToolName: tool, DisplayName: tool, Input: json.RawMessage(input),
+			ToolUseID: "toolu_" + id,
+		}, CreatedAt: t0, Deadline: t0.Add(time.Hour),
 	}
 }
 
@@ -214,15 +216,20 @@ func threadMessages() map[string][]Message {
 		"event_tool_error":       EventMessages(ev(store.Event{Type: store.EventToolResult, Tool: "Bash", IsError: true, Text: "exit status 2"})),
 		"event_result_ok":        EventMessages(ev(store.Event{Type: store.EventResult, Result: &store.Result{Subtype: "success", Turns: 3, DurationMS: 12400, CostUSD: 0.0123}})),
 		"event_result_error":     EventMessages(ev(store.Event{Type: store.EventResult, Result: &store.Result{Subtype: "error_max_turns", IsError: true, Turns: 10, DurationMS: 95000, CostUSD: 0.5, Errors: []string{"max turns reached"}}})),
-		"event_exit":             EventMessages(ev(store.Event{Type: store.EventExit, Exit: &store.Exit{Code: 1, Reason: "exit status 1", Stderr: []string{"Error: boom", "  at main"}}})),
-		"event_error":            EventMessages(ev(store.Event{Type: store.EventError, Text: "could not start claude: not found"})),
-		"event_interrupted":      EventMessages(ev(store.Event{Type: store.EventInterrupted, Text: "U0ALICE"})),
+		// What Claude Code 2.1.330 ends a turn with when it has no credential.
+		"event_result_not_logged_in": EventMessages(ev(store.Event{Type: store.EventResult, Result: &store.Result{Subtype: "success", IsError: true, Turns: 1, DurationMS: 157,
+			Text: "Not logged in · Please run /login", APIError: "authentication_failed"}})),
+		"event_exit":        EventMessages(ev(store.Event{Type: store.EventExit, Exit: &store.Exit{Code: 1, Reason: "exit status 1", Stderr: []string{"Error: boom", "  at main"}}})),
+		"event_error":       EventMessages(ev(store.Event{Type: store.EventError, Text: "could not start claude: not found"})),
+		"event_interrupted": EventMessages(ev(store.Event{Type: store.EventInterrupted, Text: "U0ALICE"})),
 		"event_refused": EventMessages(ev(store.Event{Type: store.EventRefused,
 			Text: "slackgate refused to run this session: its signature does not verify with this worker's key <!here>"})),
-		"status_working":        {StatusMessage(session, Status{Phase: PhaseWorking})},
-		"status_waiting":        {StatusMessage(session, Status{Phase: PhaseWaiting, Pending: 2, Since: t0})},
-		"status_done":           {StatusMessage(session, Status{Phase: PhaseDone})},
-		"status_failed":         {StatusMessage(session, Status{Phase: PhaseFailed, Detail: "claude exited with code 1"})},
+		"status_working": {StatusMessage(session, Status{Phase: PhaseWorking})},
+		"status_waiting": {StatusMessage(session, Status{Phase: PhaseWaiting, Pending: 2, Since: t0})},
+		"status_done":    {StatusMessage(session, Status{Phase: PhaseDone})},
+		"status_failed":  {StatusMessage(session, Status{Phase: PhaseFailed, Detail: "claude exited with code 1"})},
+		"status_failed_not_logged_in": {StatusMessage(session, Status{Phase: PhaseFailed,
+			Detail: ResultFailure(store.Result{Subtype: "success", IsError: true, APIError: "authentication_failed"})})},
 		"status_stopped":        {StatusMessage(session, Status{Phase: PhaseStopped})},
 		"ephemeral_decided":     {AlreadyDecided(cards()["final_approved"])},
 		"ephemeral_not_allowed": {NotAllowed()},
@@ -373,16 +380,23 @@ func TestGoldenThreadMessages(t *testing.T) {
 			if len(ms) == 0 {
 				t.Fatal("no message rendered")
 			}
-			var out []goldenMessage
-			for _, m := range ms {
-				if err := ValidateMessage(m.Text, m.Blocks); err != nil {
-					t.Errorf("message breaks Slack's limits: %v", err)
-				}
-				out = append(out, messageJSON(t, m))
-			}
-			checkGolden(t, name, out)
+			checkGoldenMessages(t, name, ms)
 		})
 	}
+}
+
+// checkGoldenMessages checks ms against Slack's limits and the golden
+// file name.
+func checkGoldenMessages(t *testing.T, name string, ms []Message) {
+	t.Helper()
+	var out []goldenMessage
+	for _, m := range ms {
+		if err := ValidateMessage(m.Text, m.Blocks); err != nil {
+			t.Errorf("message breaks Slack's limits: %v", err)
+		}
+		out = append(out, messageJSON(t, m))
+	}
+	checkGolden(t, name, out)
 }
 
 // TestEveryGoldenFileIsValid re-reads the golden files as Slack would receive

@@ -145,14 +145,7 @@ func normalize(r store.Request) store.Request {
 }
 
 // mcpName splits "mcp__server__tool"; ok is false for other names.
-func mcpName(tool string) (server, name string, ok bool) {
-	rest, found := strings.CutPrefix(tool, "mcp__")
-	if !found {
-		return "", "", false
-	}
-	server, name, ok = strings.Cut(rest, "__")
-	return server, name, ok && server != "" && name != ""
-}
+func mcpName(tool string) (server, name string, ok bool) { return store.MCPToolName(tool) }
 
 // editFields lists the input fields the edit modal offers, per tool.
 var editFields = map[string][]string{

@@ -33,11 +33,10 @@ func toolAct(r store.Request, workdir string) act {
 		switch r.ToolName {
 		case "Bash":
 			step, others := mainStep(v, workdir)
-			n := headRunes
+			obj := inlineCode(step, headRunes)
 			if others > 0 {
-				n = stepRunes // the body shows every step whole
+				obj = inlineCode(cutWords(step, stepRunes), stepRunes) // the body shows every step whole
 			}
-			obj := inlineCode(step, n)
 			if others > 0 {
 				obj += " and " + plural(others, "other step")
 			}
@@ -55,6 +54,18 @@ func toolAct(r store.Request, workdir string) act {
 		name = r.DisplayName
 	}
 	return act{"use", inlineCode(name, headRunes)}
+}
+
+// cutWords cuts s to at most max runes at a space, marking the cut "…".
+func cutWords(s string, max int) string {
+	if runes(s) <= max {
+		return s
+	}
+	c := strings.TrimSuffix(cut(s, max-1), "…")
+	if i := strings.LastIndexByte(c, ' '); i > 0 {
+		c = c[:i]
+	}
+	return c + " …"
 }
 
 // relPath shows p relative to the session's directory when it lies inside.
@@ -86,7 +97,7 @@ func project(s store.Session) string {
 func (c *card) where() string {
 	var parts []string
 	if p := project(c.sess); p != "" {
-		parts = append(parts, "in *"+strings.ReplaceAll(Escape(cut(p, 60)), "*", "∗")+"*")
+		parts = append(parts, "in *"+strings.ReplaceAll(Escape(cutShown(p, 60)), "*", "∗")+"*")
 	}
 	if c.sess.StartedBy != "" {
 		parts = append(parts, "for "+starter(c.sess.StartedBy))
@@ -101,14 +112,45 @@ func (c *card) where() string {
 // (outside quotes; a pipeline stays one step): a rough parse, good enough to pick a headline step.
 func splitSteps(cmd string) []string {
 	var steps []string
-	var cur strings.Builder
-	var quote rune
-	flush := func() {
-		if s := strings.TrimSpace(cur.String()); s != "" {
+	for _, p := range stepSpans(cmd) {
+		if s := strings.TrimSpace(p.text); s != "" {
 			steps = append(steps, s)
 		}
-		cur.Reset()
 	}
+	return steps
+}
+
+// stepLines is cmd one step a line, each with the operator that ends it
+// ("docker build . &&"), a leading cd on the line of the step it leads
+// to: all of the command, to show or compare by step.
+func stepLines(cmd string) []string {
+	var lines []string
+	glue := false
+	for _, p := range stepSpans(cmd) {
+		line := strings.TrimSpace(p.text)
+		if p.op != "" && p.op != "\n" {
+			line = strings.TrimSpace(line + " " + p.op)
+		}
+		switch {
+		case line == "":
+		case glue:
+			lines[len(lines)-1] += " " + line
+		default:
+			lines = append(lines, line)
+		}
+		glue = len(lines) == 1 && !glue && p.op == "&&" && len(strings.Fields(line)) == 3 && strings.HasPrefix(line, "cd ")
+	}
+	return lines
+}
+
+// span is one step of a command as written, and the operator after it
+// ("\n" for a newline, "" at the end).
+type span struct{ text, op string }
+
+func stepSpans(cmd string) []span {
+	var out []span
+	var cur strings.Builder
+	var quote rune
 	rs := []rune(cmd)
 	for i := 0; i < len(rs); i++ {
 		r := rs[i]
@@ -128,16 +170,18 @@ func splitSteps(cmd string) []string {
 			i++
 			r = rs[i]
 		case r == ';' || r == '\n' || ((r == '&' || r == '|') && i+1 < len(rs) && rs[i+1] == r):
-			flush()
+			op := string(r)
 			if r == '&' || r == '|' {
+				op += string(r)
 				i++
 			}
+			out = append(out, span{cur.String(), op})
+			cur.Reset()
 			continue
 		}
 		cur.WriteRune(r)
 	}
-	flush()
-	return steps
+	return append(out, span{cur.String(), ""})
 }
 
 // weights rank commands by what they can do to the world beyond the

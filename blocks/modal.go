@@ -3,6 +3,7 @@ package blocks
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -222,13 +223,22 @@ type ViewAction struct {
 // ParseViewSubmission reads which modal was submitted, for which request and
 // card. ErrNotOurs for another app's view or unreadable metadata.
 func ParseViewSubmission(cb *slack.InteractionCallback) (ViewAction, error) {
+	return parseView(cb, ModalDeny, ModalEdit, ModalOther, ModalElicit)
+}
+
+// ParseModalClick reads, for a click on a button inside one of
+// slackgate's modals (AllowModal's), which modal it was, for which
+// request and card. ErrNotOurs for any other view.
+func ParseModalClick(cb *slack.InteractionCallback) (ViewAction, error) {
+	return parseView(cb, ModalAllow)
+}
+
+func parseView(cb *slack.InteractionCallback, kinds ...ModalKind) (ViewAction, error) {
 	if cb == nil {
 		return ViewAction{}, ErrNotOurs
 	}
 	kind := ModalKind(cb.View.CallbackID)
-	switch kind {
-	case ModalDeny, ModalEdit, ModalOther, ModalElicit:
-	default:
+	if !slices.Contains(kinds, kind) {
 		return ViewAction{}, fmt.Errorf("%w: callback_id %q", ErrNotOurs, cb.View.CallbackID)
 	}
 	var m metadata

@@ -45,7 +45,8 @@ func currentMode(s store.Session) string {
 	return "default"
 }
 
-// modeMenu is the static select offering modes, the current one selected.
+// modeMenu is the static select offering modes, the current one
+// selected, which confirms before it switches (as Stop does).
 func modeMenu(s store.Session, modes []string) slack.BlockElement {
 	var opts []*slack.OptionBlockObject
 	var initial *slack.OptionBlockObject
@@ -54,13 +55,20 @@ func modeMenu(s store.Session, modes []string) slack.BlockElement {
 		if !slices.Contains(modes, m) {
 			continue
 		}
-		o := slack.NewOptionBlockObject(value(0, i, s.ID), plain(modeWords[m]), nil)
+		var desc *slack.TextBlockObject
+		if m == "bypassPermissions" {
+			// The line is everyone's; the policy says who may pick it.
+			desc = plain("Only for whom the team policy names")
+		}
+		o := slack.NewOptionBlockObject(value(0, i, s.ID), plain(modeWords[m]), desc)
 		opts = append(opts, o)
 		if m == cur {
 			initial = o
 		}
 	}
-	menu := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plain(ModeMenuLabel), string(ActionMode), opts...)
+	menu := slack.NewOptionsSelectBlockElement(slack.OptTypeStatic, plain(ModeMenuLabel), string(ActionMode), opts...).
+		WithConfirm(confirm("Switch Claude's permission mode?", "Claude switches at once, until its process ends; "+
+			"the thread says when it has. acceptEdits and bypassPermissions run what they cover without a card.", "Switch", "Go back"))
 	if initial != nil {
 		menu.InitialOption = initial
 	}
@@ -70,7 +78,7 @@ func modeMenu(s store.Session, modes []string) slack.BlockElement {
 // ModeChanged is the thread line of a switch of the running process's
 // permission mode.
 func ModeChanged(e store.Event) Message {
-	text := "🔧 Permission mode switched to *" + codeSafe(cut(e.Text, 40)) + "*"
+	text := "🔧 Permission mode switched to *" + codeSafe(cutShown(e.Text, 40)) + "*"
 	if e.By != "" {
 		text += " by <@" + e.By + ">"
 	}

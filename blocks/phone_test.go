@@ -2,6 +2,7 @@ package blocks
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -196,9 +197,10 @@ func TestDeployHeadlineNamesTheProdStep(t *testing.T) {
 
 func TestApproveAndAllowMenuAndOlderButtonsDecodeAlike(t *testing.T) {
 	r := deployRequest()
+	digest := store.SuggestionDigest(r.Suggestions[1])
 	menu := &slack.BlockAction{ActionID: string(ActionAlways), BlockID: blockAlways,
-		SelectedOption: slack.OptionBlockObject{Value: value(0, 1, r.ID)}}
-	older := &slack.BlockAction{ActionID: actionID(ActionAlways, 1), BlockID: blockActions, Value: value(0, 1, r.ID)}
+		SelectedOption: slack.OptionBlockObject{Value: choiceValue(0, 1, digest, r.ID)}}
+	older := &slack.BlockAction{ActionID: actionID(ActionAlways, 1), BlockID: blockActions, Value: choiceValue(0, 1, digest, r.ID)}
 	for name, ba := range map[string]*slack.BlockAction{"menu": menu, "older button": older} {
 		a, ok := ParseAction(ba)
 		if !ok || a.Kind != ActionAlways || a.Index != 1 || a.RequestID != r.ID {
@@ -209,6 +211,19 @@ func TestApproveAndAllowMenuAndOlderButtonsDecodeAlike(t *testing.T) {
 			d.Permissions[0].Rules[0].RuleContent != "kubectl --context prod-eu-west-1 -n payments set image:*" {
 			t.Errorf("%s: decided %+v, %v, %v", name, d, next, err)
 		}
+	}
+	// A card posted before choices named their rules cannot say which
+	// rules it showed: its pick allows nothing.
+	unnamed, ok := ParseAction(&slack.BlockAction{ActionID: string(ActionAlways), BlockID: blockAlways,
+		SelectedOption: slack.OptionBlockObject{Value: value(0, 1, r.ID)}})
+	if !ok {
+		t.Fatal("a pick of a card without digests is not ours")
+	}
+	if _, _, err := DecideAction(unnamed, r, nil, alice, t0); !errors.Is(err, ErrChoiceChanged) {
+		t.Errorf("a pick naming no digest: %v, want ErrChoiceChanged", err)
+	}
+	if _, _, ok := GrantChoice(Action{Kind: ActionAlways, RequestID: r.ID, Question: choiceRepo, Index: 1}, r); ok {
+		t.Error("a grant pick naming no digest is a grant")
 	}
 }
 

@@ -22,7 +22,7 @@ func DecidedByRule(r store.Request, d store.Decision) Message {
 	}
 	line := "⛔ " + what + " denied by rule " + rule
 	if d.Message != "" {
-		line += ": " + codeSafe(cut(oneLine(d.Message), 300))
+		line += ": " + codeSafe(cutShown(oneLine(d.Message), 300))
 	}
 	return contextMessage(line)
 }

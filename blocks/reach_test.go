@@ -91,7 +91,7 @@ func TestHomeWithAHundredWaitingAndEveryOtherSectionFullStaysWithinSlacksLimits(
 		grants = append(grants, store.Grant{ID: fmt.Sprintf("gr-%d", i), Scope: store.GrantScope{Kind: store.GrantRepo, Value: "/srv/repo"},
 			Rules: []string{"Bash(npm test:*)"}, By: "U0ALICE", At: t0})
 	}
-	view := HomeView(answers, HomeOptions{CanForget: true, Notice: "✅ done", Waiting: HomeWaiting(items), Grants: grants})
+	view := HomeView(answers, HomeOptions{CanForget: true, Notice: "✅ done", Waiting: HomeWaiting("U0ALICE", items), Grants: grants})
 	if err := ValidateHomeView(view); err != nil {
 		t.Fatal(err)
 	}

@@ -87,7 +87,7 @@ func ScopeWords(s store.AnswerScope) string {
 	case store.ScopeChannel:
 		return "in <#" + Escape(s.Value) + ">"
 	case store.ScopeRepo:
-		where := "in `" + codeSafe(cut(s.Value, 200)) + "`"
+		where := "in `" + codeSafe(cutShown(s.Value, 200)) + "`"
 		if s.Token != "" {
 			where += " (approval API token " + codeSafe(s.Token) + ")"
 		}
@@ -102,7 +102,7 @@ func answerLines(a store.RememberedAnswer, max int) string {
 	var lines []string
 	for _, q := range a.Questions {
 		name := cmpNonEmpty(q.Header, q.Question)
-		lines = append(lines, "*"+codeSafe(cut(oneLine(name), 80))+"* → "+codeSafe(cut(oneLine(a.Answers[q.Question]), max)))
+		lines = append(lines, "*"+codeSafe(cutShown(oneLine(name), 80))+"* → "+codeSafe(cutShown(oneLine(a.Answers[q.Question]), max)))
 	}
 	return strings.Join(lines, "\n")
 }

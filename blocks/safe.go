@@ -3,9 +3,10 @@ package blocks
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode"
+
+	"github.com/slackgate/slackgate/store"
 )
 
 // Text that reaches Slack from a tool input, a question, a plan or Claude's
@@ -103,64 +104,15 @@ func visible(s string) string {
 	return b.String()
 }
 
-const mask = "••••"
-
-// shellMeta are characters a masked value may never contain: a mask hides
-// a literal value, never something the shell would act on ($(…), ;, |, …).
-const shellMeta = "\\s\"'<>;|&$()`\\\\{}\\[\\],*?!#"
-
-// secretRules masks secrets of well-known shapes. Each keeps the groups
-// before the secret (a recognisable prefix) and replaces the secret group
-// with the mask; the order matters (sk-ant- before sk-).
-var secretRules = []struct {
-	re   *regexp.Regexp
-	keep string // replacement: the kept groups around the mask
-}{
-	// A PEM private key: only lines of base64 (or the two PEM header
-	// lines) between the markers, so a command line cannot hide inside.
-	{regexp.MustCompile(`(-----BEGIN [A-Z0-9 ]{0,30}PRIVATE KEY-----)(?:(?:\\r|\r)?(?:\\n|\n)(?:[A-Za-z0-9+/=]{1,80}|Proc-Type: [0-9A-Z,]+|DEK-Info: [A-Z0-9,-]+)?){2,}?((?:\\r|\r)?(?:\\n|\n)-----END [A-Z0-9 ]{0,30}PRIVATE KEY-----)`), "${1}" + mask + "${2}"},
-	{regexp.MustCompile(`\b((?:AKIA|ASIA|AIDA|AROA|AIPA|ANPA|ANVA|AGPA))[A-Z0-9]{16}\b`), "${1}" + mask},
-	{regexp.MustCompile(`\b(gh[pousr]_)[A-Za-z0-9]{20,}`), "${1}" + mask},
-	{regexp.MustCompile(`\b(github_pat_)[A-Za-z0-9_]{20,}`), "${1}" + mask},
-	{regexp.MustCompile(`\b(xox[abposre]-|xapp-)[A-Za-z0-9-]{8,}`), "${1}" + mask},
-	{regexp.MustCompile(`\b(sk-ant-)[A-Za-z0-9_-]{8,}`), "${1}" + mask},
-	{regexp.MustCompile(`\b(sk-(?:proj-|svcacct-)?)[A-Za-z0-9_-]{20,}`), "${1}" + mask},
-	// Authorization: <scheme> <credentials>, or a bare credential long
-	// enough not to be a scheme word (so masking twice changes nothing).
-	{regexp.MustCompile(`(?i)\b(authorization"?\s*[:=]\s*"?[a-z]+ )[A-Za-z0-9._~+/=-]{4,}`), "${1}" + mask},
-	{regexp.MustCompile(`(?i)\b(authorization"?\s*[:=]\s*"?)[A-Za-z0-9._~+/=-]{12,}`), "${1}" + mask},
-	{regexp.MustCompile(`(?i)\b((?:bearer|basic) )[A-Za-z0-9._~+/=-]{8,}`), "${1}" + mask},
-	// scheme://user:password@host
-	{regexp.MustCompile(`(?i)\b([a-z][a-z0-9+.-]{0,20}://[^` + shellMeta + `/:@]{1,200}:)[^` + shellMeta + `/@]{1,200}(@)`), "${1}" + mask + "${2}"},
-	// NAME_TOKEN=…, *_SECRET=…, *_KEY=…, PASSWORD=… (also "NAME_TOKEN": "…")
-	{regexp.MustCompile(`(?i)\b((?:(?:[a-z0-9]+_)+(?:token|secret|key|password|passwd|pwd|credentials?)|token|secret|password|passwd|apikey)"?\s*[=:]\s*["']?)[^` + shellMeta + `:]{1,500}`), "${1}" + mask},
-}
+// mask replaces a secret of a well-known shape (store.MaskSecrets).
+const mask = store.SecretMask
 
 // maskSecrets masks every secret of a known shape in s; the result is for
 // display only.
-func maskSecrets(s string) string {
-	for _, rule := range secretRules {
-		s = rule.re.ReplaceAllString(s, rule.keep)
-	}
-	return s
-}
+func maskSecrets(s string) string { return store.MaskSecrets(s) }
 
-// maskJSON masks secrets inside a JSON text, keeping its key order. The
-// masks and kept prefixes hold no quote, backslash or control character; a
-// rule whose matches would still break the JSON (a masked bare value) is
-// left out here, and Escape masks what it would have caught line by line.
-func maskJSON(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 || !json.Valid(raw) {
-		return raw
-	}
-	s := string(raw)
-	for _, rule := range secretRules {
-		if m := rule.re.ReplaceAllString(s, rule.keep); m != s && json.Valid([]byte(m)) {
-			s = m
-		}
-	}
-	return json.RawMessage(s)
-}
+// maskJSON masks secrets inside a JSON text (store.MaskSecretsJSON).
+func maskJSON(raw json.RawMessage) json.RawMessage { return store.MaskSecretsJSON(raw) }
 
 // shownAsIs reports whether s would be displayed exactly as it is: no
 // secret masked and no invisible character escaped. A modal can only offer

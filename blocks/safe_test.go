@@ -267,13 +267,23 @@ func TestAlwaysAllowNamesEveryRuleAndHonoursSuppression(t *testing.T) {
 	r.Suggestions = []store.Suggestion{long, huge}
 	m := Card(r, session)
 	js := mustJSON(t, m.Blocks)
-	if !strings.Contains(js, "Bash(rm -rf /)`") || !strings.Contains(js, "Approve and allow?") {
-		t.Errorf("neither the confirmation nor the card lists the rule cut from the label: %s", js)
-	}
-	if !strings.Contains(js, strings.Repeat("b", 400)) {
-		t.Errorf("a rule too long for the confirmation is not listed on the card")
+	if !strings.Contains(js, `"2 rules: Bash(aaa`) {
+		t.Errorf("the menu does not say how many rules an option cut holds: %s", js)
 	}
 	checkRendered(t, m)
+	// Its second step lists every rule whole, however long.
+	for i, want := range []string{"Bash(rm -rf /)`", strings.Repeat("b", 400)} {
+		v, err := AllowModal(Action{Kind: ActionAllowRules, RequestID: r.ID, Index: i, Digest: store.SuggestionDigest(r.Suggestions[i])}, r, session, cardRef, CardOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ValidateView(v); err != nil {
+			t.Errorf("the second step breaks Slack's limits: %v", err)
+		}
+		if js := mustJSON(t, v.Blocks); !strings.Contains(js, want) {
+			t.Errorf("the second step of suggestion %d does not list %q: %s", i, want, js)
+		}
+	}
 
 	r.SuppressAlwaysAllow, r.Title, r.MCPServer = true, "Run x?", "srv"
 	m = Card(r, session)
@@ -301,8 +311,16 @@ func TestAHiddenPartMakesApproveAsk(t *testing.T) {
 	} {
 		m := CardWith(r, session, tt.o)
 		checkRendered(t, m)
-		if js := mustJSON(t, m.Blocks); strings.Count(js, tt.want) < 2 { // Approve and the "Approve and allow" menu
-			t.Errorf("%d confirmations say %q: %s", strings.Count(js, tt.want), tt.want, js)
+		if js := mustJSON(t, m.Blocks); !strings.Contains(js, tt.want) {
+			t.Errorf("Approve's confirmation does not say %q: %s", tt.want, js)
+		}
+		// "Approve and allow…"'s second step says it first, and each scope asks.
+		v, err := AllowModal(Action{Kind: ActionAllowRules, RequestID: r.ID, Digest: store.SuggestionDigest(r.Suggestions[0])}, r, session, cardRef, tt.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if js := mustJSON(t, v.Blocks); strings.Count(js, tt.want) != 4 { // the note and the three scopes' confirmations
+			t.Errorf("%d parts of the second step say %q: %s", strings.Count(js, tt.want), tt.want, js)
 		}
 	}
 }

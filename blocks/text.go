@@ -55,6 +55,23 @@ func escLen(r rune) int {
 	return 1
 }
 
+// cutShown cuts s, ending it with "…", so that it escaped (Escape,
+// codeSafe) takes at most max runes: an invisible character's escape
+// counts whole, so a run of them cannot outgrow a Slack text limit.
+func cutShown(s string, max int) string {
+	if safeLen(s) <= max {
+		return s
+	}
+	n := 0
+	for i, r := range s {
+		if n+escLen(r) > max-1 {
+			return s[:i] + "…"
+		}
+		n += escLen(r)
+	}
+	return s
+}
+
 func safeLen(s string) int {
 	n := 0
 	for _, r := range s {
@@ -105,7 +122,7 @@ func inlineCode(raw string, max int) string {
 	if i := strings.IndexByte(raw, '\n'); i >= 0 && strings.TrimSpace(raw[i:]) != "" {
 		s += " …"
 	}
-	s = cut(s, max)
+	s = cutShown(s, max)
 	s = strings.ReplaceAll(s, "`", "ˋ")
 	if strings.TrimSpace(s) == "" {
 		return "` `"
@@ -346,6 +363,7 @@ func link(label, raw string) (string, bool) {
 		strings.ContainsAny(raw, "<>|`") || hasInvisible(raw) {
 		return "", false
 	}
+	raw = u.Scheme + raw[len(u.Scheme):] // "Http://" is Slack's http:// link too: shown as one
 	target := "<" + strings.ReplaceAll(maskSecrets(raw), "&", "&amp;") + ">"
 	label = strings.TrimSpace(label)
 	if label == raw || label == strings.TrimPrefix(raw, u.Scheme+"://") {

@@ -42,6 +42,7 @@ func TestMarkdownConvertsToMrkdwn(t *testing.T) {
 		{"a link whose label is its URL is the URL", "[https://x.io/a](https://x.io/a)", "<https://x.io/a>"},
 		{"user info in the URL names the real host", "[docs](https://github.com@evil.example/x)", "docs (→ evil.example: <https://github.com@evil.example/x>)"},
 		{"a punycode host is named", "[docs](https://xn--ggle-0nda.com/)", "docs (→ xn--ggle-0nda.com: <https://xn--ggle-0nda.com/>)"},
+		{"a scheme in capitals is written as Slack links it", "[m](HTTPS://x.io/A)", "m (<https://x.io/A>)"},
 		{"a Slack link in the text stays literal", "see <https://evil.example|github.com>", "see &lt;https://evil.example|github.com&gt;"},
 		{"a link with an invisible character stays text", "[a](https://x.io/\u202e)", "[a](https://x.io/⟦U+202E⟧)"},
 		{"non-http link stays text", "[x](javascript:alert(1))", "[x](javascript:alert(1))"},

@@ -12,28 +12,54 @@ import (
 	"github.com/slackgate/slackgate/store"
 )
 
+// admission is every check in front of a new session or a message for
+// one, given only what those checks read: the limits and places of
+// Config, two counts in the store, and who may do what (Bot.may, as a
+// func).
+type admission struct {
+	st              admissionStore
+	may             func(ctx context.Context, log zerolog.Logger, user string, g guarded, tell func(string)) bool
+	allowDMs        bool
+	allowedChannels []string
+	maxSessions     int // MAX_SESSIONS_PER_USER (0: no bound)
+	maxQueued       int // MAX_QUEUED_INPUTS (0: no bound)
+	maxPrompt       int // MAX_PROMPT_BYTES (0: no bound)
+}
+
+// admissionStore is what the checks count in the store.
+type admissionStore interface {
+	ActiveSessionsBy(ctx context.Context, user string) (int, error)
+	QueuedInputs(ctx context.Context, sessionID string) (int, error)
+}
+
+// newAdmission takes cfg's limits and places; may is who may do what.
+func newAdmission(cfg Config, st admissionStore, may func(ctx context.Context, log zerolog.Logger, user string, g guarded, tell func(string)) bool) *admission {
+	return &admission{st: st, may: may, allowDMs: cfg.AllowDMs, allowedChannels: cfg.AllowedChannels,
+		maxSessions: cfg.MaxSessionsPerUser, maxQueued: cfg.MaxQueuedInputs, maxPrompt: cfg.MaxPromptBytes}
+}
+
 // mayStart is every check in front of a new session: the prompt's size,
 // where it was asked (DMs, ALLOWED_CHANNELS), who asks (STARTERS) and how
 // many sessions they already have. A refused person is told why; nothing is
 // created.
-func (b *Bot) mayStart(ctx context.Context, log zerolog.Logger, channel, user, text string, tell func(string)) bool {
-	if !b.promptFits(log, text, tell) {
+func (a *admission) mayStart(ctx context.Context, log zerolog.Logger, channel, user, text string, tell func(string)) bool {
+	if !a.promptFits(log, text, tell) {
 		return false
 	}
-	if isDM(channel) && !b.cfg.AllowDMs {
+	if isDM(channel) && !a.allowDMs {
 		log.Info().Msg("direct message refused: ALLOW_DMS is off")
 		tell(dmsOff)
 		return false
 	}
-	if !isDM(channel) && len(b.cfg.AllowedChannels) > 0 && !slices.Contains(b.cfg.AllowedChannels, channel) {
+	if !isDM(channel) && len(a.allowedChannels) > 0 && !slices.Contains(a.allowedChannels, channel) {
 		log.Info().Msg("start refused: channel not in ALLOWED_CHANNELS")
 		tell("Claude sessions cannot be started in this channel (it is not in ALLOWED_CHANNELS). Nothing was started.")
 		return false
 	}
-	if !b.may(ctx, log, user, startSession, tell) {
+	if !a.may(ctx, log, user, startSession, tell) {
 		return false
 	}
-	return b.underSessionQuota(ctx, log, user, tell)
+	return a.underSessionQuota(ctx, log, user, tell)
 }
 
 // dmsOff is what a direct message gets while ALLOW_DMS is off.
@@ -43,12 +69,12 @@ const dmsOff = "Direct messages to me are turned off in this workspace (ALLOW_DM
 // The count comes from the store, so every bot replica sees the same one;
 // a store that cannot count refuses, rather than let a person past it. The
 // caller holds the user's stripe until the session exists.
-func (b *Bot) underSessionQuota(ctx context.Context, log zerolog.Logger, user string, tell func(string)) bool {
-	limit := b.cfg.MaxSessionsPerUser
+func (a *admission) underSessionQuota(ctx context.Context, log zerolog.Logger, user string, tell func(string)) bool {
+	limit := a.maxSessions
 	if limit == 0 {
 		return true
 	}
-	n, err := b.st.ActiveSessionsBy(ctx, user)
+	n, err := a.st.ActiveSessionsBy(ctx, user)
 	if err != nil {
 		log.Error().Err(err).Msg("count the user's active sessions")
 		tell(sorry("start a session", err))
@@ -65,17 +91,17 @@ func (b *Bot) underSessionQuota(ctx context.Context, log zerolog.Logger, user st
 // mayQueue is every check in front of a message for an existing session:
 // who sends it (the starter or an approver), its size and the session's
 // backlog. A refused person is told why; nothing is queued.
-func (b *Bot) mayQueue(ctx context.Context, log zerolog.Logger, s store.Session, user, text string, tell func(string)) bool {
-	if !b.may(ctx, log, user, replyTo(s), tell) || !b.promptFits(log, text, tell) {
+func (a *admission) mayQueue(ctx context.Context, log zerolog.Logger, s store.Session, user, text string, tell func(string)) bool {
+	if !a.may(ctx, log, user, replyTo(s), tell) || !a.promptFits(log, text, tell) {
 		return false
 	}
-	limit := b.cfg.MaxQueuedInputs
+	limit := a.maxQueued
 	if limit == 0 {
 		return true
 	}
 	// The caller holds the session's stripe until it has queued the
 	// message; replicas racing past the count add at most one each.
-	n, err := b.st.QueuedInputs(ctx, s.ID)
+	n, err := a.st.QueuedInputs(ctx, s.ID)
 	if err != nil {
 		log.Error().Err(err).Msg("count queued inputs")
 		tell(sorry("pass your message to Claude", err))
@@ -90,8 +116,8 @@ func (b *Bot) mayQueue(ctx context.Context, log zerolog.Logger, s store.Session,
 }
 
 // promptFits reports whether text is within MAX_PROMPT_BYTES.
-func (b *Bot) promptFits(log zerolog.Logger, text string, tell func(string)) bool {
-	limit := b.cfg.MaxPromptBytes
+func (a *admission) promptFits(log zerolog.Logger, text string, tell func(string)) bool {
+	limit := a.maxPrompt
 	if limit == 0 || len(text) <= limit {
 		return true
 	}

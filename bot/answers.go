@@ -5,6 +5,7 @@ import (
 	"crypto/ed25519"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -63,7 +64,7 @@ func (p *decision) remember(ctx context.Context, r store.Request, d store.Decisi
 		p.tell(ctx, "Skipping a question is not remembered; the next time it comes, a card asks again.")
 		return
 	}
-	s, err := p.b.st.GetSession(ctx, r.SessionID)
+	s, err := p.c.st.GetSession(ctx, r.SessionID)
 	if err != nil {
 		p.log.Error().Err(err).Msg("remember answer: get session")
 		p.tell(ctx, notRemembered(err))
@@ -79,9 +80,9 @@ func (p *decision) remember(ctx context.Context, r store.Request, d store.Decisi
 		ID: "ans-" + uuid.NewString(), Scope: scope, Fingerprint: fp, Tool: r.ToolName, Questions: qs, Answers: d.Answers,
 		By: d.By, ByName: d.ByName, Channel: s.Thread.Channel, RequestID: r.ID, SessionID: r.SessionID, At: d.At,
 	}
-	err = store.SignAnswer(p.b.cfg.SigningKey, &a)
+	err = store.SignAnswer(p.c.key, &a)
 	if err == nil {
-		a, err = p.b.st.Remember(ctx, a)
+		a, err = p.c.st.Remember(ctx, a)
 	}
 	switch {
 	case errors.Is(err, store.ErrInvalid):
@@ -95,7 +96,7 @@ func (p *decision) remember(ctx context.Context, r store.Request, d store.Decisi
 	}
 	p.log.Info().Str("answer_id", a.ID).Str("scope", scope.Key()).Msg("answer remembered")
 	p.reply(ctx, func(ctx context.Context) {
-		p.b.ephemeralMsg(ctx, p.card.Channel, p.threadTS, p.user, blocks.Remembered(a))
+		p.c.ephemerals.postMsg(ctx, p.card.Channel, p.threadTS, p.user, blocks.Remembered(a))
 	})
 }
 
@@ -106,18 +107,22 @@ func notRemembered(err error) string {
 	return "Your answer was sent, but it could not be remembered (" + reason + ")."
 }
 
-// fromMemory answers r with a remembered answer when one matches it in
-// the session's repository or, failing that, its channel: signed and
-// decided like a person's answer, in the name of the approver who
-// remembered it, who must still be an approver. It reports the answer
-// used; false means the card is to be posted as usual (no answer, or
-// anything in the way, which is logged).
-func (b *Bot) fromMemory(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) (store.RememberedAnswer, bool) {
+// answerFor is the remembered answer to r, a question of session s, in
+// the session's repository or, failing that, its channel, that may
+// answer it now: not forgotten, it verifies, and who remembered it is
+// still an approver (bot/decide answers in their name). false means the
+// card is to be posted as usual (no answer, or anything in the way, which
+// is logged).
+func (b *Bot) answerFor(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) (store.RememberedAnswer, bool) {
 	if r.Kind != store.KindQuestion || !r.Pending() {
 		return store.RememberedAnswer{}, false
 	}
 	fp, _, err := store.QuestionFingerprint(r.ToolName, r.Input)
 	if err != nil {
+		return store.RememberedAnswer{}, false
+	}
+	forgotten, ok := b.graves.buried(ctx, log, store.TombAnswer)
+	if !ok {
 		return store.RememberedAnswer{}, false
 	}
 	for _, kind := range []store.ScopeKind{store.ScopeRepo, store.ScopeChannel} {
@@ -134,6 +139,10 @@ func (b *Bot) fromMemory(ctx context.Context, log zerolog.Logger, r store.Reques
 			return a, false
 		}
 		log = log.With().Str("answer_id", a.ID).Logger()
+		if forgotten(a.ID) {
+			log.Warn().Msg("remembered answer not used: it was forgotten (its record was written back)")
+			continue
+		}
 		if err := store.VerifyAnswer(b.cfg.SigningKey.Public().(ed25519.PublicKey), a); err != nil {
 			b.refuseAnswer(ctx, log, r, a, err)
 			continue
@@ -142,7 +151,7 @@ func (b *Bot) fromMemory(ctx context.Context, log zerolog.Logger, r store.Reques
 			log.Info().Err(err).Str("by", a.By).Msg("remembered answer not used: who remembered it is not an approver (now)")
 			continue
 		}
-		return a, b.decideFromMemory(ctx, log, r, a)
+		return a, true
 	}
 	return store.RememberedAnswer{}, false
 }
@@ -175,23 +184,6 @@ func bounded(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// decideFromMemory settles r with a, signed by this bot.
-func (b *Bot) decideFromMemory(ctx context.Context, log zerolog.Logger, r store.Request, a store.RememberedAnswer) bool {
-	d := store.Decision{Outcome: store.OutcomeAllow, By: a.By, ByName: a.ByName, At: b.clock.Now(), Answers: a.Answers, Remembered: a.ID}
-	if err := store.SignDecision(b.cfg.SigningKey, r, &d); err != nil {
-		log.Error().Err(err).Msg("sign a decision from memory")
-		return false
-	}
-	if _, err := b.st.Decide(ctx, r.ID, d); err != nil {
-		if !errors.Is(err, store.ErrAlreadyDecided) {
-			log.Error().Err(err).Msg("decide from memory; posting the card")
-		}
-		return false
-	}
-	log.Info().Msg("question answered from memory")
-	return true
-}
-
 // forgetAnswers guards forgetting a remembered answer: approvers only.
 var forgetAnswers = guarded{verb: "forget remembered answers", can: "forget remembered answers", refused: "forget by a non-approver refused"}
 
@@ -200,17 +192,20 @@ func (b *Bot) onHomeOpened(ctx context.Context, user, tab string) {
 	if user == "" || (tab != "" && tab != "home") {
 		return
 	}
-	if !b.ofOurTeam(ctx, b.log.With().Str("user", user).Logger(), actor{user: user}, func(m string) { b.publishClosedHome(ctx, user, m) }) {
+	if !b.teams.check(ctx, b.log.With().Str("user", user).Logger(), actor{user: user}, func(m string) { b.teams.closedHome(ctx, user, m) }) {
 		return
 	}
 	b.homes.viewed(user)
-	b.publishHome(ctx, user, "")
+	b.homes.show(ctx, user)
 }
 
 // publishHome shows user the remembered answers, with Forget buttons when
 // they are an approver, and notice first.
 func (b *Bot) publishHome(ctx context.Context, user, notice string) {
 	log := b.log.With().Str("user", user).Logger()
+	if notice == "" {
+		notice = b.homes.noteOf(user, b.clock.Now())
+	}
 	canForget, err := b.approvers.allowed(ctx, user)
 	if err != nil {
 		log.Warn().Err(err).Msg("home: check approvers")
@@ -222,6 +217,9 @@ func (b *Bot) publishHome(ctx context.Context, user, notice string) {
 		_, reason := storeFailure(err)
 		notice = strings.TrimSpace(notice + "\n⚠️ The remembered answers could not be read (" + reason + "). Open the tab again later.")
 	}
+	if forgotten, ok := b.graves.buried(ctx, log, store.TombAnswer); ok {
+		answers = slices.DeleteFunc(answers, func(a store.RememberedAnswer) bool { return forgotten(a.ID) })
+	}
 	grants, gerr := b.liveGrants(ctx)
 	if gerr != nil {
 		log.Error().Err(gerr).Msg("home: list grants")
@@ -229,7 +227,7 @@ func (b *Bot) publishHome(ctx context.Context, user, notice string) {
 		notice = strings.TrimSpace(notice + "\n⚠️ The rules you allowed could not be read (" + reason + "). Open the tab again later.")
 	}
 	view := blocks.HomeView(answers, blocks.HomeOptions{CanForget: canForget, Notice: notice, Grants: grants,
-		Waiting: b.waitingFor(ctx, log, user)})
+		Waiting: b.homes.waitingFor(ctx, log, user)})
 	if _, err := b.api.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: view}); err != nil {
 		log.Error().Err(err).Msg("views.publish")
 	}
@@ -242,10 +240,15 @@ func (b *Bot) onForgetClick(ctx context.Context, cb *slack.InteractionCallback, 
 	log := b.log.With().Str("user", user).Str("answer_id", a.AnswerID).Logger()
 	var notice string
 	if !b.may(ctx, log, user, forgetAnswers, func(text string) { notice = text }) {
-		b.publishHome(ctx, user, notice)
+		b.homes.tell(ctx, user, notice)
 		return
 	}
-	who := b.who(ctx, cb)
+	who := who(ctx, b.api, cb)
+	if err := b.graves.bury(ctx, store.TombAnswer, a.AnswerID, who); err != nil {
+		log.Error().Err(err).Msg("bury answer")
+		b.homes.tell(ctx, user, sorry("forget that answer", err))
+		return
+	}
 	gone, err := b.st.ForgetAnswer(ctx, a.AnswerID, who.ID, who.Name)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -257,5 +260,5 @@ func (b *Bot) onForgetClick(ctx context.Context, cb *slack.InteractionCallback, 
 		log.Info().Str("scope", gone.Scope.Key()).Msg("answer forgotten")
 		notice = "✅ Forgotten: the next time that question comes " + blocks.ScopeWords(gone.Scope) + ", a card asks a person again."
 	}
-	b.publishHome(ctx, user, notice)
+	b.homes.tell(ctx, user, notice)
 }

@@ -52,7 +52,7 @@ func TestAnAnswerIsUsedOnlyWhileWhoRememberedItIsAnApprover(t *testing.T) {
 	// not used, and a card asks.
 	rememberFor(t, h.st, store.AnswerScope{Kind: store.ScopeRepo, Value: testWorkDir}, "U3", "SQLite")
 	s := h.newSession(t, "sess-former")
-	q := store.Request{ID: "req-former", Kind: store.KindQuestion, ToolName: "AskUserQuestion", Input: json.RawMessage(dbForm)}
+	q := store.Request{ID: "req-former", Kind: store.KindQuestion, ToolCall: store.ToolCall{ToolName: "AskUserQuestion", Input: json.RawMessage(dbForm)}}
 	h.createRequest(t, s, q, "Postgres")
 	if r, _ := h.st.GetRequest(ctx, q.ID); !r.Pending() {
 		t.Fatalf("a former approver's answer decided the request: %+v", r.Decision)
@@ -63,7 +63,7 @@ func TestAnAnswerIsUsedOnlyWhileWhoRememberedItIsAnApprover(t *testing.T) {
 	a := rememberFor(t, h.st, store.AnswerScope{Kind: store.ScopeChannel, Value: "C1"}, "U2", "Postgres")
 	s2 := h.newSession(t, "sess-memory")
 	q2 := store.Request{ID: "req-memory", SessionID: s2.ID, CLIRequestID: "cli-memory", Kind: store.KindQuestion,
-		ToolName: "AskUserQuestion", Input: json.RawMessage(dbForm), CreatedAt: time.Now()}
+		ToolCall: store.ToolCall{ToolName: "AskUserQuestion", Input: json.RawMessage(dbForm)}, CreatedAt: time.Now()}
 	if err := h.st.CreateRequest(ctx, q2); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestARememberedAnswerThatDoesNotVerifyIsNotUsed(t *testing.T) {
 	reattributed = rememberSigned(t, h.st, reattributed, nil)
 
 	s := h.newSession(t, "sess-forged-answers")
-	q := store.Request{ID: "req-forged-answers", Kind: store.KindQuestion, ToolName: "AskUserQuestion", Input: json.RawMessage(dbForm)}
+	q := store.Request{ID: "req-forged-answers", Kind: store.KindQuestion, ToolCall: store.ToolCall{ToolName: "AskUserQuestion", Input: json.RawMessage(dbForm)}}
 	h.createRequest(t, s, q, "Postgres")
 	if r, _ := h.st.GetRequest(ctx, q.ID); !r.Pending() {
 		t.Fatalf("an answer that does not verify decided the request: %+v", r.Decision)
@@ -185,7 +185,7 @@ func TestARememberedAnswerThatDoesNotVerifyIsNotUsed(t *testing.T) {
 	good := rememberFor(t, h.st, store.AnswerScope{Kind: store.ScopeChannel, Value: "C1"}, "U2", "Postgres")
 	s2 := h.newSession(t, "sess-good-answer")
 	q2 := store.Request{ID: "req-good-answer", SessionID: s2.ID, CLIRequestID: "cli-good", Kind: store.KindQuestion,
-		ToolName: "AskUserQuestion", Input: json.RawMessage(dbForm), CreatedAt: time.Now()}
+		ToolCall: store.ToolCall{ToolName: "AskUserQuestion", Input: json.RawMessage(dbForm)}, CreatedAt: time.Now()}
 	if err := h.st.CreateRequest(ctx, q2); err != nil {
 		t.Fatal(err)
 	}

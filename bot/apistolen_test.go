@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/slackgate/slackgate/bot/approvalapi"
 	"github.com/slackgate/slackgate/bot/fakeslack"
 	"github.com/slackgate/slackgate/store"
 )
@@ -18,7 +19,7 @@ import (
 func TestAStolenHookTokenCanDoNoMoreThanAHook(t *testing.T) {
 	h := newHarness(t, transportHTTP, harnessOpts{cfg: func(c *Config) {
 		c.APITokens = testAPITokens(t)
-		c.APILimits = APILimits{RequestsPerMinute: 4, ToolResultsPerMinute: 4}
+		c.APILimits = approvalapi.Limits{RequestsPerMinute: 4, ToolResultsPerMinute: 4}
 	}})
 	base := h.base
 	ctx := testCtx(t)

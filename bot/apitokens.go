@@ -2,39 +2,23 @@ package bot
 
 import (
 	"crypto/sha256"
-	"crypto/subtle"
 	"fmt"
 	"strings"
+
+	"github.com/slackgate/slackgate/bot/approvalapi"
 )
-
-// APIToken is one bearer token of the approval API: a name (it shows in
-// logs and owns the requests made with it), where its sessions' threads
-// go (a channel, or a DM with one person: its owner), and the token
-// itself, kept only as its SHA-256.
-type APIToken struct {
-	Name    string
-	Channel string // a channel id (C…, G…); empty when User is set
-	// User is the token's owner (U…, W…) when its threads go to a DM with
-	// them (opened with conversations.open). It grants nothing: who may
-	// decide a card is still APPROVERS alone.
-	User string
-	Hash [sha256.Size]byte
-}
-
-// client is how the store names what tok reports or opens: the starter of
-// its sessions and the reporter of its tool results.
-func (t APIToken) client() string { return "api:" + t.Name }
 
 // minAPITokenLen refuses tokens short enough to guess.
 const minAPITokenLen = 24
 
-// ParseAPITokens parses API_TOKENS: comma-separated name:channel:token
-// entries. Names are letters, digits, '-' and '_' and unique; channels are
-// Slack channel ids, or a user id for a DM with that person; tokens are at
-// least 24 characters. Blank input gives
-// none (the API is off).
-func ParseAPITokens(s string) ([]APIToken, error) {
-	var out []APIToken
+// ParseAPITokens parses API_TOKENS, the approval API's tokens:
+// comma-separated name:channel:token entries. Names are letters, digits,
+// '-' and '_' and unique; channels are Slack channel ids, optionally
+// followed by @ and the user id of the token's owner (C0CI@U0LEE), or a
+// user id for a DM with that person (its owner); tokens are at least 24
+// characters. Blank input gives none (the API is off).
+func ParseAPITokens(s string) ([]approvalapi.Token, error) {
+	var out []approvalapi.Token
 	seen := map[string]bool{}
 	for item := range strings.SplitSeq(s, ",") {
 		item = strings.TrimSpace(item)
@@ -46,7 +30,10 @@ func ParseAPITokens(s string) ([]APIToken, error) {
 			return nil, fmt.Errorf("%w: API_TOKENS entry is not name:channel:token", ErrConfig)
 		}
 		name, ch, tok := parts[0], parts[1], parts[2]
+		ch, owner, owned := strings.Cut(ch, "@")
 		switch {
+		case owned && (!isChannelID(ch) || !isUserID(owner)):
+			return nil, fmt.Errorf("%w: API_TOKENS entry %q: an owner follows a channel id as @U…, like C0CI@U0LEE", ErrConfig, name)
 		case !tokenName(name):
 			return nil, fmt.Errorf("%w: API_TOKENS name %q: use letters, digits, - and _", ErrConfig, name)
 		case seen[name]:
@@ -57,9 +44,9 @@ func ParseAPITokens(s string) ([]APIToken, error) {
 			return nil, fmt.Errorf("%w: API_TOKENS entry %q: the token must be at least %d characters (openssl rand -hex 32)", ErrConfig, name, minAPITokenLen)
 		}
 		seen[name] = true
-		t := APIToken{Name: name, Channel: ch, Hash: sha256.Sum256([]byte(tok))}
+		t := approvalapi.Token{Name: name, Channel: ch, Owner: owner, Hash: sha256.Sum256([]byte(tok))}
 		if isUserID(ch) {
-			t.Channel, t.User = "", ch
+			t.Channel, t.User, t.Owner = "", ch, ch
 		}
 		out = append(out, t)
 	}
@@ -76,21 +63,6 @@ func tokenName(s string) bool {
 		}
 	}
 	return true
-}
-
-// tokenFor finds the token a bearer string is; every entry is compared in
-// constant time, so the time taken says nothing about which came close.
-func tokenFor(tokens []APIToken, bearer string) (APIToken, bool) {
-	h := sha256.Sum256([]byte(bearer))
-	var found APIToken
-	ok := 0
-	for _, t := range tokens {
-		if subtle.ConstantTimeCompare(h[:], t.Hash[:]) == 1 {
-			found = t
-			ok = 1
-		}
-	}
-	return found, ok == 1 && bearer != ""
 }
 
 func isUserID(id string) bool {

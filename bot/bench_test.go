@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slackgate/slackgate/bot/outbox"
 	"github.com/slackgate/slackgate/store"
 )
 
@@ -99,11 +100,13 @@ func BenchmarkRequestToCard(b *testing.B) {
 	var lat []time.Duration
 	for i := 0; b.Loop(); i++ {
 		b.StopTimer()
-		time.Sleep(time.Duration(DefaultPostBurst) * time.Second)
+		time.Sleep(time.Duration(outbox.DefaultPostBurst) * time.Second)
 		b.StartTimer()
 		start := time.Now()
-		r := store.Request{ID: fmt.Sprint("req-card-", i), Kind: store.KindTool, ToolName: "Bash",
-			Input: json.RawMessage(`{"command":"make deploy"}`)}
+		r := store.Request{ID: fmt.Sprint("req-card-", i), Kind: store.KindTool, ToolCall: store.ToolCall{
+			ToolName: "Bash",
+			Input:    json.RawMessage(`{"command":"make deploy"}`),
+		}}
 		h.createRequest(b, s, r, "Approve")
 		lat = append(lat, time.Since(start))
 		if _, err := h.st.Decide(ctx, r.ID, store.Decision{Outcome: store.OutcomeAllow, By: "U1", At: time.Now()}); err != nil {

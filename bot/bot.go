@@ -3,6 +3,7 @@ package bot
 import (
 	"cmp"
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"net/http"
@@ -10,13 +11,15 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/slackgate/slackgate/bot/approvalapi"
 	"github.com/slackgate/slackgate/bot/auditsink"
+	"github.com/slackgate/slackgate/bot/decide"
+	"github.com/slackgate/slackgate/bot/outbox"
 	"github.com/slackgate/slackgate/bot/policy"
 	"github.com/slackgate/slackgate/store"
 )
@@ -35,52 +38,55 @@ type Bot struct {
 	api   *slack.Client
 	clock store.Clock
 
-	out       *outbox
+	out       *outbox.Outbox
 	approvers *approvers
 	starters  *approvers
 	teams     *teamGate
 	work      tasks
-	// apiLocks serialise, per key, what the approval API must not do
-	// twice at once: open one Claude session's thread (one thread per
-	// session), count a token's sessions or pending requests with the
-	// write they admit. apiRates and apiOpening are the rest of the
-	// API's limits (apilimits.go); apiExpiry wakes its sweeper.
-	apiLocks   keyedLocks
-	apiRates   apiRates
-	apiOpening apiOpening
-	apiExpiry  apiExpiry
-	// auditChannel posts the audit log's lines (nil: no AUDIT_CHANNEL).
+	// approvalAPI serves /v1 and expires its requests (nil: no
+	// APITokens); apihost.go lends it Slack.
+	approvalAPI *approvalapi.Server
+	// auditChannel delivers the audit log to auditLines, the sink that
+	// posts its lines (both nil: no AUDIT_CHANNEL).
 	auditChannel *auditsink.Follower
-	status       statusBook
-	cards        *cards
-	// starting and queueing serialise the session-count and backlog
-	// checks with the writes they admit (see stripes); two sets, so a
-	// start that turns into a follow-up never waits on itself.
-	starting, queueing stripes
-	conn               connState
+	auditLines   *auditsink.Channel
+	// sealer seals the audit chain (nil: SealAudit is off).
+	sealer *auditsink.Sealer
+	status *statusLines
+	cards  *cards
+	clicks *clicks
+	// decider signs and stores every decision this bot makes.
+	decider *decide.Decider
+	people  *people
+	conn    connState
 	// policy is the team policy applied now: set at New from
 	// Config.Policy and replaced whole by SetPolicy (a SIGHUP reload), so
 	// a request is evaluated under one policy or the other, never a mix.
 	policy atomic.Pointer[policy.Policy]
 
-	// afterReconcile, when set (tests), runs after each reconcile pass;
-	// expiryArmed after the API sweeper set its timer, due at due.
+	// afterReconcile, when set (tests), runs after each reconcile pass.
 	afterReconcile func()
-	expiryArmed    func(due time.Time)
 
 	// botUserID and teamURL come from auth.test at the start of Run;
 	// handlers run only after they are set.
 	botUserID string
 	teamURL   string
 
-	// dms caches the DM channel of each person copies went to (reach.go);
-	// homes republishes the App Homes a change affects (waiting.go);
-	// reachArmed, when set (tests), runs after the reach sweeper set its
-	// timer, due at due.
-	dms        sync.Map
-	homes      homeQueue
-	reachWake  chan struct{}
-	reachArmed func(due time.Time)
+	// The pieces the bot owns, each given only what it uses (wireParts):
+	// the Socket Mode transport, what people say in Slack (events) and
+	// the checks in front of it, the store's events shown in threads
+	// (consumer, status), the requests carried to who may decide them
+	// (reach.go) and the App Homes a change affects (waiting.go).
+	graves     *graves
+	admission  *admission
+	ephemerals *ephemerals
+	inputs     *inputs
+	stops      *stopper
+	consumer   *consumer
+	events     *slackEvents
+	socket     *socketMode
+	reach      *reacher
+	homes      *homes
 }
 
 // New checks cfg and builds a Bot; nothing talks to Slack until Run.
@@ -104,20 +110,11 @@ func New(cfg Config, st Store, log zerolog.Logger) (*Bot, error) {
 	ttl := cmp.Or(cfg.GroupCacheTTL, DefaultGroupCacheTTL)
 	cfg.ReconcileInterval = cmp.Or(cfg.ReconcileInterval, DefaultReconcileInterval)
 	cfg.CardClaimTTL = cmp.Or(cfg.CardClaimTTL, DefaultCardClaimTTL)
-	cfg.APILimits = cfg.APILimits.withDefaults()
 
-	opts := []slack.Option{}
-	if cfg.APIURL != "" {
-		u := cfg.APIURL
-		if !strings.HasSuffix(u, "/") {
-			u += "/"
-		}
-		opts = append(opts, slack.OptionAPIURL(u))
-	}
+	opts := apiOptions(cfg.APIURL)
 	if cfg.AppToken != "" {
 		opts = append(opts, slack.OptionAppLevelToken(cfg.AppToken))
 	}
-	opts = append(opts, slack.OptionHTTPClient(slackHTTPClient()))
 	// No slack.OptionRetry: the outbox owns 429 handling, and two layers of
 	// retries would multiply the waits.
 	api := slack.New(cfg.BotToken, opts...)
@@ -128,18 +125,9 @@ func New(cfg Config, st Store, log zerolog.Logger) (*Bot, error) {
 		log:   log,
 		api:   api,
 		clock: cfg.Clock,
-		out:   newOutbox(api, cfg.Budgets, cfg.Clock, log),
-
-		apiExpiry: newAPIExpiry(),
-		homes:     newHomeQueue(),
-		reachWake: make(chan struct{}, 1),
+		out:   outbox.New(api, cfg.Budgets, cfg.Clock, log, cfg.Metrics),
 	}
-	b.cards = &cards{b: b}
 	b.policy.Store(cfg.Policy)
-	if cfg.Metrics != nil {
-		b.out.metrics = cfg.Metrics
-	}
-	b.auditChannel = b.newAuditChannel()
 	list := func(ctx context.Context, g string) ([]string, error) {
 		return api.GetUserGroupMembersContext(ctx, g)
 	}
@@ -149,14 +137,102 @@ func New(cfg Config, st Store, log zerolog.Logger) (*Bot, error) {
 		starters = cfg.Approvers
 	}
 	b.starters = newApprovers(starters, list, cfg.Clock, ttl)
+	b.people = &people{tokens: cfg.APITokens, approvers: b.approvers, may: b.may}
+	b.decider = decide.New(decide.Config{Store: st, Key: cfg.SigningKey, Clock: cfg.Clock,
+		Policy: b.policy.Load, Facts: policyRequest, People: b.people})
+	b.approvalAPI = newAPIServer(cfg, st, b.decider, b.out, api, log)
+	b.auditLines, b.auditChannel = b.newAuditChannel()
+	if cfg.SealAudit {
+		b.sealer = b.newAuditSealer()
+	}
 	b.teams = newTeamGate(cfg.AllowedTeams, func(ctx context.Context, user string) (*slack.User, error) {
 		return api.GetUserInfoContext(ctx, user)
 	}, cfg.Clock, ttl)
+	wireParts(b)
 	return b, nil
 }
 
+// wireParts builds the pieces b owns, once its approvers and team gate
+// are known; each is given only what it uses of b, never b itself.
+func wireParts(b *Bot) {
+	b.ephemerals = &ephemerals{api: b.api, log: b.log}
+	b.teams.log, b.teams.tell, b.teams.views = b.log, b.ephemerals, b.api
+	b.inputs = &inputs{st: b.st, key: b.cfg.SigningKey, clock: b.clock}
+	b.stops = &stopper{st: b.st, log: b.log, tell: b.ephemerals, inputs: b.inputs, may: b.may}
+	b.graves = &graves{st: b.st, key: b.cfg.SigningKey, clock: b.clock}
+	b.status = &statusLines{st: b.st, out: b.out, log: b.log, modes: b.modesOffered}
+	b.cards = &cards{st: b.st, out: b.out, work: &b.work, status: b.status, decider: b.decider, api: b.api,
+		clock: b.clock, claimTTL: b.cfg.CardClaimTTL, shown: b.shown, renderCard: b.renderCard,
+		renderCardWith: b.renderCardWith, grantFor: b.grantFor, answerFor: b.answerFor}
+	b.consumer = &consumer{st: b.st, group: consumerGroup, name: b.cfg.ConsumerName, log: b.log, out: b.out,
+		work: &b.work, status: b.status, post: b.cards.post, outcome: b.cards.outcome}
+	b.admission = newAdmission(b.cfg, b.st, b.may)
+	b.events = newSlackEvents(b.cfg, b.st, b.log)
+	b.events.out, b.events.work, b.events.teams, b.events.admission = b.out, &b.work, b.teams, b.admission
+	b.events.ephemerals, b.events.inputs, b.events.stops, b.events.status = b.ephemerals, b.inputs, b.stops, b.status
+	b.events.onHomeOpened, b.events.elsewhere = b.onHomeOpened, b.elsewhere
+	b.socket = &socketMode{api: b.api, log: b.log, conn: &b.conn, work: &b.work,
+		onEvent: b.events.onEvent, onInteraction: b.onInteraction, onCommand: b.events.onCommand}
+	b.homes = newHomes(b.st, b.clock)
+	b.homes.publish = b.publishHome
+	b.homes.mayDecide = b.decider.May
+	b.reach = &reacher{
+		st: b.st, out: b.out, clock: b.clock, log: b.log, later: b.work.Go,
+		groups: b.approvers, slack: b.api, homes: b.homes,
+		pub:      b.cfg.SigningKey.Public().(ed25519.PublicKey),
+		defaults: b.cfg.Reach, approvers: b.cfg.Approvers, interval: b.cfg.ReconcileInterval,
+		policyAtStart: b.cfg.Policy != nil,
+		verdict:       b.verdict, needs: b.needsOf, showCard: b.cards.reach,
+		wake: make(chan struct{}, 1),
+	}
+	b.homes.view = b.reach.view
+	b.people.reach = b.reach
+	b.cards.reacher = b.reach
+	b.clicks = &clicks{st: b.st, key: b.cfg.SigningKey, decider: b.decider, api: b.api, clock: b.clock, log: b.log,
+		work: &b.work, cards: b.cards, ephemerals: b.ephemerals, homes: b.homes, reach: b.reach, teams: b.teams,
+		policy: b.Policy, verdict: b.verdict, needs: b.needs, mayDecide: b.decider.May,
+		respondable: b.respondable, shown: b.shown, pendingCard: b.pendingCard}
+}
+
+// authTestError says what a failed auth.test means: Slack refused the
+// token, or Slack was never reached, which no token would change.
+func authTestError(err error) error {
+	var refused slack.SlackErrorResponse
+	var status slack.StatusCodeError
+	switch {
+	case errors.As(err, &refused):
+		return fmt.Errorf("bot: Slack refused SLACK_BOT_TOKEN (auth.test: %w): copy the Bot User OAuth Token (xoxb-…) again, or reinstall the app for a new one", err)
+	case errors.As(err, &status):
+		return fmt.Errorf("bot: auth.test: Slack answered %w; try again later, or check SLACK_API_URL", err)
+	}
+	return fmt.Errorf("bot: cannot reach Slack for auth.test (%w): check DNS, the network and any proxy (HTTPS_PROXY); the token was not tried", err)
+}
+
+// apiOptions are a Slack client's options: the API at apiURL ("":
+// Slack's) through slackgate's HTTP client.
+func apiOptions(apiURL string) []slack.Option {
+	opts := []slack.Option{slack.OptionHTTPClient(slackHTTPClient())}
+	if apiURL != "" {
+		if !strings.HasSuffix(apiURL, "/") {
+			apiURL += "/"
+		}
+		opts = append(opts, slack.OptionAPIURL(apiURL))
+	}
+	return opts
+}
+
+// NewSlackClient is a client of Slack's API at apiURL ("": Slack's own)
+// with token, built as the bot builds its own: for a command that reads
+// Slack beside the bot, as `slackgate audit verify` reads the audit
+// channel (auditsink.ReadChannel).
+func NewSlackClient(token, apiURL string) *slack.Client {
+	return slack.New(token, apiOptions(apiURL)...)
+}
+
 // Run identifies the bot (auth.test), then runs the transport, the event
-// consumer and the outbox until ctx ends (nil) or one of them fails.
+// consumer and the outbox until ctx ends (nil) or one of them fails. It
+// stops them in order: what takes work in and does it, then the outbox
+// its writes go through.
 func (b *Bot) Run(ctx context.Context) error {
 	auth, err := b.api.AuthTestContext(ctx)
 	if err != nil {
@@ -167,9 +243,11 @@ func (b *Bot) Run(ctx context.Context) error {
 			return nil
 		}
 		b.conn.to(fmt.Errorf("auth.test failed: %w", err))
-		return fmt.Errorf("bot: auth.test (is SLACK_BOT_TOKEN right?): %w", err)
+		return authTestError(err)
 	}
 	b.botUserID, b.teamURL = auth.UserID, auth.URL
+	b.events.botUser, b.cards.botUserID = auth.UserID, auth.UserID
+	b.reach.teamURL = auth.URL
 	b.teams.setHome(auth.TeamID, auth.EnterpriseID)
 	if b.cfg.socketMode() {
 		b.conn.to(errors.New("socket mode not connected yet"))
@@ -178,32 +256,51 @@ func (b *Bot) Run(ctx context.Context) error {
 	}
 	b.log.Info().Str("bot_user", auth.UserID).Str("team", auth.Team).Str("team_id", auth.TeamID).Str("enterprise_id", auth.EnterpriseID).Bool("socket_mode", b.cfg.socketMode()).Msg("slack bot starting")
 
+	// The outbox outlives everything that writes through it: at a stop
+	// the transports, the consumer and the tasks after an ack finish
+	// what they hold first, then the outbox sends what they queued and
+	// stops. Closed first, it would fail the write of the event in hand
+	// (a card's post) and leave it to the next bot. Once ctx ends it
+	// retries nothing: a call that failed may yet show in Slack.
+	outCtx, stopOut := context.WithCancel(context.WithoutCancel(ctx))
+	outDone := make(chan struct{})
+	go func() {
+		defer close(outDone)
+		_ = b.out.RunUntil(outCtx, ctx) // returns nil, once outCtx ends
+	}()
+	defer func() {
+		stopOut()
+		<-outDone
+	}()
 	g, gctx := errgroup.WithContext(ctx)
 	b.work.start(gctx)
-	g.Go(func() error { return b.out.Run(gctx) })
-	g.Go(func() error { return b.consume(gctx) })
+	g.Go(func() error { return b.consumer.run(gctx) })
 	g.Go(func() error { return b.reconcile(gctx) })
-	if b.cfg.SealAudit {
-		g.Go(func() error { return b.auditSealer().Run(gctx) })
+	if b.sealer != nil {
+		g.Go(func() error { return b.sealer.Run(gctx) })
 	}
 	if b.auditChannel != nil {
 		g.Go(func() error { return b.runAuditChannel(gctx, auth.URL) })
 	}
 	if b.cfg.socketMode() {
-		g.Go(func() error { return b.runSocketMode(gctx) })
-		if len(b.cfg.APITokens) > 0 {
-			g.Go(func() error { return b.serveHTTP(gctx, b.apiHandler(), "approval api") })
+		g.Go(func() error { return b.socket.run(gctx) })
+		if b.approvalAPI != nil {
+			g.Go(func() error {
+				return serveHTTP(gctx, b.log, b.cfg.Listener, b.cfg.HTTPAddr, apiHandler(b.approvalAPI), "approval api")
+			})
 		}
 	} else {
-		g.Go(func() error { return b.serveHTTP(gctx, b.Handler(), "slack http mode") })
+		g.Go(func() error {
+			return serveHTTP(gctx, b.log, b.cfg.Listener, b.cfg.HTTPAddr, b.Handler(), "slack http mode")
+		})
 	}
-	if len(b.cfg.APITokens) > 0 {
-		g.Go(func() error { return b.expireAPIRequests(gctx) })
+	if b.approvalAPI != nil {
+		g.Go(func() error { return b.approvalAPI.Run(gctx) })
 	}
-	if b.reachSteps() {
-		g.Go(func() error { return b.runReach(gctx) })
+	if b.reach.steps() {
+		g.Go(func() error { return b.reach.run(gctx) })
 	}
-	g.Go(func() error { return b.runHomes(gctx) })
+	g.Go(func() error { return b.homes.run(gctx) })
 	err = g.Wait()
 	b.work.stop()
 	if err != nil && !errors.Is(err, context.Canceled) {

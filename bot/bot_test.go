@@ -59,7 +59,15 @@ type harnessOpts struct {
 
 func newHarness(t testing.TB, transport string, o harnessOpts) *harness {
 	t.Helper()
-	h := &harness{fake: fakeslack.New(t, o.fake...)}
+	h := &harness{}
+	fakeOpts := o.fake
+	if o.useClock {
+		// Slack's budgets are kept on the bot's clock too, so a step the
+		// test moves the clock for is not refused for real time's sake.
+		h.clock = newFakeClock()
+		fakeOpts = append([]fakeslack.Option{fakeslack.WithClock(h.clock)}, fakeOpts...)
+	}
+	h.fake = fakeslack.New(t, fakeOpts...)
 	h.fake.AddUser("U1", "alice")
 	h.fake.AddUser("U2", "bob")
 	h.fake.AddUser("U3", "carol")
@@ -85,7 +93,6 @@ func newHarness(t testing.TB, transport string, o harnessOpts) *harness {
 		DMWorkDir: testDMWorkDir,
 	}
 	if o.useClock {
-		h.clock = newFakeClock()
 		cfg.Clock = h.clock
 		// A clock that moves only by hand would hold every write behind
 		// its budget; these tests pin deadlines, not Slack's pacing.
@@ -420,8 +427,10 @@ func (h *harness) createRequest(t testing.TB, s store.Session, r store.Request, 
 func (h *harness) sessionWithRequest(t testing.TB, requestID string) (store.Request, fakeslack.Message) {
 	t.Helper()
 	s := h.newSession(t, "sess-"+requestID)
-	r := store.Request{ID: requestID, Kind: store.KindTool, ToolName: "Bash",
-		Input: json.RawMessage(`{"command":"make deploy","description":"Deploy"}`)}
+	r := store.Request{ID: requestID, Kind: store.KindTool, ToolCall: store.ToolCall{
+		ToolName: "Bash",
+		Input:    json.RawMessage(`{"command":"make deploy","description":"Deploy"}`),
+	}}
 	card := h.createRequest(t, s, r, "Approve")
 	r.SessionID = s.ID
 	return r, card
@@ -535,7 +544,7 @@ func TestClickOnDecidedCardSaysWhoDecidedAndRefreshesIt(t *testing.T) {
 	}
 	// Two waits on the clock: the reconciler's next pass and the edit's
 	// Retry-After.
-	waitTimers(t, h.clock, 2)
+	h.clock.AwaitTimers(t, 2)
 	if err := h.fake.Click(ctx, "U2", card.Ref(), "Approve"); err != nil {
 		t.Fatal(err)
 	}
@@ -665,7 +674,7 @@ func TestBotMessagesEditsAndJoinsDoNotContinueASession(t *testing.T) {
 		{Type: "message", SubType: "channel_join", User: "U2", Text: "<@U2> has joined", Channel: "C1", ChannelType: "channel", ThreadTimeStamp: ts, TimeStamp: "1700000100.000004"},
 	}
 	for _, e := range ignored {
-		h.bot.onMessage(ctx, e)
+		h.bot.events.onMessage(ctx, e)
 	}
 	if _, err := h.fake.Reply(ctx, "U2", "C1", ts, "sentinel"); err != nil {
 		t.Fatal(err)

@@ -13,6 +13,8 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/slackgate/slackgate/blocks"
+	"github.com/slackgate/slackgate/bot/decide"
+	"github.com/slackgate/slackgate/bot/outbox"
 	"github.com/slackgate/slackgate/store"
 )
 
@@ -40,10 +42,41 @@ import (
 //	click on a card  adopt,      (no event)                the next click
 //	                 decided
 type cards struct {
-	b *Bot
+	st       cardStore
+	out      *outbox.Outbox
+	work     *tasks
+	status   *statusLines
+	reacher  *reacher
+	decider  *decide.Decider
+	api      repliesReader
+	clock    store.Clock
+	claimTTL time.Duration // CARD_CLAIM_TIMEOUT
+	// botUserID is the bot's own user, from auth.test at the start of
+	// Run: a card in a thread is the bot's only when it posted it.
+	botUserID string
+	// How a request shows, and the records a standing decider reads.
+	shown          func(store.Request) store.Request
+	renderCard     func(store.Request, store.Session) renderedCard
+	renderCardWith func(store.Request, store.Session, blocks.CardOptions) renderedCard
+	grantFor       func(context.Context, zerolog.Logger, store.Request, store.Session) (store.Grant, bool)
+	answerFor      func(context.Context, zerolog.Logger, store.Request, store.Session) (store.RememberedAnswer, bool)
 
 	mu      sync.Mutex
 	posting map[string]bool // requests whose card this bot is posting
+}
+
+// cardStore is what showing cards reads and writes in the store.
+type cardStore interface {
+	GetRequest(ctx context.Context, id string) (store.Request, error)
+	GetSession(ctx context.Context, id string) (store.Session, error)
+	SetCard(ctx context.Context, id string, ref store.MessageRef) (pending bool, err error)
+	MoveCard(ctx context.Context, id string, m store.CardMove) (bool, error)
+}
+
+// repliesReader reads a thread (conversations.replies), where a card
+// Slack took but nobody recorded is found.
+type repliesReader interface {
+	GetConversationRepliesContext(ctx context.Context, params *slack.GetConversationRepliesParameters) ([]slack.Message, bool, string, error)
 }
 
 // How post comes to a card: new from its event, or lost (the reconciler
@@ -56,45 +89,33 @@ const (
 
 // post shows request id's card in its session's thread, in the outbox's
 // cards lane. Store: GetRequest and GetSession; a card recorded already is
-// refreshed instead. claim makes this bot the card's one poster; a request
-// a policy rule allows or denies (byPolicy: Decide), a tool call a grant
-// allows (byGrant: ListGrants, Decide), or a question a
-// remembered answer settles (fromMemory: LookupAnswer, Decide), gets a
-// thread line instead of a card. A lost card is looked for in the thread
-// first, and so is a card whose post failed before it is sent again
-// (find). Then recorded.
+// refreshed instead. A request a standing decider settles (a policy rule,
+// a grant, a remembered answer: bot/decide) gets a thread line instead
+// of a card, before any claim. claim makes this bot the card's one
+// poster. A lost card is looked for in the thread first, and so is a
+// card whose post failed before it is sent again (find). Then recorded.
 func (c *cards) post(ctx context.Context, log zerolog.Logger, id string, lost bool) error {
-	b := c.b
-	r, err := b.st.GetRequest(ctx, id)
+	r, err := c.st.GetRequest(ctx, id)
 	if err != nil {
 		return fmt.Errorf("bot: get request %s: %w", id, err)
 	}
-	s, err := b.st.GetSession(ctx, r.SessionID)
+	s, err := c.st.GetSession(ctx, r.SessionID)
 	if err != nil {
 		return fmt.Errorf("bot: get session %s: %w", r.SessionID, err)
 	}
 	log = log.With().Str("channel", s.Thread.Channel).Logger()
-	r = b.shown(r)
+	r = c.shown(r)
+	c.reacher.waitingSince(r) // the reminder and escalation clocks start no sooner
 	if !r.Card.IsZero() {
 		return c.refresh(ctx, log, r, s)
+	}
+	if settled, err := c.standing(ctx, log, r, s); settled {
+		return err
 	}
 	if ok, err := c.claim(ctx, log, r.ID); !ok {
 		return err
 	}
-	v, pol := b.judged(r, s)
-	if settled, err := c.byPolicy(ctx, log, r, s, v, pol); settled {
-		c.done(r.ID)
-		return err
-	}
-	if settled, err := c.byGrant(ctx, log, r, s, v); settled {
-		c.done(r.ID)
-		return err
-	}
-	if a, ok := b.fromMemory(ctx, log, r, s); ok {
-		c.done(r.ID)
-		return c.answeredFromMemory(log, s, a)
-	}
-	card := b.renderCard(r, s)
+	card := c.renderCard(r, s)
 	if lost {
 		ts, found, err := c.inThread(ctx, log, s, r.ID)
 		if err != nil || found {
@@ -107,17 +128,17 @@ func (c *cards) post(ctx context.Context, log zerolog.Logger, id string, lost bo
 			return c.recorded(ctx, log, r, s, card, ts)
 		}
 	}
-	res := b.out.postCardPending(log, s.Thread.Channel, s.Thread.TS, card.msg, func(ctx context.Context) (string, bool, error) {
+	res := c.out.PostOnce(log, outbox.LaneCard, s.Thread.Channel, s.Thread.TS, card.msg, func(ctx context.Context) (string, bool, error) {
 		return c.find(ctx, s, r.ID)
 	})
 	// The card shows the call: take it out of the turn's fold.
-	b.showProgress(log, s, store.Event{Type: store.EventRequestCreated}, &r)
-	return b.awaitWrite(log, res, func(pr opResult) error {
+	c.status.showProgress(log, s, store.Event{Type: store.EventRequestCreated}, &r)
+	return c.work.awaitWrite(log, res, func(pr outbox.Result) error {
 		defer c.done(r.ID)
-		if pr.err != nil {
-			return c.notPosted(ctx, log, r, s, pr.err)
+		if pr.Err != nil {
+			return c.notPosted(ctx, log, r, s, pr.Err)
 		}
-		return c.recorded(ctx, log, r, s, card, pr.ts)
+		return c.recorded(ctx, log, r, s, card, pr.TS)
 	})
 }
 
@@ -129,10 +150,9 @@ func (c *cards) post(ctx context.Context, log zerolog.Logger, id string, lost bo
 // the outcome and the card shows it. A settlement after SetCard finds the
 // card, and its own event shows it.
 func (c *cards) recorded(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, card renderedCard, ts string) error {
-	b := c.b
 	ref := store.MessageRef{Channel: s.Thread.Channel, TS: ts}
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
-	pending, err := b.st.SetCard(sctx, r.ID, ref)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outbox.CallTimeout)
+	pending, err := c.st.SetCard(sctx, r.ID, ref)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("bot: set card %s: %w", r.ID, err)
@@ -140,24 +160,24 @@ func (c *cards) recorded(ctx context.Context, log zerolog.Logger, r store.Reques
 	opts := c.attachFullInput(ctx, log, r, s, card)
 	now, settled := r, false
 	if !pending && r.Pending() {
-		if got, err := b.st.GetRequest(ctx, r.ID); err == nil && !got.Pending() {
-			now, settled = b.shown(got), true
+		if got, err := c.st.GetRequest(ctx, r.ID); err == nil && !got.Pending() {
+			now, settled = c.shown(got), true
 		}
 	}
 	// A card that promised the full input in the thread says it is not
 	// there, so nobody approves what they think they can read.
 	if settled || opts.AttachmentFailed {
-		if err := b.out.Update(ctx, log, ref, b.renderCardWith(now, s, opts).msg); err != nil {
+		if _, err := c.out.Edit(log, outbox.LaneCard, ref, c.renderCardWith(now, s, opts).msg).Wait(ctx); err != nil {
 			return err
 		}
 		if err := c.settledMeanwhile(ctx, log, now, s, ref); err != nil {
 			return err
 		}
 	}
-	b.refreshStatusOf(ctx, s, statusKeep)
+	c.status.refreshOf(ctx, s, statusKeep)
 	if pending && !settled {
 		r.Card = ref
-		b.work.Go(func(ctx context.Context) { b.reached(ctx, log, r, s) })
+		c.work.Go(func(ctx context.Context) { c.reacher.reached(ctx, log, r, s) })
 	}
 	return nil
 }
@@ -172,7 +192,7 @@ func (c *cards) notPosted(ctx context.Context, log zerolog.Logger, r store.Reque
 	notice := fmt.Sprintf("⚠️ Claude is waiting for a decision on %s, but its card could not be shown in Slack (%s). "+
 		"The request will expire unless it is decided another way; the bot's log has the details.",
 		"`"+blocks.Escape(r.ToolName)+"`", blocks.Escape(slackErrCode(err)))
-	if perr := (<-c.b.out.post(log, laneCard, s.Thread.Channel, s.Thread.TS, outMsg{Text: notice})).err; perr != nil {
+	if _, perr := c.out.Post(log, outbox.LaneCard, s.Thread.Channel, s.Thread.TS, outbox.Msg{Text: notice}).Outcome(); perr != nil {
 		log.Error().Err(perr).Msg("post card failure notice")
 	}
 	return err
@@ -186,7 +206,7 @@ func (c *cards) attachFullInput(ctx context.Context, log zerolog.Logger, r store
 		return opts
 	}
 	name := cmp.Or(card.fullInputName, "request-"+r.ID+".txt")
-	if err := c.b.out.Upload(ctx, log, s.Thread.Channel, s.Thread.TS, name, "Full input of "+r.ToolName, card.fullInput); err != nil {
+	if err := c.out.Upload(ctx, log, s.Thread.Channel, s.Thread.TS, name, "Full input of "+r.ToolName, card.fullInput); err != nil {
 		// The card is up; a missing attachment is not worth posting it
 		// twice, only worth saying on the card.
 		log.Error().Err(err).Msg("upload full input")
@@ -195,27 +215,46 @@ func (c *cards) attachFullInput(ctx context.Context, log zerolog.Logger, r store
 	return opts
 }
 
-// answeredFromMemory posts the one thread line that stands for a card a
-// remembered answer settled.
-func (c *cards) answeredFromMemory(log zerolog.Logger, s store.Session, a store.RememberedAnswer) error {
-	res := c.b.out.postPending(log, laneCard, s.Thread.Channel, s.Thread.TS, toMsg(blocks.AnsweredFromMemory(a)))
-	return c.b.awaitWrite(log, res, func(pr opResult) error { return pr.err })
+// standing settles r, a request of session s, with a standing decider
+// (bot/decide: a deny rule, an allow rule, a grant, a remembered answer,
+// in that order) before its card is claimed, and puts the one thread line
+// that stands for the card. It reports whether r needs no card; the error
+// is the line's.
+func (c *cards) standing(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) (bool, error) {
+	out, ok := c.decider.Standing(ctx, log, r, s, decide.Records{Grant: c.grantFor, Answer: c.answerFor})
+	if !ok {
+		return false, nil
+	}
+	var line blocks.Message
+	switch out.By {
+	case decide.ByRule:
+		line = blocks.DecidedByRule(out.Request, out.Decision)
+	case decide.ByGrant:
+		line = blocks.AllowedByGrant(r, out.Grant)
+	case decide.ByAnswer:
+		line = blocks.AnsweredFromMemory(out.Answer)
+	default:
+		return true, nil // settled first elsewhere: its own event shows it
+	}
+	res := c.out.Post(log, outbox.LaneCard, s.Thread.Channel, s.Thread.TS, toMsg(line))
+	return true, c.work.awaitWrite(log, res, func(pr outbox.Result) error { return pr.Err })
 }
 
 // claim reports whether this bot may post request id's card. Store:
-// FirstSeen("card:"+id, CardClaimTTL), so the event path, the reconciler
-// and every replica post one card between them; a claim held elsewhere is
-// left to its holder. When the store cannot tell, nobody posts now (the
-// event comes again, or the next pass tries): a second card is what the
-// claim prevents. A holder that died lets its claim lapse, and the
-// reconciler posts the card; a card waiting in its outbox longer than the
-// claim could race another replica's pass, while within one bot a card
-// being posted (busy) is never claimed twice. done gives that hold back.
+// MoveCard(store.CardClaimed for CardClaimTTL), so the event path, the
+// reconciler and every replica post one card between them; a claim held
+// elsewhere is left to its holder. When the store cannot tell, nobody
+// posts now (the event comes again, or the next pass tries): a second
+// card is what the claim prevents. A holder that died lets its claim
+// lapse, and the reconciler posts the card; a card waiting in its outbox
+// longer than the claim could race another replica's pass, while within
+// one bot a card being posted (busy) is never claimed twice. done gives
+// that hold back.
 func (c *cards) claim(ctx context.Context, log zerolog.Logger, id string) (bool, error) {
 	if c.busy(id) {
 		return false, nil
 	}
-	first, err := c.b.st.FirstSeen(ctx, "card:"+id, c.b.cfg.CardClaimTTL)
+	first, err := c.st.MoveCard(ctx, id, store.CardMove{Step: store.CardClaimed, TTL: c.claimTTL})
 	if err != nil {
 		return false, fmt.Errorf("bot: claim card %s: %w", id, err)
 	}
@@ -252,10 +291,10 @@ func (c *cards) done(id string) {
 // delivered again (or whose card a click adopted), without holding the
 // consumer while Slack's budget makes the edit wait.
 func (c *cards) refresh(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) error {
-	res := c.b.out.updatePending(log, laneCard, r.Card, c.b.renderCard(r, s).msg)
-	return c.b.awaitWrite(log, res, func(pr opResult) error {
-		if pr.err != nil {
-			return pr.err
+	res := c.out.Edit(log, outbox.LaneCard, r.Card, c.renderCard(r, s).msg)
+	return c.work.awaitWrite(log, res, func(pr outbox.Result) error {
+		if pr.Err != nil {
+			return pr.Err
 		}
 		return c.settledMeanwhile(ctx, log, r, s, r.Card)
 	})
@@ -270,16 +309,17 @@ func (c *cards) settledMeanwhile(ctx context.Context, log zerolog.Logger, r stor
 	if !r.Pending() {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outbox.CallTimeout)
 	defer cancel()
-	now, err := c.b.st.GetRequest(ctx, r.ID)
+	now, err := c.st.GetRequest(ctx, r.ID)
 	if err != nil || now.Pending() {
 		if err != nil {
 			log.Warn().Err(err).Msg("read the request again after showing it pending")
 		}
 		return nil
 	}
-	return c.b.out.Update(ctx, log, ref, c.b.renderCard(c.b.shown(now), s).msg)
+	_, err = c.out.Edit(log, outbox.LaneCard, ref, c.renderCard(c.shown(now), s).msg).Wait(ctx)
+	return err
 }
 
 // reach shows on r's card a step taken to reach people ("reminded
@@ -290,8 +330,8 @@ func (c *cards) reach(log zerolog.Logger, r store.Request, s store.Session) {
 	if r.Card.IsZero() {
 		return
 	}
-	m := c.b.renderCard(c.b.shown(r), s).msg
-	c.b.out.enqueue(&op{kind: opUpdate, lane: laneCard, channel: r.Card.Channel, ts: r.Card.TS, msg: m, log: log}, false)
+	m := c.renderCard(c.shown(r), s).msg
+	c.out.EditLater(log, outbox.LaneCard, r.Card, m)
 }
 
 // approved brings request id's card up to date after an approval of
@@ -299,19 +339,19 @@ func (c *cards) reach(log zerolog.Logger, r store.Request, s store.Session) {
 // Slack's budget makes the edit wait. Store: GetRequest, GetSession. A
 // lost edit is repaired by the next approval, or the outcome.
 func (c *cards) approved(ctx context.Context, log zerolog.Logger, id string) {
-	r, err := c.b.st.GetRequest(ctx, id)
+	r, err := c.st.GetRequest(ctx, id)
 	if err == nil && (r.Card.IsZero() || !r.Pending()) {
 		return // no card yet (post renders the approvals), or the outcome's event shows it
 	}
 	var s store.Session
 	if err == nil {
-		s, err = c.b.st.GetSession(ctx, r.SessionID)
+		s, err = c.st.GetSession(ctx, r.SessionID)
 	}
 	if err != nil {
 		log.Warn().Err(err).Msg("show the approvals on the card")
 		return
 	}
-	c.b.out.updatePending(log, laneCard, r.Card, c.b.renderCard(r, s).msg)
+	c.out.Edit(log, outbox.LaneCard, r.Card, c.renderCard(r, s).msg)
 }
 
 // errOutcomeNotShown leaves a settled event unacknowledged while its edit
@@ -321,9 +361,10 @@ func (c *cards) approved(ctx context.Context, log zerolog.Logger, id string) {
 var errOutcomeNotShown = errors.New("bot: the card's outcome is not in slack yet")
 
 // outcome replaces request id's buttons with its outcome, unless the click
-// that decided it does (byClick; responseurl.go). Store: GetRequest (no
-// card recorded yet: recorded shows the outcome when it is posted),
-// GetSession, Seen, and for an edited input FirstSeen in attachRan.
+// that decided it does (byClick, from the card's state; responseurl.go).
+// Store: GetRequest (no card recorded yet: recorded shows the outcome when
+// it is posted), GetSession, and for an edited input MoveCard in
+// attachRan.
 // The edit spends the workspace's update budget, so like a card it gets
 // handOff and then finishes in a task (the consumer must not hold up a card
 // in another channel behind it), but its event stays unacknowledged
@@ -331,45 +372,49 @@ var errOutcomeNotShown = errors.New("bot: the card's outcome is not in slack yet
 // out every delivery (store.MaxDeliveries) and then dies with its bot is
 // lost; the card then keeps its buttons until the next click (decided).
 func (c *cards) outcome(ctx context.Context, log zerolog.Logger, id string) error {
-	b := c.b
-	r, err := b.st.GetRequest(ctx, id)
+	r, err := c.st.GetRequest(ctx, id)
 	if err != nil {
 		return fmt.Errorf("bot: get request %s: %w", id, err)
 	}
-	if r.Card.IsZero() {
+	if r.Card.IsZero() && !mayHaveLostCard(r) {
 		return nil
 	}
-	s, err := b.st.GetSession(ctx, r.SessionID)
+	s, err := c.st.GetSession(ctx, r.SessionID)
 	if err != nil {
 		return fmt.Errorf("bot: get session %s: %w", r.SessionID, err)
 	}
+	if r.Card.IsZero() {
+		if r.Card, err = c.lostCard(ctx, log, r, s); err != nil || r.Card.IsZero() {
+			return err
+		}
+	}
 	log = log.With().Str("channel", r.Card.Channel).Logger()
 	raw := r
-	r = b.shown(r)
-	card := b.renderCard(r, s)
-	switch c.byClick(ctx, log, raw, r) {
+	r = c.shown(r)
+	card := c.renderCard(r, s)
+	switch c.byClick(log, raw, r) {
 	case clickShowing:
 		return errOutcomeNotShown
 	case clickShowed:
 		c.attachRan(ctx, log, r, s, card)
-		b.refreshStatusOf(ctx, s, statusKeep)
+		c.status.refreshOf(ctx, s, statusKeep)
 		// The card shows the outcome already; its copies and the App
 		// Homes listing it do not.
-		b.work.Go(func(ctx context.Context) {
-			b.showCopies(log, r, s)
-			b.touchHomesOf(ctx, log, r, s)
+		c.work.Go(func(ctx context.Context) {
+			c.reacher.showCopies(ctx, log, r, s)
+			c.reacher.touchHomes(ctx, log, r, s)
 		})
 		return nil
 	}
 	var shown atomic.Bool
-	err = b.awaitWrite(log, b.out.updatePending(log, laneCard, r.Card, card.msg), func(pr opResult) error {
-		if pr.err != nil {
-			return pr.err
+	err = c.work.awaitWrite(log, c.out.Edit(log, outbox.LaneCard, r.Card, card.msg), func(pr outbox.Result) error {
+		if pr.Err != nil {
+			return pr.Err
 		}
 		shown.Store(true)
 		c.attachRan(ctx, log, r, s, card)
-		b.refreshStatusOf(ctx, s, statusKeep)
-		b.work.Go(func(ctx context.Context) { b.settled(ctx, log, r, s) })
+		c.status.refreshOf(ctx, s, statusKeep)
+		c.work.Go(func(ctx context.Context) { c.reacher.settled(ctx, log, r, s) })
 		return nil
 	})
 	if err == nil && !shown.Load() {
@@ -378,50 +423,78 @@ func (c *cards) outcome(ctx context.Context, log zerolog.Logger, id string) erro
 	return err
 }
 
+// mayHaveLostCard reports whether settled r may have a card in its
+// thread that no store record points to: one Slack took from a bot that
+// died before SetCard. A request a rule, a grant or a remembered answer
+// decided never had one; one a person, the API or the system (ended,
+// expired, cancelled) settled may.
+func mayHaveLostCard(r store.Request) bool {
+	d := r.Decision
+	return d != nil && d.Rule == "" && d.Grant == "" && d.Remembered == ""
+}
+
+// lostCard looks in s's thread for settled r's card, as the reconciler
+// does for a pending request's, and records it; zero when the thread has
+// none. A thread that cannot be read now is an error (the event is
+// redelivered); one Slack refuses to show is no card.
+func (c *cards) lostCard(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) (store.MessageRef, error) {
+	ts, found, err := c.find(ctx, s, r.ID)
+	switch {
+	case err != nil && outbox.Permanent(err):
+		log.Warn().Err(err).Msg("cannot read the thread for a card of a settled request")
+		return store.MessageRef{}, nil
+	case err != nil:
+		return store.MessageRef{}, err
+	case !found:
+		return store.MessageRef{}, nil
+	}
+	ref := store.MessageRef{Channel: s.Thread.Channel, TS: ts}
+	if _, err := c.st.SetCard(ctx, r.ID, ref); err != nil {
+		return store.MessageRef{}, fmt.Errorf("bot: record the card of settled request %s: %w", r.ID, err)
+	}
+	log.Info().Str("card_ts", ts).Msg("settled request's card found in its thread, never recorded; showing the outcome on it")
+	return ref, nil
+}
+
 // clicked replaces the card at ref with settled r through the click's
 // response_url and waits for Slack. When the click claimed the outcome, it
-// records whether Slack shows it (FirstSeen of the shown or the failed
-// key): a failed one is the settled event's to edit, which survives a
-// crash; without a claim a failure becomes a chat.update here. Store:
-// GetSession, FirstSeen.
+// records whether Slack shows it (store.CardShownByClick, or
+// store.CardClickFailed): a failed one is the settled event's to edit,
+// which survives a crash; without a claim a failure becomes a chat.update
+// here. Store: GetSession, MoveCard.
 func (c *cards) clicked(ctx context.Context, log zerolog.Logger, r store.Request, ref store.MessageRef, responseURL string, claimed bool) {
-	s, err := c.b.st.GetSession(ctx, r.SessionID)
+	s, err := c.st.GetSession(ctx, r.SessionID)
 	if err != nil {
 		log.Warn().Err(err).Msg("show the outcome: get session; the settled event shows it")
 		return
 	}
 	claimed = claimed && r.Decision != nil
-	msg := c.b.renderCard(c.b.shown(r), s).msg
-	_, err = wait(ctx, c.b.out.respondPending(log, ref, responseURL, msg, !claimed).res)
+	msg := c.renderCard(c.shown(r), s).msg
+	_, err = c.out.Respond(log, ref, responseURL, msg, !claimed).Wait(ctx)
 	if err != nil {
 		log.Warn().Err(err).Msg("show the outcome of the click")
 	}
 	if !claimed {
 		return
 	}
-	keys := outcomeKeysOf(r.ID, *r.Decision)
-	key := keys.shown
+	m := store.CardMove{Step: store.CardShownByClick, Decision: store.DecisionDigest(*r.Decision)}
 	if err != nil {
-		key = keys.failed
+		m.Step = store.CardClickFailed
 	}
-	if _, err := c.b.st.FirstSeen(context.WithoutCancel(ctx), key, outcomeClaimTTL); err != nil {
+	if _, err := c.st.MoveCard(context.WithoutCancel(ctx), r.ID, m); err != nil {
 		log.Warn().Err(err).Msg("record how the click's outcome went; the settled event edits the card")
 	}
 }
 
-// editedClaimTTL outlasts every redelivery of a settled event, so the
-// input a person edited is attached to the thread once.
-const editedClaimTTL = 24 * time.Hour
-
 // attachRan puts in the thread what a settled card could only summarise:
 // the input a person edited before approving (what ran). Claimed through
-// the store (FirstSeen("edited:"+id)), so a redelivery or another replica
+// the store (store.CardInputAttached), so a redelivery or another replica
 // does not attach it twice.
 func (c *cards) attachRan(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, card renderedCard) {
 	if card.fullInput == "" {
 		return
 	}
-	first, err := c.b.st.FirstSeen(ctx, "edited:"+r.ID, editedClaimTTL)
+	first, err := c.st.MoveCard(ctx, r.ID, store.CardMove{Step: store.CardInputAttached})
 	if err != nil || !first {
 		if err != nil {
 			log.Warn().Err(err).Msg("claim the edited input's attachment")
@@ -429,7 +502,7 @@ func (c *cards) attachRan(ctx context.Context, log zerolog.Logger, r store.Reque
 		return
 	}
 	name := cmp.Or(card.fullInputName, "edited-input-"+r.ID+".json")
-	if err := c.b.out.Upload(ctx, log, s.Thread.Channel, s.Thread.TS, name, "What ran: the edited input of "+r.ToolName, card.fullInput); err != nil {
+	if err := c.out.Upload(ctx, log, s.Thread.Channel, s.Thread.TS, name, "What ran: the edited input of "+r.ToolName, card.fullInput); err != nil {
 		log.Error().Err(err).Msg("upload the edited input")
 	}
 }
@@ -442,7 +515,7 @@ func (c *cards) attachRan(ctx context.Context, log zerolog.Logger, r store.Reque
 // post a second card. It returns the card as recorded (zero when the store
 // refused).
 func (c *cards) adopt(ctx context.Context, log zerolog.Logger, id string, ref store.MessageRef) store.MessageRef {
-	if _, err := c.b.st.SetCard(ctx, id, ref); err != nil {
+	if _, err := c.st.SetCard(ctx, id, ref); err != nil {
 		log.Warn().Err(err).Msg("adopt the clicked card as the request's")
 		return store.MessageRef{}
 	}
@@ -459,19 +532,19 @@ func (c *cards) decided(ctx context.Context, log zerolog.Logger, r store.Request
 	if r.Decision == nil || ref.IsZero() {
 		return
 	}
-	s, err := c.b.st.GetSession(ctx, r.SessionID)
+	s, err := c.st.GetSession(ctx, r.SessionID)
 	if err != nil {
 		log.Warn().Err(err).Msg("refresh card: get session")
 		return
 	}
-	msg := c.b.renderCard(c.b.shown(r), s).msg
-	var res <-chan opResult
+	msg := c.renderCard(c.shown(r), s).msg
+	var w outbox.Pending
 	if responseURL != "" {
-		res = c.b.out.respondPending(log, ref, responseURL, msg, true).res
+		w = c.out.Respond(log, ref, responseURL, msg, true)
 	} else {
-		res = c.b.out.update(log, laneCard, ref, msg)
+		w = c.out.Edit(log, outbox.LaneCard, ref, msg)
 	}
-	if _, err := wait(ctx, res); err != nil {
+	if _, err := w.Wait(ctx); err != nil {
 		log.Warn().Err(err).Msg("refresh card")
 	}
 }
@@ -492,7 +565,7 @@ const maxFindPages = 5
 func (c *cards) find(ctx context.Context, s store.Session, id string) (string, bool, error) {
 	params := &slack.GetConversationRepliesParameters{ChannelID: s.Thread.Channel, Timestamp: s.Thread.TS, Limit: 200}
 	for range maxFindPages {
-		msgs, more, next, err := c.b.api.GetConversationRepliesContext(ctx, params)
+		msgs, more, next, err := c.api.GetConversationRepliesContext(ctx, params)
 		if slackErrCode(err) == "thread_not_found" {
 			return "", false, nil // nothing there, so no card either
 		}
@@ -500,7 +573,7 @@ func (c *cards) find(ctx context.Context, s store.Session, id string) (string, b
 			return "", false, fmt.Errorf("bot: read thread %s/%s: %w", s.Thread.Channel, s.Thread.TS, err)
 		}
 		for _, m := range msgs {
-			if m.User == c.b.botUserID && cardOf(m.Blocks) == id {
+			if m.User == c.botUserID && cardOf(m.Blocks) == id {
 				return m.Timestamp, true, nil
 			}
 		}
@@ -519,7 +592,7 @@ func (c *cards) find(ctx context.Context, s store.Session, id string) (string, b
 func (c *cards) inThread(ctx context.Context, log zerolog.Logger, s store.Session, id string) (string, bool, error) {
 	ts, found, err := c.find(ctx, s, id)
 	switch {
-	case err != nil && permanent(err):
+	case err != nil && outbox.Permanent(err):
 		log.Warn().Err(err).Msg("reconcile: cannot read the thread for a card posted before; posting one")
 		return "", false, nil
 	case err != nil:
@@ -536,8 +609,8 @@ func cardOf(bs slack.Blocks) string {
 		var els []slack.BlockElement
 		switch bl := bl.(type) {
 		case *slack.ActionBlock:
-			if bl.Elements != nil {
-				els = bl.Elements.ElementSet
+			if bl.Elements != nil && !blocks.OnCopy(bl.BlockID) {
+				els = bl.Elements.ElementSet // a reminder in the thread is no card
 			}
 		case *slack.SectionBlock:
 			if bl.Accessory != nil && bl.Accessory.ButtonElement != nil {

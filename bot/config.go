@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slackgate/slackgate/bot/approvalapi"
+	"github.com/slackgate/slackgate/bot/outbox"
 	"github.com/slackgate/slackgate/bot/policy"
 	"github.com/slackgate/slackgate/store"
 )
@@ -35,11 +37,11 @@ type Config struct {
 	// approval API) instead of listening on HTTPAddr (tests pass one on
 	// 127.0.0.1:0). Run closes it.
 	Listener net.Listener
-	// APITokens turn on the approval API (api.go) on HTTPAddr, in either
-	// transport; nil: off. APILimits bound each token (zero fields take
-	// the defaults).
-	APITokens []APIToken
-	APILimits APILimits
+	// APITokens turn on the approval API (package approvalapi) on
+	// HTTPAddr, in either transport; nil: off. APILimits bound each token
+	// (zero fields take the defaults).
+	APITokens []approvalapi.Token
+	APILimits approvalapi.Limits
 
 	// Approvers may decide requests: listed users and user groups, or
 	// anyone who can see the card when Anyone is set. Required: the zero
@@ -84,8 +86,8 @@ type Config struct {
 	ConsumerName string
 
 	// Budgets are Slack's rate limits as the outbox spends them; zero
-	// fields take Slack's documented figures (see Budgets).
-	Budgets Budgets
+	// fields take Slack's documented figures (see outbox.Budgets).
+	Budgets outbox.Budgets
 	// GroupCacheTTL is how long user group members are trusted (0: 5 minutes).
 	GroupCacheTTL time.Duration
 	// Clock replaces the wall clock (tests). Nil: the real one.
@@ -101,11 +103,14 @@ type Config struct {
 	// SealAudit: sign checkpoints of the store's audit chain with
 	// SigningKey (auditseal.go). Off when the key was made in memory:
 	// nobody could check a checkpoint it signed. AuditSealEvery is how
-	// often the chain's head is looked at (0: DefaultAuditSealEvery).
+	// often the chain's head is looked at (0: auditsink.DefaultSealEvery).
 	SealAudit      bool
 	AuditSealEvery time.Duration
+	// AuditAnchorFile keeps what the sealer knows of the chain across
+	// restarts (auditsink.Anchor; "": memory only).
+	AuditAnchorFile string
 	// AuditChannel is where each settled request and refused record gets
-	// a line (auditchannel.go); "": none. AuditEvery is how often the
+	// a line (auditsink.Channel); "": none. AuditEvery is how often the
 	// audit log is looked at for new entries (0: auditsink.DefaultEvery).
 	AuditChannel string
 	AuditEvery   time.Duration
@@ -182,7 +187,24 @@ func (c Config) validateAccess() error {
 	if c.MaxSessionsPerUser < 0 || c.MaxQueuedInputs < 0 || c.MaxPromptBytes < 0 {
 		return fmt.Errorf("%w: a limit is negative", ErrConfig)
 	}
+	if name := ownerlessToken(c.Policy, c.APITokens); name != "" {
+		return fmt.Errorf("%w: API_TOKENS entry %q names no owner, and a policy rule says not_self: write whom the token stands for after its channel (C0CI@U0LEE)", ErrConfig, name)
+	}
 	return nil
+}
+
+// ownerlessToken is the first token without an owner when a rule of pol
+// says not_self ("" when none): not_self must know whom a token stands for.
+func ownerlessToken(pol *policy.Policy, tokens []approvalapi.Token) string {
+	if pol == nil || !slices.ContainsFunc(pol.Rules(), func(r *policy.Rule) bool { return r.Ask.NotSelf }) {
+		return ""
+	}
+	for _, t := range tokens {
+		if t.Owner == "" {
+			return t.Name
+		}
+	}
+	return ""
 }
 
 // workDir is the working directory for a session started in channel; a

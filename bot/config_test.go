@@ -227,7 +227,20 @@ func TestRunFailsFastOnABadBotToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = b.Run(t.Context())
-	if err == nil || !strings.Contains(err.Error(), "auth.test") {
-		t.Errorf("Run = %v, want an auth.test error", err)
+	if err == nil || !strings.Contains(err.Error(), "auth.test") || !strings.Contains(err.Error(), "Slack refused SLACK_BOT_TOKEN") {
+		t.Errorf("Run = %v, want an auth.test error blaming the token", err)
+	}
+}
+
+// TestRunDoesNotBlameTheTokenForTheNetwork: a Slack that cannot be reached
+// (DNS, a firewall) is no token's fault, and the error says where to look.
+func TestRunDoesNotBlameTheTokenForTheNetwork(t *testing.T) {
+	b, err := New(Config{BotToken: "xoxb-1", AppToken: fakeslack.AppToken, APIURL: "http://127.0.0.1:1/api/", Approvers: anyone, SigningKey: testSigningKey}, nopStore{}, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = b.Run(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "cannot reach Slack") || !strings.Contains(err.Error(), "DNS") || strings.Contains(err.Error(), "refused SLACK_BOT_TOKEN") {
+		t.Errorf("Run = %v, want it to say Slack was not reached, not that the token is wrong", err)
 	}
 }

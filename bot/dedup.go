@@ -17,13 +17,13 @@ const eventDedupTTL = 10 * time.Minute
 // another replica, so the event_id is remembered in the shared store rather
 // than in this process. When the store cannot tell, the event is handled: a
 // rare duplicate is better than a lost mention.
-func (b *Bot) firstDelivery(ctx context.Context, ev slackevents.EventsAPIEvent) bool {
+func (se *slackEvents) firstDelivery(ctx context.Context, ev slackevents.EventsAPIEvent) bool {
 	cb, ok := ev.Data.(*slackevents.EventsAPICallbackEvent)
 	if !ok || cb.EventID == "" {
 		return true
 	}
-	log := b.log.With().Str("event_id", cb.EventID).Logger()
-	first, err := b.st.FirstSeen(ctx, "slack-event:"+cb.EventID, eventDedupTTL)
+	log := se.log.With().Str("event_id", cb.EventID).Logger()
+	first, err := se.st.FirstSeen(ctx, "slack-event:"+cb.EventID, eventDedupTTL)
 	if err != nil {
 		log.Warn().Err(err).Msg("cannot tell whether the event was delivered before; handling it")
 		return true

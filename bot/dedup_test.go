@@ -43,7 +43,7 @@ func TestEventSeenByAnotherReplicaIsSkipped(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h.bot.dispatchEvent(ctx, parseMention(t, tt.eventID, tt.ts)) // returns when done
+			h.bot.events.dispatch(ctx, parseMention(t, tt.eventID, tt.ts)) // returns when done
 			_, err := h.st.SessionByThread(ctx, store.MessageRef{Channel: "C1", TS: tt.ts})
 			switch {
 			case tt.runs && err != nil:

@@ -24,8 +24,10 @@ func (setCardDown) SetCard(context.Context, string, store.MessageRef) (bool, err
 }
 
 func deployRequest(id string, s store.Session) store.Request {
-	return store.Request{ID: id, SessionID: s.ID, CLIRequestID: "cli-" + id, Kind: store.KindTool, ToolName: "Bash",
-		Input:     json.RawMessage(`{"command":"make deploy","description":"Deploy"}`),
+	return store.Request{ID: id, SessionID: s.ID, CLIRequestID: "cli-" + id, Kind: store.KindTool, ToolCall: store.ToolCall{
+		ToolName: "Bash",
+		Input:    json.RawMessage(`{"command":"make deploy","description":"Deploy"}`),
+	},
 		CreatedAt: time.Now().Add(-time.Minute)} // the reconciler leaves young requests to the event path
 }
 

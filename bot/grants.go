@@ -23,7 +23,7 @@ func (p *decision) keepGrant(ctx context.Context, r store.Request, s store.Sessi
 	if p.grantKind == "" || d.Outcome != store.OutcomeAllow {
 		return
 	}
-	b := p.b
+	c := p.c
 	g := store.Grant{ID: "grant-" + uuid.NewString(), Scope: store.GrantScope{Kind: p.grantKind, Value: s.ID},
 		Rules: p.grantRules, By: d.By, ByName: d.ByName, At: d.At, RequestID: r.ID, SessionID: s.ID, Channel: s.Thread.Channel}
 	if p.grantKind == store.GrantSession {
@@ -35,9 +35,9 @@ func (p *decision) keepGrant(ctx context.Context, r store.Request, s store.Sessi
 		p.tell(ctx, "Approved this once. This session has no repository, so nothing was kept for it.")
 		return
 	}
-	err := store.SignGrant(b.cfg.SigningKey, &g)
+	err := store.SignGrant(c.key, &g)
 	if err == nil {
-		err = b.st.AddGrant(ctx, g)
+		err = c.st.AddGrant(ctx, g)
 	}
 	if err != nil {
 		p.log.Error().Err(err).Msg("add grant")
@@ -48,52 +48,23 @@ func (p *decision) keepGrant(ctx context.Context, r store.Request, s store.Sessi
 	p.tell(ctx, blocks.GrantAdded(g))
 }
 
-// byGrant settles r, a request of session s, with a grant that allows it,
-// instead of a card: a signed allow naming the grant (its adder as who
-// decided), audited, and one thread line. A grant counts only while it is
-// live, verifies, applies to s, its adder is still an approver and one
-// of its rules allows r; and only where no policy rule matched (v): a
-// grant stands in for APPROVERS' one tap, never for a rule's approvers,
-// and a deny rule always wins. It reports whether r is settled.
-func (c *cards) byGrant(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, v policy.Verdict) (bool, error) {
-	b := c.b
-	if v.Rule != nil || v.Action != policy.Ask || r.Kind != store.KindTool || !r.Pending() {
-		return false, nil
-	}
-	g, ok := b.grantFor(ctx, log, r, s)
-	if !ok {
-		return false, nil
-	}
-	log = log.With().Str("grant_id", g.ID).Logger()
-	d := store.Decision{Outcome: store.OutcomeAllow, By: g.By, ByName: g.ByName, At: b.clock.Now(), Grant: g.ID}
-	if err := store.SignDecision(b.cfg.SigningKey, r, &d); err != nil {
-		log.Error().Err(err).Msg("sign a decision by grant; a card asks")
-		return false, nil
-	}
-	_, err := b.st.Decide(ctx, r.ID, d)
-	switch {
-	case errors.Is(err, store.ErrAlreadyDecided):
-		return true, nil // settled meanwhile: its own event shows it
-	case err != nil:
-		log.Error().Err(err).Msg("decide by grant; a card asks")
-		return false, nil
-	}
-	log.Info().Msg("request allowed by a grant")
-	res := b.out.postPending(log, laneCard, s.Thread.Channel, s.Thread.TS, toMsg(blocks.AllowedByGrant(r, g)))
-	return true, b.awaitWrite(log, res, func(pr opResult) error { return pr.err })
-}
-
-// grantFor is the newest grant that allows r in s now (see byGrant).
+// grantFor is the newest grant that allows r in s now: live, verifies,
+// applies to s, one of its rules allows r, and its adder is still an
+// approver (bot/decide settles with it only where no policy rule matched).
 func (b *Bot) grantFor(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) (store.Grant, bool) {
 	grants, err := b.st.ListGrants(ctx)
 	if err != nil {
 		log.Warn().Err(err).Msg("list grants; a card asks")
 		return store.Grant{}, false
 	}
+	forgotten, ok := b.graves.buried(ctx, log, store.TombGrant)
+	if !ok {
+		return store.Grant{}, false
+	}
 	now := b.clock.Now()
 	pub := b.cfg.SigningKey.Public().(ed25519.PublicKey)
 	for _, g := range grants {
-		if !g.Live(now) || !grantApplies(g, s) {
+		if !g.Live(now) || !grantApplies(g, s) || forgotten(g.ID) {
 			continue
 		}
 		if err := store.VerifyGrant(pub, g); err != nil {
@@ -138,17 +109,21 @@ func grantAllows(g store.Grant, r store.Request, s store.Session) bool {
 	return p.Evaluate(policyRequest(r, s), g.At).Action == policy.Allow
 }
 
-// liveGrants are the grants that still apply, newest first, for the App
-// Home.
+// liveGrants are the grants that still apply (live, not forgotten),
+// newest first, for the App Home.
 func (b *Bot) liveGrants(ctx context.Context) ([]store.Grant, error) {
 	all, err := b.st.ListGrants(ctx)
 	if err != nil {
 		return nil, err
 	}
+	forgotten, ok := b.graves.buried(ctx, b.log, store.TombGrant)
+	if !ok {
+		forgotten = func(string) bool { return false } // listed, not used: grantFor decides
+	}
 	now := b.clock.Now()
 	var out []store.Grant
 	for _, g := range all {
-		if g.Live(now) {
+		if g.Live(now) && !forgotten(g.ID) {
 			out = append(out, g)
 		}
 	}
@@ -165,10 +140,15 @@ func (b *Bot) onForgetGrantClick(ctx context.Context, cb *slack.InteractionCallb
 	log := b.log.With().Str("user", user).Str("grant_id", a.GrantID).Logger()
 	var notice string
 	if !b.may(ctx, log, user, forgetGrants, func(text string) { notice = text }) {
-		b.publishHome(ctx, user, notice)
+		b.homes.tell(ctx, user, notice)
 		return
 	}
-	who := b.who(ctx, cb)
+	who := who(ctx, b.api, cb)
+	if err := b.graves.bury(ctx, store.TombGrant, a.GrantID, who); err != nil {
+		log.Error().Err(err).Msg("bury grant")
+		b.homes.tell(ctx, user, sorry("forget that rule", err))
+		return
+	}
 	gone, err := b.st.ForgetGrant(ctx, a.GrantID, who.ID, who.Name)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
@@ -180,5 +160,5 @@ func (b *Bot) onForgetGrantClick(ctx context.Context, cb *slack.InteractionCallb
 		log.Info().Str("scope", gone.Scope.Key()).Msg("grant forgotten")
 		notice = "✅ Forgotten: requests it allowed get a card again."
 	}
-	b.publishHome(ctx, user, notice)
+	b.homes.tell(ctx, user, notice)
 }

@@ -3,6 +3,7 @@ package bot
 import (
 	"crypto/ed25519"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -19,7 +20,7 @@ const noProdTests = `rules:
 
 func npmTest(id, cmd string) store.Request {
 	in, _ := json.Marshal(map[string]string{"command": cmd})
-	return store.Request{ID: id, Kind: store.KindTool, ToolName: "Bash", Input: in,
+	return store.Request{ID: id, Kind: store.KindTool, ToolCall: store.ToolCall{ToolName: "Bash", Input: in},
 		Suggestions: []store.Suggestion{{Type: "addRules", Behavior: "allow", Destination: "localSettings",
 			Rules: []store.SuggestionRule{{ToolName: "Bash", RuleContent: "npm test:*"}}}}}
 }
@@ -37,7 +38,7 @@ func (h *harness) allowedWithoutCard(t *testing.T, s store.Session, r store.Requ
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.fake.WaitThread(ctx, s.Thread.Channel, s.Thread.TS, fakeslack.Text("allowed by a rule <@U2> added")); err != nil {
+	if _, err := h.fake.WaitThread(ctx, s.Thread.Channel, s.Thread.TS, fakeslack.Text("allowed by a rule *bob* added")); err != nil {
 		t.Fatalf("no thread line for %s: %v", r.ID, err)
 	}
 	return d
@@ -55,7 +56,8 @@ func TestAnHourGrantAllowsItsSessionUntilItExpiresAndNotAfter(t *testing.T) {
 	s := h.newSession(t, "sess-grant")
 	first := npmTest("req-g1", "npm test")
 	card := h.createRequest(t, s, first, "Approve")
-	if err := h.fake.Select(ctx, "U2", card.Ref(), "Approve and allow…", "1 hour in this session: Bash(npm test:*)"); err != nil {
+	h.allowIn(t, "U2", card, "Bash(npm test:*)")
+	if err := h.fake.ClickView(ctx, "U2", "1 hour"); err != nil {
 		t.Fatal(err)
 	}
 	first.SessionID = s.ID
@@ -63,8 +65,8 @@ func TestAnHourGrantAllowsItsSessionUntilItExpiresAndNotAfter(t *testing.T) {
 	if d := got.Decision; d.Outcome != store.OutcomeAllow || len(d.Permissions) != 0 {
 		t.Fatalf("decision %+v: want an allow that adds no Claude Code rule", d)
 	}
-	if _, err := h.fake.WaitEphemeral(ctx, "U2", fakeslack.Text("without a card")); err != nil {
-		t.Fatal(err)
+	if _, err := h.fake.WaitView(ctx, "U2", func(v fakeslack.View) bool { return v.HasText("without a card") }); err != nil {
+		t.Fatalf("the approver is not told what the grant allows, in the modal: %v", err)
 	}
 	grants, err := h.st.ListGrants(ctx)
 	if err != nil || len(grants) != 1 {
@@ -144,5 +146,50 @@ func TestTheAppHomeListsGrantsAndForgetsThem(t *testing.T) {
 	}
 	if grants, err := h.st.ListGrants(ctx); err != nil || len(grants) != 0 {
 		t.Errorf("grants after Forget: %+v, %v; want none", grants, err)
+	}
+}
+
+// A grant stands in for APPROVERS' one tap, never for a policy rule's
+// approvers: with a rule that sends `make deploy` to two SREs, one
+// approver's grant for it settles nothing, and a card asks the two.
+func TestAGrantNeverStandsInForARulesApprovers(t *testing.T) {
+	h := approvalsHarness(t)
+	ctx := testCtx(t)
+	s := h.newSession(t, "sess-grant-rule")
+	g := store.Grant{ID: "grant-deploy", Scope: store.GrantScope{Kind: store.GrantRepo, Value: testWorkDir},
+		Rules: []string{"Bash(make deploy:*)"}, By: "U9", ByName: "erin", At: time.Now()}
+	if err := store.SignGrant(testSigningKey, &g); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.st.AddGrant(ctx, g); err != nil {
+		t.Fatal(err)
+	}
+	in, _ := json.Marshal(map[string]string{"command": "make deploy"})
+	card := h.createRequest(t, s, store.Request{ID: "req-grant-rule", Kind: store.KindTool, ToolCall: store.ToolCall{ToolName: "Bash", Input: in}}, "Approve")
+	if !card.HasText("*Needs 2 approvals*") {
+		t.Errorf("the card does not ask the rule's two people: %s", card.AllText())
+	}
+	if got, err := h.st.GetRequest(ctx, "req-grant-rule"); err != nil || !got.Pending() {
+		t.Fatalf("request %+v (%v), want it pending for the rule's approvers", got.Decision, err)
+	}
+}
+
+// A card a policy rule asks for offers no grants: a grant never decides
+// what a rule matched, so it would never apply to this request. Claude
+// Code's session rule for a suggestion clear of the rule still is.
+func TestACardARuleAsksForOffersNoGrants(t *testing.T) {
+	h := newHarness(t, transportSocket, harnessOpts{cfg: func(c *Config) {
+		c.Approvers = People{IDs: []string{"U2"}}
+		c.Policy = mustPolicy(t, "rules:\n  - {name: deploys, match: [\"Bash(make deploy:*)\"], ask: {}}\n")
+	}})
+	s := h.newSession(t, "sess-rule-grants")
+	r := npmTest("req-rule-grants", "make deploy")
+	r.Suggestions[0].Rules = []store.SuggestionRule{{ToolName: "Bash", RuleContent: "npm test:*"}}
+	card := h.createRequest(t, s, r, "Approve")
+	if !card.HasText("asks because of rule *deploys*") {
+		t.Fatalf("the rule does not ask: %s", card.AllText())
+	}
+	if got := h.allowIn(t, "U2", card, "Bash(npm test:*)").Buttons(); !slices.Equal(got, []string{"This session"}) {
+		t.Errorf("a card the rule asks for offers %q, want Claude Code's session rule only", got)
 	}
 }

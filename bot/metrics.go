@@ -3,58 +3,21 @@ package bot
 import (
 	"errors"
 	"sync"
-	"time"
+
+	"github.com/slackgate/slackgate/bot/outbox"
 )
 
-// Metrics receives what the bot measures. cmd/slackgate implements it with
+// Metrics receives what the bot measures: for now what its outbox
+// measures (Slack calls, outbox waits). cmd/slackgate implements it with
 // Prometheus, so this package needs no metrics library. Nil: nothing is
 // measured.
 type Metrics interface {
-	// SlackCall is one Web API call the outbox made: its method, how long
-	// it took, and its error (nil on success; a *slack.RateLimitedError
-	// for a 429).
-	SlackCall(method string, d time.Duration, err error)
-	// OutboxWait is how long a write waited in its lane, from when it was
-	// queued (or due, for a delayed progress post) until it was sent.
-	OutboxWait(lane string, d time.Duration)
-}
-
-type noMetrics struct{}
-
-func (noMetrics) SlackCall(string, time.Duration, error) {}
-func (noMetrics) OutboxWait(string, time.Duration)       {}
-
-func (l lane) String() string {
-	switch l {
-	case laneCard:
-		return "card"
-	case laneReach:
-		return "reach"
-	case laneResult:
-		return "result"
-	case laneProgress:
-		return "progress"
-	default:
-		return "audit"
-	}
+	outbox.Metrics
 }
 
 // OutboxDepth counts the writes queued in each lane now, sent or not yet
 // (a gauge read when scraped).
-func (b *Bot) OutboxDepth() map[string]int {
-	o := b.out
-	depth := map[string]int{}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	for l := range numLanes {
-		n := len(o.edits[l])
-		for _, cs := range o.chans {
-			n += len(cs.lanes[l])
-		}
-		depth[l.String()] = n
-	}
-	return depth
-}
+func (b *Bot) OutboxDepth() map[string]int { return b.out.Depth() }
 
 // SlackReady reports whether the bot can talk to Slack: nil once auth.test
 // passed and, in Socket Mode, while the connection is up; otherwise what is

@@ -4,25 +4,82 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/slack-go/slack"
 
 	"github.com/slackgate/slackgate/blocks"
+	"github.com/slackgate/slackgate/bot/policy"
 	"github.com/slackgate/slackgate/store"
 )
 
 // modesOffered are the permission modes s's status line offers: none for
 // an approval API session (no worker runs it), bypassPermissions only when
-// the policy file names who may pick it (modes.bypassPermissions).
+// the policy file names who may pick it (modes.bypassPermissions), and a
+// mode that skips prompts only where no deny rule, nor an ask rule of
+// several people, could apply to what it runs without asking (modeBlocker).
 func (b *Bot) modesOffered(s store.Session) []string {
 	if s.API {
 		return nil
 	}
-	modes := []string{"default", "acceptEdits", "plan"}
-	if p := b.Policy(); p != nil && len(p.BypassPermissions()) > 0 {
+	pol := b.Policy()
+	modes := []string{"default", "plan"}
+	if modeBlocker(pol, s, "acceptEdits") == nil {
+		modes = []string{"default", "acceptEdits", "plan"}
+	}
+	if pol != nil && len(pol.BypassPermissions()) > 0 && modeBlocker(pol, s, "bypassPermissions") == nil {
 		modes = append(modes, "bypassPermissions")
 	}
 	return modes
+}
+
+// A mode that skips prompts (acceptEdits, bypassPermissions) lets what it
+// covers run with no card, so the team policy never sees those requests:
+// one person's pick would void the policy's deny rules and its rules that
+// ask others, or several people. So a mode is picked only where no rule
+// of the policy could apply to what it runs without asking
+// (policy.ModeWidens), or where each such rule is an ask whose approvers
+// and count the picker alone satisfies: one person, among its approvers,
+// not the session's own under not_self.
+
+// modeBlocker is the first rule that keeps anyone from switching s to
+// mode: a deny rule, or an ask rule of more than one person; nil when
+// none does.
+func modeBlocker(pol *policy.Policy, s store.Session, mode string) *policy.Rule {
+	for _, r := range pol.ModeWidens(mode, scopeOf(s, nil)) {
+		if r.Action == policy.Deny || r.Ask.Count > 1 {
+			return r
+		}
+	}
+	return nil
+}
+
+// modeRefusal says why user may not switch s to mode under the policy;
+// "" when they may.
+func (b *Bot) modeRefusal(ctx context.Context, s store.Session, mode, user string) string {
+	pol := b.Policy()
+	does := "what " + mode + " runs without asking"
+	if r := modeBlocker(pol, s, mode); r != nil {
+		if r.Action == policy.Deny {
+			return "The team policy's rule *" + r.Name + "* denies some of " + does + ", so Claude is not switched to it. Nothing was changed."
+		}
+		return "The team policy's rule *" + r.Name + "* needs " + plural(r.Ask.Count, "approval") + " for some of " + does +
+			", which one person's switch would skip, so Claude is not switched to it. Nothing was changed."
+	}
+	for _, r := range pol.ModeWidens(mode, scopeOf(s, nil)) {
+		if selves, known := b.people.Selves(s); r.Ask.NotSelf && (!known || slices.Contains(selves, user)) {
+			return "The team policy's rule *" + r.Name + "* never lets this session's own people approve some of " + does +
+				", so you cannot switch it to " + mode + ". Nothing was changed."
+		}
+		if r.Ask.Approvers == nil {
+			continue // APPROVERS: switchMode checked already
+		}
+		if ok, err := b.approvers.among(ctx, r.Ask.Approvers, user); !ok || err != nil {
+			return "Only " + b.people.Describe(r.Ask.Approvers) + " may approve some of " + does + " (the team policy's rule *" +
+				r.Name + "*), so only they may switch Claude to " + mode + ". Nothing was changed."
+		}
+	}
+	return ""
 }
 
 // switchMode guards switching a session's permission mode: approvers only
@@ -40,7 +97,7 @@ func (b *Bot) onModePick(ctx context.Context, cb *slack.InteractionCallback, a b
 	user := cb.User.ID
 	thread := store.MessageRef{Channel: cmp.Or(cb.Container.ChannelID, cb.Channel.ID), TS: cb.Container.ThreadTs}
 	log := b.log.With().Str("session_id", a.SessionID).Str("user", user).Str("channel", thread.Channel).Logger()
-	tell := func(text string) { b.tellUser(ctx, thread, user, text) }
+	tell := func(text string) { b.ephemerals.tell(ctx, thread, user, text) }
 	mode, ok := blocks.ModeOf(a)
 	if !ok {
 		tell("Sorry, I do not know that permission mode. Nothing was changed.")
@@ -76,7 +133,17 @@ func (b *Bot) onModePick(ctx context.Context, cb *slack.InteractionCallback, a b
 			return
 		}
 	}
-	if err := b.queue(ctx, store.Input{SessionID: s.ID, Control: store.ControlSetMode, Mode: mode, User: user}); err != nil {
+	if why := b.modeRefusal(ctx, s, mode, user); why != "" {
+		log.Info().Msg("mode switch refused: the team policy has rules the mode would skip")
+		tell(why)
+		return
+	}
+	if s.Process == "" {
+		tell("Claude is not running in this session now, so there is nothing to switch. Send a message, then pick the mode while it runs. Nothing was changed.")
+		return
+	}
+	// Signed for the process running now, which alone takes it.
+	if err := b.inputs.queue(ctx, store.Input{SessionID: s.ID, Control: store.ControlSetMode, Mode: mode, User: user, Process: s.Process}); err != nil {
 		log.Error().Err(err).Msg("enqueue mode switch")
 		tell(sorry("change the permission mode", err))
 		return

@@ -2,16 +2,20 @@ package bot
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
 
 	"github.com/slackgate/slackgate/blocks"
+	"github.com/slackgate/slackgate/bot/decide"
+	"github.com/slackgate/slackgate/bot/outbox"
 	"github.com/slackgate/slackgate/bot/policy"
 	"github.com/slackgate/slackgate/store"
 )
@@ -98,11 +102,73 @@ func (p reachPlan) with(a reachAsk) reachPlan {
 	return p
 }
 
+// reacher carries a request beyond its card to the people who may decide
+// it: copies, one reminder, one escalation, and the App Homes a change
+// concerns. It holds what that takes and no more: the store calls of
+// reachStore, the outbox, the clock, the configured defaults, and the few
+// answers other parts own, as funcs (the policy's verdict, how many
+// approvals a request needs, its card's edit).
+type reacher struct {
+	st       reachStore
+	out      *outbox.Outbox
+	clock    store.Clock
+	log      zerolog.Logger
+	later    func(func(context.Context)) bool // a task after an ack (tasks.Go)
+	groups   groupLister
+	slack    dmOpener
+	homes    *homes
+	pub      ed25519.PublicKey // the bots' key: which approvals and decisions count
+	defaults ReachDefaults
+	// approvers is APPROVERS, who decide a request no rule speaks for;
+	// interval is ReconcileInterval, how often a pass looks for the cards
+	// of other replicas; policyAtStart, whether a policy was set at New.
+	approvers     People
+	interval      time.Duration
+	policyAtStart bool
+
+	verdict  func(store.Request, store.Session) policy.Verdict
+	needs    func(store.Request, store.Session) blocks.Needs
+	showCard func(zerolog.Logger, store.Request, store.Session)
+
+	// teamURL comes from auth.test at the start of Run, before any
+	// handler or pass; card links are built on it.
+	teamURL string
+	seen    firstSeen
+	dmCache sync.Map // user → the DM channel copies went to
+	wake    chan struct{}
+	// armed, when set (tests), runs after the sweeper set its timer, due
+	// at due.
+	armed func(due time.Time)
+}
+
+// reachStore is what reaching people reads and writes in the store.
+type reachStore interface {
+	GetRequest(ctx context.Context, id string) (store.Request, error)
+	GetSession(ctx context.Context, id string) (store.Session, error)
+	ListPending(ctx context.Context, sessionID string) ([]store.Request, error)
+	MoveCard(ctx context.Context, id string, m store.CardMove) (bool, error)
+	AddCopy(ctx context.Context, id string, ref store.MessageRef) (pending bool, err error)
+	MarkReach(ctx context.Context, id string, m store.ReachMark) (bool, error)
+	AppendAudit(ctx context.Context, a store.AuditEntry) error
+}
+
+// groupLister lists user groups (approvers does, cached) and says whether
+// a user is among ids.
+type groupLister interface {
+	members(ctx context.Context, group string) (map[string]bool, error)
+	among(ctx context.Context, ids []string, user string) (bool, error)
+}
+
+// dmOpener opens the bot's DM with a person (a *slack.Client).
+type dmOpener interface {
+	OpenConversationContext(ctx context.Context, p *slack.OpenConversationParameters) (*slack.Channel, bool, bool, error)
+}
+
 // planFor is r's plan: the defaults, as the ask of the policy rule that
 // matches r overrides them.
-func (b *Bot) planFor(r store.Request, s store.Session) reachPlan {
-	p := b.cfg.Reach.plan(b.cfg.Approvers)
-	if v := b.verdict(r, s); v.Action == policy.Ask && v.Rule != nil {
+func (rc *reacher) planFor(r store.Request, s store.Session) reachPlan {
+	p := rc.defaults.plan(rc.approvers)
+	if v := rc.verdict(r, s); v.Action == policy.Ask && v.Rule != nil {
 		a := v.Ask
 		p = p.with(reachAsk{approvers: a.Approvers, notify: a.Notify, escalateTo: a.EscalateTo,
 			remindAfter: a.RemindAfter, escalateAfter: a.EscalateAfter})
@@ -110,23 +176,23 @@ func (b *Bot) planFor(r store.Request, s store.Session) reachPlan {
 	return p
 }
 
-// reachSteps reports whether a step may ever fall due: a default says
+// steps reports whether a step may ever fall due: a default says
 // when, or a policy (whose rules, reloaded, may) is in force.
-func (b *Bot) reachSteps() bool {
-	return b.cfg.Reach.RemindAfter > 0 || b.cfg.Reach.EscalateAfter > 0 || b.cfg.Policy != nil
+func (rc *reacher) steps() bool {
+	return rc.defaults.RemindAfter > 0 || rc.defaults.EscalateAfter > 0 || rc.policyAtStart
 }
 
 // people expands ids (users, user groups and "*") to the users they name,
 // sorted, and whether "*" was among them. A group Slack does not list is
 // an error; the users of the others are still returned.
-func (b *Bot) people(ctx context.Context, ids []string) (users []string, anyone bool, err error) {
+func (rc *reacher) people(ctx context.Context, ids []string) (users []string, anyone bool, err error) {
 	seen := map[string]bool{}
 	for _, id := range ids {
 		switch {
 		case id == "*":
 			anyone = true
 		case strings.HasPrefix(id, "S"):
-			m, gerr := b.approvers.members(ctx, id)
+			m, gerr := rc.groups.members(ctx, id)
 			if gerr != nil {
 				err = errors.Join(err, gerr)
 				continue
@@ -145,24 +211,76 @@ func (b *Bot) people(ctx context.Context, ids []string) (users []string, anyone 
 	return users, anyone, err
 }
 
+// A request's reminder and escalation fall due counted from when it began
+// to wait. Its created_at is the store's word, which a writer can move
+// back to escalate it at once; so the count starts when this bot first
+// saw the request pending, by its own clock (or at created_at, when that
+// is later). A bot started since sees it anew: its steps come later, never
+// sooner.
+
+// firstSeen is when this bot first saw each pending request.
+type firstSeen struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+// since is when r began to wait, as far as this bot can vouch: the later
+// of its created_at and the first time the bot saw it (now, for a request
+// it meets for the first time).
+func (f *firstSeen) since(r store.Request, now time.Time) time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.at == nil {
+		f.at = map[string]time.Time{}
+	}
+	seen, ok := f.at[r.ID]
+	if !ok {
+		seen = now
+		f.at[r.ID] = seen
+	}
+	if r.CreatedAt.After(seen) {
+		return r.CreatedAt
+	}
+	return seen
+}
+
+// keepOnly forgets every request but those pending.
+func (f *firstSeen) keepOnly(pending []store.Request) {
+	ids := make(map[string]bool, len(pending))
+	for _, r := range pending {
+		ids[r.ID] = true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for id := range f.at {
+		if !ids[id] {
+			delete(f.at, id)
+		}
+	}
+}
+
+// waitingSince is when r began to wait, by this bot's clock (firstSeen).
+func (rc *reacher) waitingSince(r store.Request) time.Time { return rc.seen.since(r, rc.clock.Now()) }
+
 // escalatedTo reports whether user may decide r because r was escalated
 // to them: they are among its escalate_to, the store says it was
-// escalated, and the escalation's time has come by the bot's own clock (a
-// store writer who marks a request escalated early gains nothing).
-func (b *Bot) escalatedTo(ctx context.Context, log zerolog.Logger, r store.Request, user string) bool {
+// escalated, and the escalation's time has come by the bot's own clock
+// (counted from waitingSince), so a store writer who marks a request
+// escalated early, or moves its created_at back, gains nothing.
+func (rc *reacher) escalatedTo(ctx context.Context, log zerolog.Logger, r store.Request, user string) bool {
 	if r.Reach.Escalated.IsZero() {
 		return false
 	}
-	s, err := b.st.GetSession(ctx, r.SessionID)
+	s, err := rc.st.GetSession(ctx, r.SessionID)
 	if err != nil {
 		log.Warn().Err(err).Msg("escalation: get session")
 		return false
 	}
-	p := b.planFor(r, s)
-	if p.escalateAfter <= 0 || b.clock.Now().Before(r.CreatedAt.Add(p.escalateAfter)) {
+	p := rc.planFor(r, s)
+	if p.escalateAfter <= 0 || rc.clock.Now().Before(rc.waitingSince(r).Add(p.escalateAfter)) {
 		return false
 	}
-	ok, err := b.approvers.among(ctx, p.escalateTo, user)
+	ok, err := rc.groups.among(ctx, p.escalateTo, user)
 	if err != nil && !ok {
 		log.Warn().Err(err).Msg("escalation: list escalate_to")
 	}
@@ -171,39 +289,49 @@ func (b *Bot) escalatedTo(ctx context.Context, log zerolog.Logger, r store.Reque
 
 // reached takes r, whose card was just recorded, where else it must go:
 // its copies, and the App Homes of who may decide it.
-func (b *Bot) reached(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) {
+func (rc *reacher) reached(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) {
 	select {
-	case b.reachWake <- struct{}{}: // its steps fall due from now
+	case rc.wake <- struct{}{}: // its steps fall due from now
 	default:
 	}
-	b.announce(ctx, log, r, s)
-	b.touchHomesOf(ctx, log, r, s)
+	rc.announce(ctx, log, r, s)
+	rc.touchHomes(ctx, log, r, s)
 }
 
 // settled shows r's outcome on its copies and takes it off the App Homes.
-func (b *Bot) settled(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) {
-	b.showReach(ctx, log, r.ID)
-	b.touchHomesOf(ctx, log, r, s)
+func (rc *reacher) settled(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) {
+	rc.showReach(ctx, log, r.ID)
+	rc.touchHomes(ctx, log, r, s)
+}
+
+// touchHomes queues the App Home tabs of the people who may decide r.
+func (rc *reacher) touchHomes(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) {
+	p := rc.planFor(r, s)
+	ids := p.deciders
+	if !r.Reach.Escalated.IsZero() {
+		ids = append(slices.Clone(ids), p.escalateTo...)
+	}
+	users, _, err := rc.people(ctx, ids)
+	if err != nil {
+		log.Warn().Err(err).Msg("home: list who may decide; their tabs are current when opened")
+	}
+	rc.homes.mark(users)
 }
 
 // maxCopies bounds the copies one request gets (a notify channel and a
 // large user group's DMs).
 const maxCopies = 50
 
-// announceClaimTTL outlasts every redelivery and reconciler pass that can
-// record a card, so a request is announced once.
-const announceClaimTTL = 7 * 24 * time.Hour
-
 // announce posts r's copies once its card is recorded: to the plan's
 // notify channels and people, and by DM to each decider when the plan says
 // so, never to the starter, and only when someone other than the starter
-// may decide it. Store: FirstSeen("announce:"+id), so one bot announces.
-func (b *Bot) announce(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) {
-	p := b.planFor(r, s)
+// may decide it; one bot announces (claimAnnounce).
+func (rc *reacher) announce(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) {
+	p := rc.planFor(r, s)
 	if len(p.notify) == 0 && !p.dm {
 		return
 	}
-	deciders, anyone, err := b.people(ctx, p.deciders)
+	deciders, anyone, err := rc.people(ctx, p.deciders)
 	if err != nil {
 		log.Warn().Err(err).Msg("announce: list who may decide")
 	}
@@ -214,21 +342,27 @@ func (b *Bot) announce(ctx context.Context, log zerolog.Logger, r store.Request,
 	if p.dm {
 		targets = append(slices.Clone(targets), deciders...)
 	}
-	first, err := b.st.FirstSeen(ctx, "announce:"+r.ID, announceClaimTTL)
+	first, err := rc.claimAnnounce(ctx, r.ID)
 	if err != nil || !first {
 		if err != nil {
 			log.Warn().Err(err).Msg("announce: claim")
 		}
 		return
 	}
-	b.postCopies(ctx, log, r, s, targets, false)
+	rc.postCopies(ctx, log, r, s, targets, false)
+}
+
+// claimAnnounce reports whether this bot is the one to announce request
+// id: the request's card moves to announced once (store.CardAnnounced).
+func (rc *reacher) claimAnnounce(ctx context.Context, id string) (bool, error) {
+	return rc.st.MoveCard(ctx, id, store.CardMove{Step: store.CardAnnounced})
 }
 
 // postCopies posts a copy of r to each target (a channel; a user gets it
 // by DM; a user group's members each by DM), never to s's starter, and
 // records each in the store (AddCopy). A copy posted after r was settled
 // is shown settled at once.
-func (b *Bot) postCopies(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, targets []string, escalated bool) {
+func (rc *reacher) postCopies(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, targets []string, escalated bool) {
 	var chans []string
 	var users []string
 	for _, t := range targets {
@@ -238,20 +372,22 @@ func (b *Bot) postCopies(ctx context.Context, log zerolog.Logger, r store.Reques
 			users = append(users, t)
 		}
 	}
-	people, _, err := b.people(ctx, users)
+	people, _, err := rc.people(ctx, users)
 	if err != nil {
 		log.Warn().Err(err).Msg("announce: list user groups; their members get no copy")
 	}
+	viewer := map[string]string{} // DM channel → its person
 	for _, u := range people {
 		if u == s.StartedBy {
 			continue
 		}
-		ch, err := b.dmChannel(ctx, u)
+		ch, err := rc.dmChannel(ctx, u)
 		if err != nil {
 			log.Warn().Err(err).Str("to", u).Msg("announce: open a DM")
 			continue
 		}
 		chans = append(chans, ch)
+		viewer[ch] = u
 	}
 	slices.Sort(chans)
 	chans = slices.Compact(chans)
@@ -259,97 +395,151 @@ func (b *Bot) postCopies(ctx context.Context, log zerolog.Logger, r store.Reques
 		log.Warn().Int("targets", len(chans)).Int("max", maxCopies).Msg("announce: too many copies; the first are sent")
 		chans = chans[:maxCopies]
 	}
-	msg := toMsg(blocks.Announcement(b.shown(r), s, blocks.ReachOptions{CardLink: b.cardLink(r.Card, s), Escalated: escalated}))
-	results := make([]<-chan opResult, len(chans))
+	shown, o := rc.view(r, s)
+	o.Escalated = escalated
+	results := make([]outbox.Pending, len(chans))
 	for i, ch := range chans {
-		results[i] = b.out.post(log, laneReach, ch, "", msg)
+		o.Viewer = viewer[ch]
+		results[i] = rc.out.Post(log, outbox.LaneReach, ch, "", toMsg(blocks.Announcement(shown, s, o)))
 	}
 	for i, res := range results {
-		ts, err := wait(ctx, res)
-		if err != nil {
-			log.Warn().Err(err).Str("to", chans[i]).Msg("announce: copy not posted")
-			continue
-		}
-		ref := store.MessageRef{Channel: chans[i], TS: ts}
-		pending, err := b.st.AddCopy(context.WithoutCancel(ctx), r.ID, ref)
-		if err != nil {
-			log.Error().Err(err).Str("to", chans[i]).Msg("announce: record the copy")
-			continue
-		}
-		if !pending {
-			b.showReach(ctx, log, r.ID)
-		}
+		rc.recordCopy(ctx, log, r.ID, chans[i], res)
 	}
 	log.Info().Int("copies", len(chans)).Bool("escalated", escalated).Msg("request announced")
 }
 
+// recordCopy waits for res, a post to channel of a message with request
+// id's buttons, and records it as a copy (AddCopy), so a click there
+// decides and the outcome reaches it; one posted after the request was
+// settled is shown settled at once. Failures are logged.
+func (rc *reacher) recordCopy(ctx context.Context, log zerolog.Logger, id, channel string, res outbox.Pending) {
+	ts, err := res.Wait(ctx)
+	if err != nil {
+		log.Warn().Err(err).Str("to", channel).Msg("reach: message not posted")
+		return
+	}
+	pending, err := rc.st.AddCopy(context.WithoutCancel(ctx), id, store.MessageRef{Channel: channel, TS: ts})
+	if err != nil {
+		log.Error().Err(err).Str("to", channel).Msg("reach: record the message")
+		return
+	}
+	if !pending {
+		rc.showReach(ctx, log, id)
+	}
+}
+
+// view is r as its copies, reminders and App Home rows show it (the
+// approvals that count), and what they say of it: the card's link, how
+// many approvals it needs from whom, who may decide it.
+func (rc *reacher) view(r store.Request, s store.Session) (store.Request, blocks.ReachOptions) {
+	r = asShown(rc.pub, r)
+	o := blocks.ReachOptions{CardLink: rc.cardLink(r.Card, s)}
+	if r.Pending() {
+		r.Approvals = decide.Counted(rc.pub, rc.log, r)
+		o.Needs = rc.needs(r, s)
+		o.Deciders = rc.planFor(r, s).deciders
+	}
+	return r, o
+}
+
+// dmViewers maps the DM channels of r's approvers to them, so a copy in
+// one says "You approved" to its reader. Store: none; Slack:
+// conversations.open for an approver whose DM this bot has not cached.
+func (rc *reacher) dmViewers(ctx context.Context, log zerolog.Logger, r store.Request) map[string]string {
+	out := map[string]string{}
+	if !slices.ContainsFunc(r.Reach.Copies, func(c store.MessageRef) bool { return isDMChannel(c.Channel) }) {
+		return out
+	}
+	for _, a := range r.Approvals {
+		ch, err := rc.dmChannel(ctx, a.By)
+		if err != nil {
+			log.Warn().Err(err).Str("user", a.By).Msg("reach: find an approver's DM; their copy shows the request as to anyone")
+			continue
+		}
+		out[ch] = a.By
+	}
+	return out
+}
+
+// isDMChannel reports whether id is a direct message's channel.
+func isDMChannel(id string) bool { return strings.HasPrefix(id, "D") }
+
 // dmChannel is the bot's DM channel with user (conversations.open).
-func (b *Bot) dmChannel(ctx context.Context, user string) (string, error) {
-	if ch, ok := b.dms.Load(user); ok {
+func (rc *reacher) dmChannel(ctx context.Context, user string) (string, error) {
+	if ch, ok := rc.dmCache.Load(user); ok {
 		return ch.(string), nil
 	}
-	c, _, _, err := b.api.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{user}})
+	c, _, _, err := rc.slack.OpenConversationContext(ctx, &slack.OpenConversationParameters{Users: []string{user}})
 	if err != nil {
 		return "", fmt.Errorf("bot: conversations.open %s: %w", user, err)
 	}
-	b.dms.Store(user, c.ID)
+	rc.dmCache.Store(user, c.ID)
 	return c.ID, nil
 }
 
 // cardLink is the permalink of a card in s's thread ("" when unknown).
-func (b *Bot) cardLink(card store.MessageRef, s store.Session) string {
-	link, _ := blocks.Permalink(b.teamURL, card, s.Thread.TS)
+func (rc *reacher) cardLink(card store.MessageRef, s store.Session) string {
+	link, _ := blocks.Permalink(rc.teamURL, card, s.Thread.TS)
 	return link
 }
 
-// showCopies queues edits of r's copies to show r as given. Failures
-// are logged: a click on a stale copy says who decided and refreshes it.
-func (b *Bot) showCopies(log zerolog.Logger, r store.Request, s store.Session) {
-	msg := toMsg(blocks.Announcement(b.shown(r), s, blocks.ReachOptions{CardLink: b.cardLink(r.Card, s)}))
+// showCopies queues edits of r's copies (with its reminders and
+// escalation lines) to show r as given; a copy in an approver's DM says
+// they approved. Failures are logged: a click on a stale copy says who
+// decided and refreshes it.
+func (rc *reacher) showCopies(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) {
+	shown, o := rc.view(r, s)
+	var viewers map[string]string
+	if shown.Pending() {
+		viewers = rc.dmViewers(ctx, log, shown)
+	}
 	for _, ref := range r.Reach.Copies {
-		b.out.enqueue(&op{kind: opUpdate, lane: laneReach, channel: ref.Channel, ts: ref.TS, msg: msg, log: log}, false)
+		o.Viewer, o.InThread = viewers[ref.Channel], ref.Channel == s.Thread.Channel
+		msg := toMsg(blocks.Announcement(shown, s, o))
+		rc.out.EditLater(log, outbox.LaneReach, ref, msg)
 	}
 }
 
-// runReach takes the reminders and escalations that are due, at start, when
+// run takes the reminders and escalations that are due, at start, when
 // this bot records a card, when the next step falls due, and every
 // ReconcileInterval (which finds the cards of other replicas), until ctx
 // ends (nil).
-func (b *Bot) runReach(ctx context.Context) error {
+func (rc *reacher) run(ctx context.Context) error {
 	for {
-		next := b.reachDue(ctx)
-		now := b.clock.Now()
-		wait := b.cfg.ReconcileInterval
+		next := rc.due(ctx)
+		now := rc.clock.Now()
+		wait := rc.interval
 		if !next.IsZero() {
 			wait = min(wait, next.Sub(now))
 		}
-		timer := b.clock.NewTimer(wait)
-		if b.reachArmed != nil {
-			b.reachArmed(now.Add(wait))
+		timer := rc.clock.NewTimer(wait)
+		if rc.armed != nil {
+			rc.armed(now.Add(wait))
 		}
 		select {
 		case <-ctx.Done():
 			timer.Stop()
 			return nil
 		case <-timer.C():
-		case <-b.reachWake:
+		case <-rc.wake:
 			timer.Stop()
 		}
 	}
 }
 
-// reachDue reminds and escalates the pending requests whose time has come
+// due reminds and escalates the pending requests whose time has come
 // and returns when the next one falls due (zero: none). Store: ListPending,
 // GetSession per session, MarkReach per step (one replica takes it).
 // Errors are logged; the next pass tries again.
-func (b *Bot) reachDue(ctx context.Context) time.Time {
-	pending, err := b.st.ListPending(ctx, "")
+func (rc *reacher) due(ctx context.Context) time.Time {
+	pending, err := rc.st.ListPending(ctx, "")
 	if err != nil {
 		if ctx.Err() == nil {
-			b.log.Warn().Err(err).Msg("reach: list pending requests")
+			rc.log.Warn().Err(err).Msg("reach: list pending requests")
 		}
 		return time.Time{}
 	}
+	rc.seen.keepOnly(pending)
 	sessions := map[string]store.Session{}
 	var next time.Time
 	later := func(t time.Time) {
@@ -363,13 +553,13 @@ func (b *Bot) reachDue(ctx context.Context) time.Time {
 		}
 		s, ok := sessions[r.SessionID]
 		if !ok {
-			if s, err = b.st.GetSession(ctx, r.SessionID); err != nil {
+			if s, err = rc.st.GetSession(ctx, r.SessionID); err != nil {
 				continue
 			}
 			sessions[r.SessionID] = s
 		}
-		log := b.log.With().Str("request_id", r.ID).Str("session_id", r.SessionID).Logger()
-		p := b.planFor(r, s)
+		log := rc.log.With().Str("request_id", r.ID).Str("session_id", r.SessionID).Logger()
+		p := rc.planFor(r, s)
 		for _, step := range []store.ReachStep{store.StepReminded, store.StepEscalated} {
 			after := p.remindAfter
 			if step == store.StepEscalated {
@@ -378,11 +568,11 @@ func (b *Bot) reachDue(ctx context.Context) time.Time {
 			if after <= 0 || !r.Reach.Done(step).IsZero() {
 				continue
 			}
-			if due := r.CreatedAt.Add(after); b.clock.Now().Before(due) {
+			if due := rc.waitingSince(r).Add(after); rc.clock.Now().Before(due) {
 				later(due)
 				continue
 			}
-			b.takeStep(ctx, log, r, s, p, step)
+			rc.takeStep(ctx, log, r, s, p, step)
 		}
 	}
 	return next
@@ -390,13 +580,13 @@ func (b *Bot) reachDue(ctx context.Context) time.Time {
 
 // takeStep reminds or escalates r once: MarkReach claims the step for
 // this bot, the audit log records it, and then Slack hears of it.
-func (b *Bot) takeStep(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, p reachPlan, step store.ReachStep) {
-	now := b.clock.Now()
+func (rc *reacher) takeStep(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, p reachPlan, step store.ReachStep) {
+	now := rc.clock.Now()
 	m := store.ReachMark{Step: step, At: now}
 	if step == store.StepEscalated {
 		m.To = p.escalateTo
 	}
-	took, err := b.st.MarkReach(ctx, r.ID, m)
+	took, err := rc.st.MarkReach(ctx, r.ID, m)
 	if err != nil || !took {
 		if err != nil {
 			log.Warn().Err(err).Str("step", string(step)).Msg("reach: claim the step")
@@ -409,33 +599,63 @@ func (b *Bot) takeStep(ctx context.Context, log zerolog.Logger, r store.Request,
 	}
 	entry := store.AuditEntry{Action: action, RequestID: r.ID, SessionID: r.SessionID, Kind: r.Kind, Tool: r.ToolName, At: now,
 		By: strings.Join(m.To, ","), Message: "who may decide: " + strings.Join(append(slices.Clone(p.deciders), m.To...), ",")}
-	if err := b.st.AppendAudit(ctx, entry); err != nil {
+	if err := rc.st.AppendAudit(ctx, entry); err != nil {
 		log.Error().Err(err).Str("step", string(step)).Msg("reach: audit the step")
 	}
-	waited := now.Sub(r.CreatedAt)
-	if fresh, err := b.st.GetRequest(ctx, r.ID); err == nil {
+	waited := now.Sub(rc.waitingSince(r))
+	if fresh, err := rc.st.GetRequest(ctx, r.ID); err == nil {
 		r = fresh // the copies recorded since the list was read
 	} else {
 		r.Reach.Apply(m)
 	}
 	if step == store.StepReminded {
-		deciders := p.deciders
-		if !r.Reach.Escalated.IsZero() {
-			deciders = append(slices.Clone(deciders), r.Reach.EscalatedTo...)
-		}
-		msg := toMsg(blocks.Reminder(b.shown(r), deciders, waited, b.cardLink(r.Card, s)))
-		b.reachPost(log, s.Thread.Channel, s.Thread.TS, msg)
-		for _, c := range r.Reach.Copies {
-			b.reachPost(log, c.Channel, c.TS, msg)
-		}
+		rc.remind(ctx, log, r, s, waited)
 		log.Info().Msg("request reminded")
 	} else {
-		b.reachPost(log, s.Thread.Channel, s.Thread.TS, toMsg(blocks.Escalation(b.shown(r), m.To, waited)))
+		shown, o := rc.view(r, s)
+		o.InThread = true
+		msg := toMsg(blocks.Escalation(shown, s, o, waited))
+		rc.recordCopyLater(log, r.ID, s.Thread.Channel, rc.out.Post(log, outbox.LaneReach, s.Thread.Channel, s.Thread.TS, msg))
 		log.Info().Strs("to", m.To).Msg("request escalated")
-		b.postCopies(ctx, log, r, s, m.To, true)
+		rc.postCopies(ctx, log, r, s, m.To, true)
 	}
-	b.showReach(ctx, log, r.ID)
-	b.touchHomesOf(ctx, log, r, s)
+	rc.showReach(ctx, log, r.ID)
+	rc.touchHomes(ctx, log, r, s)
+}
+
+// remind sends r's reminder, with Approve and Deny, where r's card and
+// copies are: in the card's thread, under each channel's copy, and as a
+// new DM to each person a copy went to by DM (a reply in a DM's thread
+// is easily missed). Each is recorded as a copy (recordCopy), so its
+// buttons decide and it shows the outcome.
+func (rc *reacher) remind(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, waited time.Duration) {
+	shown, o := rc.view(r, s)
+	viewers := rc.dmViewers(ctx, log, shown)
+	type place struct{ channel, threadTS, viewer string }
+	places := []place{{channel: s.Thread.Channel, threadTS: s.Thread.TS}}
+	for _, c := range r.Reach.Copies {
+		switch {
+		case c.Channel == s.Thread.Channel:
+			continue // a reminder or escalation line in the card's thread
+		case isDMChannel(c.Channel):
+			if slices.ContainsFunc(places, func(p place) bool { return p.channel == c.Channel }) {
+				continue // one reminder a person
+			}
+			places = append(places, place{channel: c.Channel, viewer: viewers[c.Channel]})
+		default:
+			places = append(places, place{channel: c.Channel, threadTS: c.TS})
+		}
+	}
+	for _, pl := range places {
+		o.Viewer, o.InThread = pl.viewer, pl.channel == s.Thread.Channel
+		rc.recordCopyLater(log, r.ID, pl.channel, rc.out.Post(log, outbox.LaneReach, pl.channel, pl.threadTS, toMsg(blocks.Reminder(shown, s, o, waited))))
+	}
+}
+
+// recordCopyLater is recordCopy in a task: a reach pass does not wait on
+// Slack's pace for its posts.
+func (rc *reacher) recordCopyLater(log zerolog.Logger, id, channel string, res outbox.Pending) {
+	rc.later(func(ctx context.Context) { rc.recordCopy(ctx, log, id, channel, res) })
 }
 
 // showReach brings request id's card and copies up to date with the
@@ -443,30 +663,25 @@ func (b *Bot) takeStep(ctx context.Context, log zerolog.Logger, r store.Request,
 // GetRequest and GetSession, GetRequest again after queueing a pending request's edits: edits of one
 // message coalesce to the newest, so a settlement read after the first
 // read is queued after it and wins, and one that came before is caught.
-func (b *Bot) showReach(ctx context.Context, log zerolog.Logger, id string) {
+func (rc *reacher) showReach(ctx context.Context, log zerolog.Logger, id string) {
 	for range 2 {
-		r, err := b.st.GetRequest(ctx, id)
+		r, err := rc.st.GetRequest(ctx, id)
 		if err != nil {
 			log.Warn().Err(err).Msg("reach: get request")
 			return
 		}
-		s, err := b.st.GetSession(ctx, r.SessionID)
+		s, err := rc.st.GetSession(ctx, r.SessionID)
 		if err != nil {
 			log.Warn().Err(err).Msg("reach: get session")
 			return
 		}
-		b.cards.reach(log, r, s)
-		b.showCopies(log, r, s)
+		rc.showCard(log, r, s)
+		rc.showCopies(ctx, log, r, s)
 		if !r.Pending() {
 			return
 		}
-		if again, err := b.st.GetRequest(ctx, id); err != nil || again.Pending() {
+		if again, err := rc.st.GetRequest(ctx, id); err != nil || again.Pending() {
 			return
 		}
 	}
-}
-
-// reachPost queues a post in the reach lane; failures are logged.
-func (b *Bot) reachPost(log zerolog.Logger, channel, threadTS string, m outMsg) {
-	b.out.enqueue(&op{kind: opPost, lane: laneReach, channel: channel, threadTS: threadTS, msg: m, log: log}, false)
 }

@@ -109,7 +109,7 @@ func TestNotifyDMReachesEachApproverButTheStarterOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.bot.announce(ctx, h.bot.log, got, s)
+	h.bot.reach.announce(ctx, h.bot.log, got, s)
 	for _, u := range []string{"U2", "U3"} {
 		if n := h.botPosts(fakeslack.DMChannel(u), "make deploy"); n != 1 {
 			t.Errorf("%s got %d copies, want 1", u, n)
@@ -134,7 +134,7 @@ func TestOnlyTheStarterMayDecideSoNobodyIsNotified(t *testing.T) {
 	r, _ := h.sessionWithRequest(t, "req-self")
 	s, _ := h.st.GetSession(ctx, r.SessionID)
 	got, _ := h.st.GetRequest(ctx, r.ID)
-	h.bot.announce(ctx, h.bot.log, got, s) // as the card's recording does, but waited for
+	h.bot.reach.announce(ctx, h.bot.log, got, s) // as the card's recording does, but waited for
 	if n := len(h.fake.Messages(notifyChannel)); n != 0 {
 		t.Errorf("%d messages in the notify channel for a request only its starter may decide", n)
 	}
@@ -152,7 +152,7 @@ func startReplica(t *testing.T, h *harness, name string, cfg func(*Config), arme
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.reachArmed = func(due time.Time) { armed <- due }
+	b.reach.armed = func(due time.Time) { armed <- due }
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- b.Run(ctx) }()
@@ -207,7 +207,7 @@ func TestReminderAndEscalationHappenOnceAcrossReplicasAndARestart(t *testing.T) 
 	}
 	armed1, armed2, armed3 := make(chan time.Time, 64), make(chan time.Time, 64), make(chan time.Time, 64)
 	h := newHarness(t, transportSocket, harnessOpts{useClock: true, cfg: reach, before: func(b *Bot) {
-		b.reachArmed = func(due time.Time) { armed1 <- due }
+		b.reach.armed = func(due time.Time) { armed1 <- due }
 	}})
 	h.fake.AddChannel(notifyChannel, "approvals")
 	h.fake.AddUserGroup("S0ONCALL", "U3")
@@ -215,8 +215,10 @@ func TestReminderAndEscalationHappenOnceAcrossReplicasAndARestart(t *testing.T) 
 	ctx := testCtx(t)
 	start := h.clock.Now()
 	s := h.newSession(t, "sess-reach")
-	r := store.Request{ID: "req-reach", SessionID: s.ID, CLIRequestID: "cli-reach", Kind: store.KindTool, ToolName: "Bash",
-		Input: json.RawMessage(`{"command":"make deploy"}`), CreatedAt: start}
+	r := store.Request{ID: "req-reach", SessionID: s.ID, CLIRequestID: "cli-reach", Kind: store.KindTool, ToolCall: store.ToolCall{
+		ToolName: "Bash",
+		Input:    json.RawMessage(`{"command":"make deploy"}`),
+	}, CreatedAt: start}
 	if err := h.st.CreateRequest(ctx, r); err != nil {
 		t.Fatal(err)
 	}
@@ -225,6 +227,12 @@ func TestReminderAndEscalationHappenOnceAcrossReplicasAndARestart(t *testing.T) 
 		t.Fatal(err)
 	}
 	cp := h.copyIn(t, notifyChannel)
+	// Slack shows the copy a moment before the store records it, and a
+	// reminder reaches only the copies recorded.
+	h.eventually(t, "the copy recorded", func() bool {
+		got, err := h.st.GetRequest(ctx, r.ID)
+		return err == nil && len(got.Reach.Copies) == 1
+	})
 
 	// U3 is on call, not an approver: before the escalation they may not decide.
 	if err := h.fake.Click(ctx, "U3", card.Ref(), "Approve"); err != nil {
@@ -236,11 +244,22 @@ func TestReminderAndEscalationHappenOnceAcrossReplicasAndARestart(t *testing.T) 
 
 	remindAt := start.Add(10*time.Minute + time.Second)
 	advanceTo(t, h, remindAt, armed1, armed2)
-	if _, err := h.fake.WaitThread(ctx, "C1", s.Thread.TS, fakeslack.Text("Still waiting")); err != nil {
+	reminder, err := h.fake.WaitThread(ctx, "C1", s.Thread.TS, fakeslack.Text("Still waiting"))
+	if err != nil {
 		t.Fatalf("no reminder in the card's thread: %v", err)
 	}
 	if _, err := h.fake.WaitThread(ctx, notifyChannel, cp.TS, fakeslack.Text("Still waiting")); err != nil {
 		t.Fatalf("no reminder under the copy: %v", err)
+	}
+	// A reminder says what, in which project, for whom, links to the
+	// card, and decides like the card.
+	for _, want := range []string{"make deploy", "*work*", "for <@U1>", "|Open the card>", "<@U2> may decide it"} {
+		if !reminder.HasText(want) {
+			t.Errorf("the reminder lacks %q: %s", want, reminder.AllText())
+		}
+	}
+	if !hasButton(reminder, "Approve") || !hasButton(reminder, "Deny") {
+		t.Errorf("the reminder has no Approve and Deny: %s", reminder.AllText())
 	}
 	if _, err := h.fake.WaitMessage(ctx, func(m fakeslack.Message) bool { return m.Ref() == card.Ref() && m.HasText("reminded") }); err != nil {
 		t.Fatalf("the card does not say it was reminded: %v", err)
@@ -251,22 +270,30 @@ func TestReminderAndEscalationHappenOnceAcrossReplicasAndARestart(t *testing.T) 
 	h.stop()
 	startReplica(t, h, "bot-3", reach, armed3)
 	passedAfter(t, armed3, remindAt)
-	escalateAt := start.Add(30*time.Minute + time.Second)
+	// bot-3 counts from when it first saw the request (a store writer
+	// could move created_at back): its escalation is due 30 minutes
+	// after its start, later than bot-2's; past both, one of them takes it.
+	escalateAt := remindAt.Add(30*time.Minute + time.Second)
 	advanceTo(t, h, escalateAt, armed2, armed3)
-	if _, err := h.fake.WaitThread(ctx, "C1", s.Thread.TS, fakeslack.Text("escalated to <!subteam^S0ONCALL>")); err != nil {
+	line, err := h.fake.WaitThread(ctx, "C1", s.Thread.TS, fakeslack.Text("Escalated to <!subteam^S0ONCALL>"))
+	if err != nil {
 		t.Fatalf("no escalation line in the thread: %v", err)
+	}
+	// It tells the first deciders they still can, and acts like the card.
+	if !line.HasText("<@U2> still can") || !line.HasText("|Open the card>") || !hasButton(line, "Approve") {
+		t.Errorf("the escalation line %q does not say who still can, link the card and carry its buttons", line.AllText())
 	}
 	dm := h.copyIn(t, fakeslack.DMChannel("U3"))
 	if !dm.HasText("scalated to") {
 		t.Errorf("the on-call copy does not say it is an escalation: %s", dm.AllText())
 	}
-	if n := countText(h.fake.Thread("C1", s.Thread.TS), "Still waiting"); n != 1 {
+	if n := h.posted("C1", s.Thread.TS, "Still waiting"); n != 1 {
 		t.Errorf("%d reminders in the thread, want 1", n)
 	}
-	if n := countText(h.fake.Thread("C1", s.Thread.TS), "escalated to"); n != 1 {
+	if n := h.posted("C1", s.Thread.TS, "Escalated to"); n != 1 {
 		t.Errorf("%d escalation lines in the thread, want 1", n)
 	}
-	if n := countText(h.fake.Thread(notifyChannel, cp.TS), "Still waiting"); n != 1 {
+	if n := h.posted(notifyChannel, cp.TS, "Still waiting"); n != 1 {
 		t.Errorf("%d reminders under the copy, want 1", n)
 	}
 	entries, err := h.st.AuditLog(ctx, "", 100)
@@ -312,25 +339,35 @@ func (h *harness) eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-func countText(ms []fakeslack.Message, text string) int {
+// posted counts the bot's posts to channel (thread replies under
+// threadTS; "" for top-level ones) whose text held text when posted: a
+// reminder is a copy, later edited to show the request as it is.
+func (h *harness) posted(channel, threadTS, text string) int {
 	n := 0
-	for _, m := range ms {
-		if m.FromBot() && m.HasText(text) {
+	for _, c := range h.fake.CallsTo("chat.postMessage") {
+		if c.Error == "" && c.Params.Get("channel") == channel && c.Params.Get("thread_ts") == threadTS &&
+			strings.Contains(c.Params.Get("text")+c.Params.Get("blocks"), text) {
 			n++
 		}
 	}
 	return n
 }
 
-func TestAStoreWriterCannotEscalateEarly(t *testing.T) {
+// earlyEscalation has a request created at createdAt (by h's clock) that
+// escalates to U3 after an hour, marked escalated at once as a store
+// writer would, and U3 clicking Approve on its card: refused.
+func earlyEscalation(t *testing.T, id string, createdAt func(now time.Time) time.Time) (*harness, store.Request, fakeslack.Message) {
+	t.Helper()
 	h := newHarness(t, transportSocket, harnessOpts{useClock: true, cfg: func(c *Config) {
 		c.Approvers = People{IDs: []string{"U2"}}
 		c.Reach = ReachDefaults{EscalateAfter: time.Hour, EscalateTo: []string{"U3"}}
 	}})
 	ctx := testCtx(t)
-	s := h.newSession(t, "sess-early")
-	r := store.Request{ID: "req-early", SessionID: s.ID, CLIRequestID: "cli-early", Kind: store.KindTool, ToolName: "Bash",
-		Input: json.RawMessage(`{"command":"make deploy"}`), CreatedAt: h.clock.Now()}
+	s := h.newSession(t, "sess-"+id)
+	r := store.Request{ID: "req-" + id, SessionID: s.ID, CLIRequestID: "cli-" + id, Kind: store.KindTool, ToolCall: store.ToolCall{
+		ToolName: "Bash",
+		Input:    json.RawMessage(`{"command":"make deploy"}`),
+	}, CreatedAt: createdAt(h.clock.Now())}
 	if err := h.st.CreateRequest(ctx, r); err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +375,6 @@ func TestAStoreWriterCannotEscalateEarly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Someone with store access marks it escalated at once.
 	if took, err := h.st.MarkReach(ctx, r.ID, store.ReachMark{Step: store.StepEscalated, At: h.clock.Now(), To: []string{"U3"}}); err != nil || !took {
 		t.Fatalf("MarkReach: %v, %v", took, err)
 	}
@@ -351,6 +387,11 @@ func TestAStoreWriterCannotEscalateEarly(t *testing.T) {
 	if got, _ := h.st.GetRequest(ctx, r.ID); !got.Pending() {
 		t.Errorf("an escalation written into the store early let U3 decide: %+v", got.Decision)
 	}
+	return h, r, card
+}
+
+func TestAStoreWriterCannotEscalateEarly(t *testing.T) {
+	earlyEscalation(t, "early", func(now time.Time) time.Time { return now })
 }
 
 func TestHomeListsWhatTheViewerMayDecideAndUpdatesWhenDecidedElsewhere(t *testing.T) {
@@ -373,7 +414,7 @@ func TestHomeListsWhatTheViewerMayDecideAndUpdatesWhenDecidedElsewhere(t *testin
 
 	// A second request, decided from the Home itself.
 	s2 := h.newSession(t, "sess-home-2")
-	r2 := store.Request{ID: "req-home-2", Kind: store.KindTool, ToolName: "Bash", Input: json.RawMessage(`{"command":"make release"}`)}
+	r2 := store.Request{ID: "req-home-2", Kind: store.KindTool, ToolCall: store.ToolCall{ToolName: "Bash", Input: json.RawMessage(`{"command":"make release"}`)}}
 	card2 := h.createRequest(t, s2, r2, "Approve")
 	r2.SessionID = s2.ID
 	if _, err := h.fake.WaitHome(ctx, "U2", func(v fakeslack.View) bool { return v.HasText("make release") && v.HasText("make deploy") }); err != nil {
@@ -406,7 +447,7 @@ func TestHomeListsTwelveAndHowManyMore(t *testing.T) {
 	s := h.newSession(t, "sess-many")
 	for i := range 16 {
 		r := store.Request{ID: fmt.Sprintf("req-many-%02d", i), SessionID: s.ID, CLIRequestID: "cli", Kind: store.KindTool,
-			ToolName: "Bash", Input: json.RawMessage(`{"command":"echo ` + strings.Repeat("x", 100) + `"}`), CreatedAt: time.Now()}
+			ToolCall: store.ToolCall{ToolName: "Bash", Input: json.RawMessage(`{"command":"echo ` + strings.Repeat("x", 100) + `"}`)}, CreatedAt: time.Now()}
 		if err := h.st.CreateRequest(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -467,5 +508,20 @@ func TestReachSettingsThatCannotWorkAreRefused(t *testing.T) {
 	}
 	if err := (ReachDefaults{NotifyChannel: "C1", NotifyDM: true, RemindAfter: time.Minute, EscalateAfter: time.Hour, EscalateTo: []string{"S1", "U2"}}).validate(); err != nil {
 		t.Errorf("a good setting refused: %v", err)
+	}
+}
+
+// A store writer who moves a pending request's created_at back (and marks
+// it escalated) does not let escalate_to decide it: the escalation clock
+// starts when the bot first saw the request, by the bot's own clock.
+func TestAStoreWriterCannotBackdateARequestIntoItsEscalation(t *testing.T) {
+	h, r, card := earlyEscalation(t, "backdated", func(now time.Time) time.Time { return now.Add(-2 * time.Hour) })
+	// An hour after the bot first saw it, the escalation has come.
+	h.clock.Advance(time.Hour + time.Second)
+	if err := h.fake.Click(testCtx(t), "U3", card.Ref(), "Approve"); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := h.waitSettled(t, r, card); got.Decision.By != "U3" {
+		t.Errorf("after the hour: %+v, want U3's approval", got.Decision)
 	}
 }

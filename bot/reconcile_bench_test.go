@@ -112,8 +112,10 @@ func seedPending(b *testing.B, st store.Store, fake *fakeslack.Fake, sessions, p
 			}
 			for i := range perSession {
 				id := fmt.Sprintf("req-%d-%d", s, i)
-				r := store.Request{ID: id, SessionID: sess.ID, CLIRequestID: "cli-" + id, Kind: store.KindTool, ToolName: "Bash",
-					Input: json.RawMessage(`{"command":"make deploy","description":"Deploy"}`), CreatedAt: old.Add(time.Duration(i) * time.Millisecond)}
+				r := store.Request{ID: id, SessionID: sess.ID, CLIRequestID: "cli-" + id, Kind: store.KindTool, ToolCall: store.ToolCall{
+					ToolName: "Bash",
+					Input:    json.RawMessage(`{"command":"make deploy","description":"Deploy"}`),
+				}, CreatedAt: old.Add(time.Duration(i) * time.Millisecond)}
 				if err := st.CreateRequest(gctx, r); err != nil {
 					return err
 				}

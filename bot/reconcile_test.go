@@ -27,8 +27,10 @@ func seedAcknowledgedRequest(t testing.TB, st store.Store, requestID string) {
 	if err := st.CreateSession(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	r := store.Request{ID: requestID, SessionID: s.ID, CLIRequestID: "cli-" + requestID, Kind: store.KindTool, ToolName: "Bash",
-		Input: json.RawMessage(`{"command":"make deploy","description":"Deploy"}`), CreatedAt: old}
+	r := store.Request{ID: requestID, SessionID: s.ID, CLIRequestID: "cli-" + requestID, Kind: store.KindTool, ToolCall: store.ToolCall{
+		ToolName: "Bash",
+		Input:    json.RawMessage(`{"command":"make deploy","description":"Deploy"}`),
+	}, CreatedAt: old}
 	if err := st.CreateRequest(ctx, r); err != nil {
 		t.Fatal(err)
 	}
@@ -134,8 +136,10 @@ func TestCardLostInACrashAfterItsEventWasAcknowledgedIsPostedByTheNextBot(t *tes
 	s := h.newSession(t, "sess-crash")
 	h.fake.RateLimit("chat.postMessage", 1, 30*time.Second)
 	old := time.Now().Add(-time.Minute) // the reconciler leaves young requests to the event path
-	r := store.Request{ID: "req-crash", SessionID: s.ID, CLIRequestID: "cli-crash", Kind: store.KindTool, ToolName: "Bash",
-		Input: json.RawMessage(`{"command":"make deploy","description":"Deploy"}`), CreatedAt: old}
+	r := store.Request{ID: "req-crash", SessionID: s.ID, CLIRequestID: "cli-crash", Kind: store.KindTool, ToolCall: store.ToolCall{
+		ToolName: "Bash",
+		Input:    json.RawMessage(`{"command":"make deploy","description":"Deploy"}`),
+	}, CreatedAt: old}
 	if err := h.st.CreateRequest(ctx, r); err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"crypto/ed25519"
 
 	"github.com/slackgate/slackgate/blocks"
+	"github.com/slackgate/slackgate/bot/decide"
+	"github.com/slackgate/slackgate/bot/outbox"
 	"github.com/slackgate/slackgate/bot/policy"
 	"github.com/slackgate/slackgate/store"
 )
@@ -12,7 +14,7 @@ import (
 // thread is rendered by package blocks through these adapters.
 
 type renderedCard struct {
-	msg           outMsg
+	msg           outbox.Msg
 	fullInput     string
 	fullInputName string
 	opts          blocks.CardOptions // what it was rendered with
@@ -26,13 +28,26 @@ func (b *Bot) renderCard(r store.Request, s store.Session) renderedCard {
 
 func (b *Bot) renderCardWith(r store.Request, s store.Session, o blocks.CardOptions) renderedCard {
 	if r.Pending() {
-		v := b.verdict(r, s)
-		o.AskRule = askedBy(v).AskRule
-		o.Needs = b.needs(askOf(v))
-		r.Approvals = b.countedApprovals(b.log, r)
+		r, o = b.pendingCard(r, s, o)
+	} else {
+		r.Approvals = b.decider.Counted(b.log, r) // a deny names who approved before
 	}
 	m := blocks.CardWith(r, s, o)
 	return renderedCard{msg: toMsg(m), fullInput: m.FullInput, fullInputName: m.FullInputName, opts: o}
+}
+
+// pendingCard is pending r as its card shows it (the approvals that
+// count) and o with what the policy says of it now: the ask rule that is
+// why, how many approvals of whom, which session rules may be offered,
+// and no grants where a rule matches (a grant never stands in for one).
+func (b *Bot) pendingCard(r store.Request, s store.Session, o blocks.CardOptions) (store.Request, blocks.CardOptions) {
+	v := b.verdict(r, s)
+	o.AskRule = askedBy(v).AskRule
+	o.SessionRule = sessionRuleOffer(b.Policy(), r, s)
+	o.NoGrants = v.Rule != nil
+	r.Approvals = b.decider.Counted(b.log, r)
+	o.Needs = b.needs(decide.Ask(v), r, s)
+	return r, o
 }
 
 // askedBy is what a pending card says of the policy's verdict v: the
@@ -44,8 +59,8 @@ func askedBy(v policy.Verdict) blocks.CardOptions {
 	return blocks.CardOptions{AskRule: v.Rule.Name}
 }
 
-func renderEvent(e store.Event) []outMsg {
-	var out []outMsg
+func renderEvent(e store.Event) []outbox.Msg {
+	var out []outbox.Msg
 	for _, m := range blocks.EventMessages(e) {
 		out = append(out, toMsg(m))
 	}
@@ -54,15 +69,15 @@ func renderEvent(e store.Event) []outMsg {
 
 // renderStatus shows the phase, except that pending requests turn a
 // working (or queued) session into one waiting for approval.
-func renderStatus(s store.Session, st blocks.Status) outMsg {
+func renderStatus(s store.Session, st blocks.Status) outbox.Msg {
 	if st.Pending > 0 && (st.Phase == blocks.PhaseWorking || st.Phase == blocks.PhaseQueued) {
 		st.Phase = blocks.PhaseWaiting
 	}
 	return toMsg(blocks.StatusMessage(s, st))
 }
 
-func toMsg(m blocks.Message) outMsg {
-	return outMsg{Text: m.Text, Blocks: m.Blocks}
+func toMsg(m blocks.Message) outbox.Msg {
+	return outbox.Msg{Text: m.Text, Blocks: m.Blocks}
 }
 
 // asShown is the request as a card may show it. A person's decision whose

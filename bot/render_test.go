@@ -11,8 +11,10 @@ import (
 
 func signedRequest(t testing.TB, key ed25519.PrivateKey) store.Request {
 	t.Helper()
-	r := store.Request{ID: "req-shown", SessionID: "s1", CLIRequestID: "cli-1", Kind: store.KindTool, ToolName: "Bash",
-		Input: json.RawMessage(`{"command":"make deploy"}`)}
+	r := store.Request{ID: "req-shown", SessionID: "s1", CLIRequestID: "cli-1", Kind: store.KindTool, ToolCall: store.ToolCall{
+		ToolName: "Bash",
+		Input:    json.RawMessage(`{"command":"make deploy"}`),
+	}}
 	d := store.Decision{Outcome: store.OutcomeAllow, By: "U1", ByName: "alice", At: time.Date(2026, 11, 22, 10, 30, 0, 0, time.UTC)}
 	if err := store.SignDecision(key, r, &d); err != nil {
 		t.Fatal(err)
@@ -65,38 +67,5 @@ func BenchmarkAsShown(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		asShown(pub, r)
-	}
-}
-
-// The digest drops an edit that would show what Slack shows already: the
-// same card rendered again digests the same, and different cards do not.
-func TestCardDigestsTellCardsApart(t *testing.T) {
-	s := store.Session{ID: "s1", WorkDir: "/srv/repo", StartedBy: "U0"}
-	pending := store.Request{ID: "req-d", SessionID: "s1", Kind: store.KindTool, ToolName: "Bash",
-		Input: json.RawMessage(`{"command":"make deploy ENV=staging <!channel> & more"}`)}
-	secret := pending
-	secret.Input = json.RawMessage(`{"command":"GITHUB_TOKEN=abc123 make \u202e"}`)
-	settled := pending
-	settled.Decision = &store.Decision{Outcome: store.OutcomeDeny, By: "U1", At: time.Now()}
-	seen := map[[32]byte]bool{}
-	for _, r := range []store.Request{pending, secret, settled} {
-		m := (&Bot{clock: store.WallClock{}}).renderCard(r, s).msg
-		if again := (&Bot{clock: store.WallClock{}}).renderCard(r, s).msg; m.digest() != again.digest() {
-			t.Errorf("%s: the same card rendered again digests differently", m.Text)
-		}
-		seen[m.digest()] = true
-	}
-	if len(seen) != 3 {
-		t.Errorf("three different cards have %d digests", len(seen))
-	}
-}
-
-func BenchmarkCardDigest(b *testing.B) {
-	r := store.Request{ID: "req-d", SessionID: "s1", Kind: store.KindTool, ToolName: "Bash",
-		Input: json.RawMessage(`{"command":"cd /srv/repo && go test -race ./store/... 2>&1 | tee /tmp/test.log"}`)}
-	m := (&Bot{clock: store.WallClock{}}).renderCard(r, store.Session{ID: "s1", WorkDir: "/srv/repo", StartedBy: "U0"}).msg
-	b.ReportAllocs()
-	for b.Loop() {
-		m.digest()
 	}
 }

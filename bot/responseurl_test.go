@@ -1,8 +1,12 @@
 package bot
 
 import (
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -204,5 +208,43 @@ func TestOutcomesGoOnlyToSlacksResponseURLs(t *testing.T) {
 		if got := b.respondable(tc.url) != ""; got != tc.ok {
 			t.Errorf("respondable(%q) with APIURL %q = %v, want %v", tc.url, tc.apiURL, got, tc.ok)
 		}
+	}
+}
+
+// TestAClickCarryingAForeignResponseURLPostsNothingThere: a signed click
+// (someone who holds the signing secret, or a proxy that rewrote it) names
+// a response_url of another host; the bot posts the card's outcome only
+// to Slack's, so that host gets nothing and the card is edited by
+// chat.update instead.
+func TestAClickCarryingAForeignResponseURLPostsNothingThere(t *testing.T) {
+	h := newHarness(t, transportHTTP, harnessOpts{cfg: fastStatus})
+	var posts atomic.Int32
+	foreign := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { posts.Add(1) }))
+	t.Cleanup(foreign.Close)
+	s := h.newSession(t, "sess-foreign")
+	card := h.createRequest(t, s, deployRequest("req-foreign", s), "Approve")
+	recordedCard(t, h, "req-foreign")
+	payload, err := json.Marshal(map[string]any{
+		"type": "block_actions", "user": map[string]any{"id": "U2", "username": "bob", "name": "bob", "team_id": fakeslack.TeamID},
+		"api_app_id": fakeslack.AppID, "token": fakeslack.VerificationToken, "trigger_id": "1.2.3",
+		"team":      map[string]any{"id": fakeslack.TeamID},
+		"container": map[string]any{"type": "message", "message_ts": card.TS, "channel_id": card.Channel, "thread_ts": s.Thread.TS},
+		"channel":   map[string]any{"id": card.Channel},
+		"actions": []any{map[string]any{"type": "button", "action_id": "sg_approve", "block_id": "sg_actions",
+			"value": "0|0|req-foreign", "action_ts": "1700000100.000300"}},
+		"response_url": foreign.URL + "/actions/T0FAKE/1/abc",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code := h.postSigned(t, "/slack/interactive", time.Now(), []byte("payload="+url.QueryEscape(string(payload)))); code != http.StatusOK {
+		t.Fatalf("the click: status %d", code)
+	}
+	h.waitSettled(t, store.Request{ID: "req-foreign"}, card)
+	if final, _ := h.fake.Message(card.Ref()); !final.HasText("Approved") || final.Updated == 0 {
+		t.Errorf("card %q updated %d times; want the outcome by chat.update", final.AllText(), final.Updated)
+	}
+	if n := posts.Load(); n != 0 {
+		t.Errorf("the foreign response_url got %d posts of the card's outcome", n)
 	}
 }

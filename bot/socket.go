@@ -21,8 +21,23 @@ func (z zerologOutput) Output(_ int, s string) error {
 	return nil
 }
 
-func (b *Bot) runSocketMode(ctx context.Context) error {
-	client := socketmode.New(b.api, socketmode.OptionLog(zerologOutput{b.log.With().Str("component", "socketmode").Logger()}))
+// socketMode is the Socket Mode transport: it acks every envelope at once
+// and hands the payloads to the same handlers HTTP mode calls, saying
+// how the connection is (conn, for SlackReady).
+type socketMode struct {
+	api           *slack.Client // with the app-level token
+	log           zerolog.Logger
+	conn          *connState
+	work          *tasks
+	onEvent       func(slackevents.EventsAPIEvent)
+	onInteraction func(*slack.InteractionCallback) any
+	onCommand     func(slack.SlashCommand) any
+}
+
+// run connects and handles envelopes until ctx ends (nil) or the
+// connection fails for good.
+func (sm *socketMode) run(ctx context.Context) error {
+	client := socketmode.New(sm.api, socketmode.OptionLog(zerologOutput{sm.log.With().Str("component", "socketmode").Logger()}))
 
 	runErr := make(chan error, 1)
 	go func() { runErr <- client.RunContext(ctx) }()
@@ -39,41 +54,41 @@ func (b *Bot) runSocketMode(ctx context.Context) error {
 			<-runErr
 			return nil
 		case evt := <-client.Events:
-			b.onSocketEvent(ctx, client, evt)
+			sm.onSocketEvent(ctx, client, evt)
 		}
 	}
 }
 
 // onSocketEvent acks every envelope at once and leaves the work to
-// goroutines owned by b.work, so the event channel is drained promptly
+// goroutines owned by the bot's tasks, so the event channel is drained promptly
 // (slack-go's reader, and so its ping handling, blocks on it).
-func (b *Bot) onSocketEvent(ctx context.Context, client *socketmode.Client, evt socketmode.Event) {
+func (sm *socketMode) onSocketEvent(ctx context.Context, client *socketmode.Client, evt socketmode.Event) {
 	ack := func(payload ...any) {
 		if evt.Request == nil {
 			return
 		}
 		if err := client.AckCtx(ctx, evt.Request.EnvelopeID, firstOrNil(payload)); err != nil && ctx.Err() == nil {
-			b.log.Error().Err(err).Str("envelope_id", evt.Request.EnvelopeID).Msg("socket mode ack failed")
+			sm.log.Error().Err(err).Str("envelope_id", evt.Request.EnvelopeID).Msg("socket mode ack failed")
 		}
 	}
 	switch evt.Type {
 	case socketmode.EventTypeConnecting:
-		b.conn.to(errors.New("socket mode connecting"))
-		b.log.Debug().Msg("socket mode connecting")
+		sm.conn.to(errors.New("socket mode connecting"))
+		sm.log.Debug().Msg("socket mode connecting")
 	case socketmode.EventTypeConnected:
-		b.conn.to(nil)
-		b.log.Info().Msg("socket mode connected")
+		sm.conn.to(nil)
+		sm.log.Info().Msg("socket mode connected")
 	case socketmode.EventTypeHello:
 		if evt.Request != nil {
 			// Several live connections each get a random share of the
 			// events; stale ones from old processes swallow theirs.
-			b.log.Info().Int("num_connections", evt.Request.NumConnections).Msg("socket mode hello")
+			sm.log.Info().Int("num_connections", evt.Request.NumConnections).Msg("socket mode hello")
 		}
 	case socketmode.EventTypeConnectionError, socketmode.EventTypeIncomingError, socketmode.EventTypeErrorWriteFailed:
-		b.log.Warn().Any("data", evt.Data).Msg("socket mode trouble")
+		sm.log.Warn().Any("data", evt.Data).Msg("socket mode trouble")
 	case socketmode.EventTypeInvalidAuth:
-		b.conn.to(errors.New("socket mode: invalid app token"))
-		b.log.Error().Msg("socket mode: invalid app token")
+		sm.conn.to(errors.New("socket mode: invalid app token"))
+		sm.log.Error().Msg("socket mode: invalid app token")
 	case socketmode.EventTypeErrorBadMessage:
 		// slack-go could not decode the envelope, so it gave us no Request
 		// to ack; ack it by its id anyway, or Slack keeps resending it.
@@ -85,16 +100,16 @@ func (b *Bot) onSocketEvent(ctx context.Context, client *socketmode.Client, evt 
 			EnvelopeID string `json:"envelope_id"`
 		}
 		_ = json.Unmarshal(bad.Message, &env)
-		b.log.Warn().Err(bad.Cause).Str("envelope_id", env.EnvelopeID).Int("bytes", len(bad.Message)).Msg("socket mode: undecodable envelope")
+		sm.log.Warn().Err(bad.Cause).Str("envelope_id", env.EnvelopeID).Int("bytes", len(bad.Message)).Msg("socket mode: undecodable envelope")
 		if env.EnvelopeID != "" {
 			if err := client.AckCtx(ctx, env.EnvelopeID, nil); err != nil && ctx.Err() == nil {
-				b.log.Error().Err(err).Str("envelope_id", env.EnvelopeID).Msg("socket mode ack failed")
+				sm.log.Error().Err(err).Str("envelope_id", env.EnvelopeID).Msg("socket mode ack failed")
 			}
 		}
 	case socketmode.EventTypeEventsAPI:
 		ack()
 		if ev, ok := evt.Data.(slackevents.EventsAPIEvent); ok {
-			b.onEvent(ev)
+			sm.onEvent(ev)
 		}
 	case socketmode.EventTypeSlashCommand:
 		cmd, ok := evt.Data.(slack.SlashCommand)
@@ -102,7 +117,7 @@ func (b *Bot) onSocketEvent(ctx context.Context, client *socketmode.Client, evt 
 			ack()
 			return
 		}
-		ack(b.onCommand(cmd))
+		ack(sm.onCommand(cmd))
 	case socketmode.EventTypeInteractive:
 		cb, ok := evt.Data.(slack.InteractionCallback)
 		if !ok {
@@ -112,12 +127,12 @@ func (b *Bot) onSocketEvent(ctx context.Context, client *socketmode.Client, evt 
 		if cb.Type == slack.InteractionTypeViewSubmission {
 			// The ack carries the response_action (validation errors),
 			// so it waits for the decision; off the event loop.
-			if !b.work.Go(func(context.Context) { ack(b.onInteraction(&cb)) }) {
+			if !sm.work.Go(func(context.Context) { ack(sm.onInteraction(&cb)) }) {
 				ack()
 			}
 			return
 		}
-		ack(b.onInteraction(&cb))
+		ack(sm.onInteraction(&cb))
 	default:
 		if evt.Request != nil && evt.Request.EnvelopeID != "" {
 			ack()

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/slackgate/slackgate/blocks"
+	"github.com/slackgate/slackgate/bot/outbox"
 	"github.com/slackgate/slackgate/store"
 )
 
@@ -22,28 +23,47 @@ import (
 // from the pending requests, never passed in.
 const statusKeep blocks.Phase = ""
 
-// refreshStatus keeps the session's one status message current: a live
+// statusLines owns each session's two live messages in its thread: the
+// status line and the fold of the tool uses of its turn (progress). It
+// takes the store calls of statusStore, the outbox and the permission
+// modes the line offers (mode.go's, as a func).
+type statusLines struct {
+	statusBook
+	st    statusStore
+	out   *outbox.Outbox
+	log   zerolog.Logger
+	modes func(store.Session) []string
+}
+
+// statusStore is what the status line reads and writes in the store.
+type statusStore interface {
+	GetSession(ctx context.Context, id string) (store.Session, error)
+	UpdateSession(ctx context.Context, id string, fn func(*store.Session) error) (store.Session, error)
+	CountPending(ctx context.Context, sessionID string) (int, error)
+}
+
+// refresh keeps the session's one status message current: a live
 // message of the outbox, posted the first time (its ref stored in
 // Session.Status), edited in place after at a bounded rate, an edit equal
 // to what Slack shows never sent. Failures are logged: the status line is
 // a convenience, the thread's messages are the record.
-func (b *Bot) refreshStatus(ctx context.Context, sessionID string, phase blocks.Phase, detail ...string) {
-	b.refreshStatusFrom(ctx, sessionID, nil, phase, detail...)
+func (l *statusLines) refresh(ctx context.Context, sessionID string, phase blocks.Phase, detail ...string) {
+	l.refreshFrom(ctx, sessionID, nil, phase, detail...)
 }
 
-// refreshStatusOf is refreshStatus for a caller that has read the session
-// already (see statusSession).
-func (b *Bot) refreshStatusOf(ctx context.Context, s store.Session, phase blocks.Phase, detail ...string) {
-	b.refreshStatusFrom(ctx, s.ID, &s, phase, detail...)
+// refreshOf is refresh for a caller that has read the session
+// already (see session).
+func (l *statusLines) refreshOf(ctx context.Context, s store.Session, phase blocks.Phase, detail ...string) {
+	l.refreshFrom(ctx, s.ID, &s, phase, detail...)
 }
 
-// refreshStatusFrom is refreshStatus, starting from the session as the
+// refreshFrom is refresh, starting from the session as the
 // caller read it (nil reads it).
-func (b *Bot) refreshStatusFrom(ctx context.Context, sessionID string, known *store.Session, phase blocks.Phase, detail ...string) {
-	entry := b.status.lock(sessionID)
-	defer b.status.unlock(entry)
-	log := b.log.With().Str("session_id", sessionID).Logger()
-	s, err := b.statusSession(ctx, sessionID, known)
+func (l *statusLines) refreshFrom(ctx context.Context, sessionID string, known *store.Session, phase blocks.Phase, detail ...string) {
+	entry := l.lock(sessionID)
+	defer l.unlock(entry)
+	log := l.log.With().Str("session_id", sessionID).Logger()
+	s, err := l.session(ctx, sessionID, known)
 	if err != nil {
 		log.Warn().Err(err).Msg("status: get session")
 		return
@@ -66,43 +86,43 @@ func (b *Bot) refreshStatusFrom(ctx context.Context, sessionID string, known *st
 	}
 	entry.shown, entry.known = st, true
 	// Only the number is shown: counted without reading the requests.
-	if st.Pending, err = b.st.CountPending(ctx, sessionID); err != nil {
+	if st.Pending, err = l.st.CountPending(ctx, sessionID); err != nil {
 		log.Warn().Err(err).Msg("status: count pending")
 	}
 	log = log.With().Str("channel", s.Thread.Channel).Logger()
-	st.Modes = b.modesOffered(s)
-	b.out.Live(log, liveSpec{
-		key:      statusKey(sessionID),
-		channel:  s.Thread.Channel,
-		threadTS: s.Thread.TS,
-		ref:      s.Status,
-		posted:   func(ref store.MessageRef) { b.recordStatus(ctx, log, sessionID, ref) },
+	st.Modes = l.modes(s)
+	l.out.Live(log, outbox.LiveSpec{
+		Key:      statusKey(sessionID),
+		Channel:  s.Thread.Channel,
+		ThreadTS: s.Thread.TS,
+		Ref:      s.Status,
+		Posted:   func(ref store.MessageRef) { l.record(ctx, log, sessionID, ref) },
 	}, renderStatus(s, st))
 }
 
 // statusKey names a session's status line among the outbox's live messages.
 func statusKey(sessionID string) string { return "status:" + sessionID }
 
-// statusSession is the session a status refresh shows. The caller's copy
+// session is the session a status refresh shows. The caller's copy
 // (known) does, unless it names no status message while this bot has none
 // posted either: then the store's is read, because another replica (or
 // this bot's posted callback) may have recorded one since the caller read
 // it, and the line must be edited there rather than posted again. What
 // else the line shows of a session (its id, directory and starter) never
 // changes.
-func (b *Bot) statusSession(ctx context.Context, id string, known *store.Session) (store.Session, error) {
-	if known != nil && (!known.Status.IsZero() || b.out.livePosted(statusKey(id))) {
+func (l *statusLines) session(ctx context.Context, id string, known *store.Session) (store.Session, error) {
+	if known != nil && (!known.Status.IsZero() || l.out.LivePosted(statusKey(id))) {
 		return *known, nil
 	}
-	return b.st.GetSession(ctx, id)
+	return l.st.GetSession(ctx, id)
 }
 
-// recordStatus stores where the status message went, so other replicas
+// record stores where the status message went, so other replicas
 // and later runs edit it rather than post another.
-func (b *Bot) recordStatus(ctx context.Context, log zerolog.Logger, sessionID string, ref store.MessageRef) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), callTimeout)
+func (l *statusLines) record(ctx context.Context, log zerolog.Logger, sessionID string, ref store.MessageRef) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), outbox.CallTimeout)
 	defer cancel()
-	if _, err := b.st.UpdateSession(ctx, sessionID, func(s *store.Session) error {
+	if _, err := l.st.UpdateSession(ctx, sessionID, func(s *store.Session) error {
 		s.Status = ref
 		return nil
 	}); err != nil {
@@ -130,9 +150,9 @@ var cardTools = map[string]bool{"AskUserQuestion": true, "ExitPlanMode": true}
 // its call out (the card shows it), the end of a turn sends the last state
 // and starts a new fold. flush puts a first post still waiting ahead of
 // the results lane, so the thread reads in order.
-func (b *Bot) showProgress(log zerolog.Logger, s store.Session, e store.Event, r *store.Request) {
-	entry := b.status.lock(s.ID)
-	defer b.status.unlock(entry)
+func (l *statusLines) showProgress(log zerolog.Logger, s store.Session, e store.Event, r *store.Request) {
+	entry := l.lock(s.ID)
+	defer l.unlock(entry)
 	entry.learn(s)
 	p := &entry.progress
 	changed, end := p.apply(e, r)
@@ -145,13 +165,13 @@ func (b *Bot) showProgress(log zerolog.Logger, s store.Session, e store.Event, r
 			steps = append(steps, st.ToolStep)
 		}
 	}
-	b.out.Live(log, liveSpec{
-		key:      fmt.Sprintf("progress:%s:%d", s.ID, p.turn),
-		channel:  s.Thread.Channel,
-		threadTS: s.Thread.TS,
-		delay:    b.out.budget.ProgressDelay,
-		final:    end,
-		flush:    e.Type != store.EventToolUse && e.Type != store.EventToolResult,
+	l.out.Live(log, outbox.LiveSpec{
+		Key:        fmt.Sprintf("progress:%s:%d", s.ID, p.turn),
+		Channel:    s.Thread.Channel,
+		ThreadTS:   s.Thread.TS,
+		DelayFirst: true,
+		Final:      end,
+		Flush:      e.Type != store.EventToolUse && e.Type != store.EventToolResult,
 	}, toMsg(blocks.ProgressMessage(steps)))
 	if end {
 		*p = progress{turn: p.turn + 1}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/slackgate/slackgate/bot/approvalapi"
 	"github.com/slackgate/slackgate/store"
 )
 
@@ -22,26 +23,22 @@ type Store interface {
 	QueuedInputs(ctx context.Context, sessionID string) (int, error)
 
 	// Cards: the events that post and settle them, the clicks that decide
-	// them, the reconciler that posts what a crash lost, and the Events
-	// API deliveries seen once.
+	// them, the reconciler that posts what a crash lost, who writes which
+	// (MoveCard), and the Events API deliveries seen once.
 	Consume(ctx context.Context, group, consumer string, fn func(context.Context, store.Event) error) error
 	FirstSeen(ctx context.Context, key string, ttl time.Duration) (bool, error)
-	Seen(ctx context.Context, key string) (bool, error)
 	GetRequest(ctx context.Context, id string) (store.Request, error)
 	ListPending(ctx context.Context, sessionID string) ([]store.Request, error)
 	CountPending(ctx context.Context, sessionID string) (int, error)
 	SetCard(ctx context.Context, id string, card store.MessageRef) (pending bool, err error)
+	MoveCard(ctx context.Context, id string, m store.CardMove) (bool, error)
 	Decide(ctx context.Context, id string, d store.Decision) (store.Request, error)
 	// Approvals of a request a policy rule asks several people for.
 	Approve(ctx context.Context, id string, a store.Approval, need int) (store.Request, bool, error)
 
-	// The approval API: requests made over HTTP, their long poll and
-	// withdrawal, and each token's limits.
-	CreateRequest(ctx context.Context, r store.Request) error
-	WaitDecision(ctx context.Context, id string) (store.Decision, error)
-	Refuse(ctx context.Context, id string, d store.Decision) (store.Request, error)
-	CountPendingUnder(ctx context.Context, prefix string) (int, error)
-	SessionsUpdatedSince(ctx context.Context, starter string, since time.Time) (int, error)
+	// The approval API's server: requests made over HTTP, their long
+	// poll, each token's limits and reported tool runs.
+	approvalapi.Store
 
 	// Reach: a card's copies, its reminder and its escalation (reach.go).
 	AddCopy(ctx context.Context, id string, ref store.MessageRef) (pending bool, err error)
@@ -59,11 +56,16 @@ type Store interface {
 	ListGrants(ctx context.Context) ([]store.Grant, error)
 	ForgetGrant(ctx context.Context, id, by, byName string) (store.Grant, error)
 
+	// Tombstones of forgotten grants and answers (tombstones.go).
+	Bury(ctx context.Context, t store.Tombstone) error
+	Tombstones(ctx context.Context, kind store.TombstoneKind) ([]store.Tombstone, error)
+
 	// The audit trail: the entries no transition writes, and what the
-	// sealer reads and writes (auditSealStore).
+	// sealer reads and writes (auditsink.SealStore).
 	AppendAudit(ctx context.Context, a store.AuditEntry) error
 	AuditHead(ctx context.Context) (store.AuditLink, error)
 	LastAuditCheckpoint(ctx context.Context) (store.AuditCheckpoint, error)
+	AuditCheckpoints(ctx context.Context, from uint64) ([]store.AuditCheckpoint, error)
 	AuditLog(ctx context.Context, after string, limit int) ([]store.AuditEntry, error)
 	PutAuditCheckpoint(ctx context.Context, cp store.AuditCheckpoint, prev uint64) error
 

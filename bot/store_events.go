@@ -9,42 +9,64 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/slackgate/slackgate/blocks"
+	"github.com/slackgate/slackgate/bot/outbox"
 	"github.com/slackgate/slackgate/store"
 )
 
-// consume shows the store's events in Slack until ctx ends. An event is
+// consumer shows the store's events in Slack: cards through the cards'
+// post and outcome (as funcs), what Claude said and did in the thread,
+// the status line and the fold through statusLines.
+type consumer struct {
+	st      consumerStore
+	group   string // consumerGroup
+	name    string // Config.ConsumerName
+	log     zerolog.Logger
+	out     *outbox.Outbox
+	work    *tasks
+	status  *statusLines
+	post    func(ctx context.Context, log zerolog.Logger, id string, lost bool) error
+	outcome func(ctx context.Context, log zerolog.Logger, id string) error
+}
+
+// consumerStore is what the consumer reads in the store.
+type consumerStore interface {
+	Consume(ctx context.Context, group, consumer string, fn func(context.Context, store.Event) error) error
+	GetSession(ctx context.Context, id string) (store.Session, error)
+}
+
+// run shows the store's events in Slack until ctx ends. An event is
 // acknowledged once Slack has what it shows, or once the write has waited
 // handOff in the outbox (see awaitWrite) and a crash losing it does no
 // harm that lasts: cards says why for a request's card and outcome; a lost
 // result or progress line is a gap in the thread, not a stuck request.
-func (b *Bot) consume(ctx context.Context) error {
-	if err := b.st.Consume(ctx, consumerGroup, b.cfg.ConsumerName, b.handleEvent); err != nil && ctx.Err() == nil {
+func (c *consumer) run(ctx context.Context) error {
+	if err := c.st.Consume(ctx, c.group, c.name, c.handle); err != nil && ctx.Err() == nil {
 		return fmt.Errorf("bot: consume events: %w", err)
 	}
 	return nil
 }
 
-// handleEvent is the Consume callback. It returns an error only when a
+// handle is the Consume callback. It returns an error only when a
 // retry may help (Slack or the store unreachable, shutting down); an event
 // that cannot be shown (its session is gone, Slack refused the payload)
 // is logged and acknowledged.
-func (b *Bot) handleEvent(ctx context.Context, e store.Event) error {
-	log := b.log.With().Str("session_id", e.SessionID).Str("event", string(e.Type)).Logger()
+func (c *consumer) handle(ctx context.Context, e store.Event) error {
+	log := c.log.With().Str("session_id", e.SessionID).Str("event", string(e.Type)).Logger()
 	if e.RequestID != "" {
 		log = log.With().Str("request_id", e.RequestID).Logger()
 	}
 	var err error
 	switch e.Type {
 	case store.EventRequestCreated:
-		err = b.cards.post(ctx, log, e.RequestID, newCard)
+		err = c.post(ctx, log, e.RequestID, newCard)
 	case store.EventRequestSettled:
-		err = b.cards.outcome(ctx, log, e.RequestID)
+		err = c.outcome(ctx, log, e.RequestID)
 	case store.EventSessionStarted:
-		b.refreshStatus(ctx, e.SessionID, blocks.PhaseWorking)
+		c.status.refresh(ctx, e.SessionID, blocks.PhaseWorking)
 	case store.EventToolUse, store.EventToolResult:
-		err = b.foldEvent(ctx, log, e)
+		err = c.fold(ctx, log, e)
 	default:
-		err = b.showSessionEvent(ctx, log, e)
+		err = c.showSessionEvent(ctx, log, e)
 	}
 	if err == nil {
 		return nil
@@ -65,12 +87,12 @@ func (b *Bot) handleEvent(ctx context.Context, e store.Event) error {
 // retryable reports whether handling an event again may succeed.
 func retryable(ctx context.Context, err error) bool {
 	switch {
-	case ctx.Err() != nil, errors.Is(err, errOutboxClosed):
+	case ctx.Err() != nil, errors.Is(err, outbox.ErrClosed):
 		return true
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalid):
 		return false
 	}
-	return !permanent(err)
+	return !outbox.Permanent(err)
 }
 
 // handOff is how long the event consumer waits for Slack to take a write
@@ -89,107 +111,107 @@ const startWait = 20 * time.Millisecond
 // awaitWrite waits for w while it is being sent, up to handOff, and runs
 // then with the outcome; a write still queued after startWait, or still in
 // flight after handOff, finishes in a task and awaitWrite returns nil.
-func (b *Bot) awaitWrite(log zerolog.Logger, w pending, then func(opResult) error) error {
+func (t *tasks) awaitWrite(log zerolog.Logger, w outbox.Pending, then func(outbox.Result) error) error {
 	// Wall time on purpose: this bounds how the consumer shares its time,
 	// it is no deadline a test would move by hand.
 	timer := time.NewTimer(startWait)
 	defer timer.Stop()
 	select {
-	case r := <-w.res:
+	case r := <-w.Done():
 		return then(r)
-	case <-w.started:
+	case <-w.Started():
 		timer.Reset(handOff)
 		select {
-		case r := <-w.res:
+		case r := <-w.Done():
 			return then(r)
 		case <-timer.C:
 		}
 	case <-timer.C:
 	}
-	started := b.work.Go(func(context.Context) {
-		if err := then(<-w.res); err != nil {
+	started := t.Go(func(context.Context) {
+		if err := then(<-w.Done()); err != nil {
 			log.Error().Err(err).Msg("event shown late in slack failed")
 		}
 	})
 	if !started {
-		return then(<-w.res)
+		return then(<-w.Done())
 	}
 	return nil
 }
 
-// foldEvent shows a tool use or a tool's result in the turn's fold. The
+// fold shows a tool use or a tool's result in the turn's fold. The
 // fold needs only the session's thread, which this bot may know already
 // (statusEntry.thread): a turn's many tool events then read no session.
-func (b *Bot) foldEvent(ctx context.Context, log zerolog.Logger, e store.Event) error {
+func (c *consumer) fold(ctx context.Context, log zerolog.Logger, e store.Event) error {
 	s := store.Session{ID: e.SessionID}
-	if thread, ok := b.status.threadOf(e.SessionID); ok {
+	if thread, ok := c.status.threadOf(e.SessionID); ok {
 		s.Thread = thread
 	} else {
 		var err error
-		if s, err = b.st.GetSession(ctx, e.SessionID); err != nil {
+		if s, err = c.st.GetSession(ctx, e.SessionID); err != nil {
 			return fmt.Errorf("bot: get session %s: %w", e.SessionID, err)
 		}
 	}
-	b.showProgress(log.With().Str("channel", s.Thread.Channel).Logger(), s, e, nil)
+	c.status.showProgress(log.With().Str("channel", s.Thread.Channel).Logger(), s, e, nil)
 	return nil
 }
 
 // showSessionEvent posts what Claude said and how the turn ended in the
 // results lane, and moves the status line.
-func (b *Bot) showSessionEvent(ctx context.Context, log zerolog.Logger, e store.Event) error {
-	s, err := b.st.GetSession(ctx, e.SessionID)
+func (c *consumer) showSessionEvent(ctx context.Context, log zerolog.Logger, e store.Event) error {
+	s, err := c.st.GetSession(ctx, e.SessionID)
 	if err != nil {
 		return fmt.Errorf("bot: get session %s: %w", e.SessionID, err)
 	}
 	log = log.With().Str("channel", s.Thread.Channel).Logger()
 	// The fold goes first, so the thread reads in the order things happened.
-	b.showProgress(log, s, e, nil)
-	var results []pending
+	c.status.showProgress(log, s, e, nil)
+	var results []outbox.Pending
 	for _, m := range renderEvent(e) {
-		results = append(results, b.out.postPending(log, laneResult, s.Thread.Channel, s.Thread.TS, m))
+		results = append(results, c.out.Post(log, outbox.LaneResult, s.Thread.Channel, s.Thread.TS, m))
 	}
-	err = b.awaitResults(log, results)
+	err = c.awaitResults(log, results)
 	switch e.Type {
 	case store.EventResult:
 		if e.Result != nil && e.Result.IsError {
-			b.refreshStatusOf(ctx, s, blocks.PhaseFailed, e.Result.Subtype)
+			c.status.refreshOf(ctx, s, blocks.PhaseFailed, blocks.ResultFailure(*e.Result))
 		} else {
-			b.refreshStatusOf(ctx, s, blocks.PhaseDone)
+			c.status.refreshOf(ctx, s, blocks.PhaseDone)
 		}
 	case store.EventExit:
 		if e.Exit != nil && e.Exit.Failed() {
-			b.refreshStatusOf(ctx, s, blocks.PhaseFailed, e.Exit.Reason)
+			c.status.refreshOf(ctx, s, blocks.PhaseFailed, e.Exit.Reason)
 		}
 	case store.EventError:
-		b.refreshStatusOf(ctx, s, blocks.PhaseFailed, e.Text)
+		c.status.refreshOf(ctx, s, blocks.PhaseFailed, e.Text)
 	case store.EventInterrupted:
-		b.refreshStatusOf(ctx, s, blocks.PhaseStopped)
+		c.status.refreshOf(ctx, s, blocks.PhaseStopped)
 	case store.EventModeChanged:
-		b.refreshStatusOf(ctx, s, statusKeep)
+		c.status.refreshOf(ctx, s, statusKeep)
 	case store.EventRefused:
 		// A refused session is failed (the worker stores that before it
 		// tells); a refused input leaves the session as it was.
 		if s.State == store.SessionFailed {
-			b.refreshStatusOf(ctx, s, blocks.PhaseFailed, "slackgate refused to run it")
+			c.status.refreshOf(ctx, s, blocks.PhaseFailed, "slackgate refused to run it")
 		}
 	case store.EventAssistantText:
-		b.refreshStatusOf(ctx, s, blocks.PhaseWorking)
+		c.status.refreshOf(ctx, s, blocks.PhaseWorking)
 	}
 	return err
 }
 
 // awaitResults waits (see awaitWrite) for posts queued in one lane of one
 // thread. They go out in order, so once the last is done all are.
-func (b *Bot) awaitResults(log zerolog.Logger, results []pending) error {
+func (c *consumer) awaitResults(log zerolog.Logger, results []outbox.Pending) error {
 	if len(results) == 0 {
 		return nil
 	}
-	return b.awaitWrite(log, results[len(results)-1], func(last opResult) error {
+	return c.work.awaitWrite(log, results[len(results)-1], func(last outbox.Result) error {
 		for _, w := range results[:len(results)-1] {
-			if r := <-w.res; r.err != nil {
-				return r.err
+			if r := <-w.Done(); r.Err != nil {
+				return r.Err
 			}
 		}
-		return last.err
+		return last.Err
 	})
 }

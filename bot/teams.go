@@ -45,6 +45,12 @@ type teamGate struct {
 	clock       store.Clock
 	ttl         time.Duration
 
+	// log, tell and views say a refusal: in the log, as an ephemeral,
+	// in the App Home (wireParts sets them).
+	log   zerolog.Logger
+	tell  *ephemerals
+	views viewPublisher
+
 	mu         sync.Mutex
 	home       string // the installation's team (auth.test), set by Run
 	enterprise string // its organization, "" outside Enterprise Grid
@@ -136,11 +142,16 @@ func (g *teamGate) membership(ctx context.Context, user string) (membership, err
 // otherTeam is what someone of another team is told.
 const otherTeam = "Claude here is only for people of this workspace, and your account belongs to another workspace or organization (ALLOWED_TEAMS). Nothing was changed."
 
-// ofOurTeam is the check in front of everything a person does through
+// viewPublisher publishes a person's App Home (a *slack.Client).
+type viewPublisher interface {
+	PublishViewContext(ctx context.Context, req slack.PublishViewContextRequest) (*slack.ViewResponse, error)
+}
+
+// check is the check in front of everything a person does through
 // Slack: a person of another team is told why (tell), logged, and nothing
 // changes.
-func (b *Bot) ofOurTeam(ctx context.Context, log zerolog.Logger, a actor, tell func(string)) bool {
-	ok, err := b.teams.admits(ctx, a)
+func (g *teamGate) check(ctx context.Context, log zerolog.Logger, a actor, tell func(string)) bool {
+	ok, err := g.admits(ctx, a)
 	switch {
 	case ok:
 		return true
@@ -154,30 +165,30 @@ func (b *Bot) ofOurTeam(ctx context.Context, log zerolog.Logger, a actor, tell f
 	return false
 }
 
-// ofOurTeamIn is ofOurTeam for a message in thread: the refusal is an
+// inThread is check for a message in thread: the refusal is an
 // ephemeral there.
-func (b *Bot) ofOurTeamIn(ctx context.Context, thread store.MessageRef, a actor) bool {
-	log := b.log.With().Str("channel", thread.Channel).Logger()
-	return b.ofOurTeam(ctx, log, a, func(m string) { b.tellUser(ctx, thread, a.user, m) })
+func (g *teamGate) inThread(ctx context.Context, thread store.MessageRef, a actor) bool {
+	log := g.log.With().Str("channel", thread.Channel).Logger()
+	return g.check(ctx, log, a, func(m string) { g.tell.tell(ctx, thread, a.user, m) })
 }
 
-// clickOfOurTeam is ofOurTeam for a click: the refusal is an ephemeral
+// click is check for a click: the refusal is an ephemeral
 // next to the message clicked, or the App Home's for its Forget button.
-func (b *Bot) clickOfOurTeam(ctx context.Context, cb *slack.InteractionCallback, a blocks.Action) bool {
+func (g *teamGate) click(ctx context.Context, cb *slack.InteractionCallback, a blocks.Action) bool {
 	user, channel := cb.User.ID, cmp.Or(cb.Container.ChannelID, cb.Channel.ID)
-	log := b.log.With().Str("channel", channel).Str("action", string(a.Kind)).Logger()
-	tell := func(m string) { b.ephemeral(ctx, channel, cb.Container.ThreadTs, user, m) }
+	log := g.log.With().Str("channel", channel).Str("action", string(a.Kind)).Logger()
+	tell := func(m string) { g.tell.post(ctx, channel, cb.Container.ThreadTs, user, m) }
 	if a.Kind == blocks.ActionForget {
-		tell = func(m string) { b.publishClosedHome(ctx, user, m) }
+		tell = func(m string) { g.closedHome(ctx, user, m) }
 	}
-	return b.ofOurTeam(ctx, log, actor{user: user, team: cb.User.TeamID}, tell)
+	return g.check(ctx, log, actor{user: user, team: cb.User.TeamID}, tell)
 }
 
-// publishClosedHome shows user an App Home that says only why they may
-// not see it.
-func (b *Bot) publishClosedHome(ctx context.Context, user, why string) {
+// closedHome shows user an App Home that says only why they may not see
+// it.
+func (g *teamGate) closedHome(ctx context.Context, user, why string) {
 	req := slack.PublishViewContextRequest{UserID: user, View: blocks.HomeClosed(why)}
-	if _, err := b.api.PublishViewContext(ctx, req); err != nil {
-		b.log.Error().Err(err).Str("user", user).Msg("views.publish")
+	if _, err := g.views.PublishViewContext(ctx, req); err != nil {
+		g.log.Error().Err(err).Str("user", user).Msg("views.publish")
 	}
 }

@@ -72,7 +72,7 @@ func TestTruncatedInputIsAttachedToTheThread(t *testing.T) {
 	s := h.newSession(t, "sess-big")
 	content := strings.Repeat("line of a big file\n", 4000)
 	input, _ := json.Marshal(map[string]string{"file_path": "/srv/work/big.txt", "content": content})
-	h.createRequest(t, s, store.Request{ID: "req-big", Kind: store.KindTool, ToolName: "Write", Input: input}, "Approve")
+	h.createRequest(t, s, store.Request{ID: "req-big", Kind: store.KindTool, ToolCall: store.ToolCall{ToolName: "Write", Input: input}}, "Approve")
 	f, err := h.fake.WaitFile(testCtx(t), func(f fakeslack.File) bool { return true })
 	if err != nil {
 		t.Fatal(err)
@@ -90,8 +90,10 @@ func TestPlanFeedbackIsRequiredAndTheModalSaysSo(t *testing.T) {
 		t.Run(tr, func(t *testing.T) {
 			h := newHarness(t, tr, harnessOpts{})
 			s := h.newSession(t, "sess-plan")
-			card := h.createRequest(t, s, store.Request{ID: "req-plan", Kind: store.KindPlan, ToolName: "ExitPlanMode",
-				Input: json.RawMessage(`{"plan":"1. Do it\n2. Ship it"}`)}, "Keep planning")
+			card := h.createRequest(t, s, store.Request{ID: "req-plan", Kind: store.KindPlan, ToolCall: store.ToolCall{
+				ToolName: "ExitPlanMode",
+				Input:    json.RawMessage(`{"plan":"1. Do it\n2. Ship it"}`),
+			}}, "Keep planning")
 			ctx := testCtx(t)
 			if err := h.fake.Click(ctx, "U2", card.Ref(), "Keep planning"); err != nil {
 				t.Fatal(err)
@@ -124,8 +126,10 @@ func TestOneTapAnswersASingleQuestion(t *testing.T) {
 			s := h.newSession(t, "sess-question")
 			input := `{"questions":[{"question":"Which database?","header":"Database","multiSelect":false,` +
 				`"options":[{"label":"Postgres","description":"relational"},{"label":"SQLite","description":"a file"}]}]}`
-			card := h.createRequest(t, s, store.Request{ID: "req-q", Kind: store.KindQuestion, ToolName: "AskUserQuestion",
-				Input: json.RawMessage(input)}, "SQLite")
+			card := h.createRequest(t, s, store.Request{ID: "req-q", Kind: store.KindQuestion, ToolCall: store.ToolCall{
+				ToolName: "AskUserQuestion",
+				Input:    json.RawMessage(input),
+			}}, "SQLite")
 			if err := h.fake.Click(testCtx(t), "U3", card.Ref(), "SQLite"); err != nil {
 				t.Fatal(err)
 			}
@@ -165,8 +169,10 @@ func TestSeveralQuestionsAreAnsweredWithMenusAndOneSubmit(t *testing.T) {
 	input := `{"questions":[` +
 		`{"question":"Which database?","header":"DB","multiSelect":false,"options":[{"label":"Postgres","description":"big"},{"label":"SQLite","description":"small"}]},` +
 		`{"question":"Which extras?","header":"Extras","multiSelect":true,"options":[{"label":"Metrics","description":"m"},{"label":"Tracing","description":"t"},{"label":"Logs","description":"l"}]}]}`
-	card := h.createRequest(t, s, store.Request{ID: "req-multi", Kind: store.KindQuestion, ToolName: "AskUserQuestion",
-		Input: json.RawMessage(input)}, "Submit answers")
+	card := h.createRequest(t, s, store.Request{ID: "req-multi", Kind: store.KindQuestion, ToolCall: store.ToolCall{
+		ToolName: "AskUserQuestion",
+		Input:    json.RawMessage(input),
+	}}, "Submit answers")
 	ctx := testCtx(t)
 	// Submitting before answering is refused with an ephemeral.
 	if err := h.fake.Click(ctx, "U2", card.Ref(), "Submit answers"); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/slackgate/slackgate/bot/approvalapi"
+	"github.com/slackgate/slackgate/bot/decide"
 	"github.com/slackgate/slackgate/bot/fakeslack"
 	"github.com/slackgate/slackgate/bot/policy"
 	"github.com/slackgate/slackgate/store"
@@ -41,13 +42,14 @@ func mustPolicy(t testing.TB, src string) *policy.Policy {
 // resolved paths from the request; and SetPolicy replaces the policy.
 func TestVerdictReadsTheFactsFromTheRecords(t *testing.T) {
 	b := &Bot{clock: store.WallClock{}}
+	b.decider = decide.New(decide.Config{Clock: b.clock, Policy: b.policy.Load, Facts: policyRequest})
 	slackSession := store.Session{ID: "7c9e6679-7425-40de-944b-e07fc1f0d541", Thread: store.MessageRef{Channel: "C1", TS: "1.0"}, WorkDir: "/srv/work"}
 	apiSession := store.Session{ID: apiSessionPrefix + "ci.abc", Thread: store.MessageRef{Channel: "C2", TS: "1.0"}, WorkDir: "/home/ci/repo", API: true}
 	bash := func(cmd string) store.Request {
 		in, _ := json.Marshal(map[string]string{"command": cmd})
-		return store.Request{ToolName: "Bash", Input: in}
+		return store.Request{ToolCall: store.ToolCall{ToolName: "Bash", Input: in}}
 	}
-	read := store.Request{ToolName: "Read", Input: json.RawMessage(`{"file_path":"/srv/work/a.go"}`),
+	read := store.Request{ToolCall: store.ToolCall{ToolName: "Read", Input: json.RawMessage(`{"file_path":"/srv/work/a.go"}`)},
 		Resolved: map[string]string{"/srv/work/a.go": "/srv/work/a.go", "/srv/work": "/srv/work"}}
 	unresolved := read
 	unresolved.Resolved = nil
@@ -149,7 +151,7 @@ func TestPolicyRulesDecideWithoutACard(t *testing.T) {
 			"No downloads from the agent; vendor the file instead."},
 	} {
 		in, _ := json.Marshal(map[string]string{"command": tc.cmd})
-		asked := store.Request{ID: "req-" + tc.rule, Kind: store.KindTool, ToolName: "Bash", Input: in}
+		asked := store.Request{ID: "req-" + tc.rule, Kind: store.KindTool, ToolCall: store.ToolCall{ToolName: "Bash", Input: in}}
 		got, line := h.policyLine(t, s, asked, tc.line)
 		d := got.Decision
 		if d.Outcome != tc.outcome || d.Rule != tc.rule || d.PolicyDigest != pol.Digest() || d.Message != tc.msg {
@@ -179,8 +181,10 @@ func TestPolicyRulesDecideWithoutACard(t *testing.T) {
 		}
 	}
 
-	card := h.createRequest(t, s, store.Request{ID: "req-prod", Kind: store.KindTool, ToolName: "Bash",
-		Input: json.RawMessage(`{"command":"make deploy ENV=prod"}`)}, "Approve")
+	card := h.createRequest(t, s, store.Request{ID: "req-prod", Kind: store.KindTool, ToolCall: store.ToolCall{
+		ToolName: "Bash",
+		Input:    json.RawMessage(`{"command":"make deploy ENV=prod"}`),
+	}}, "Approve")
 	if !card.HasText("asks because of rule *prod*") {
 		t.Errorf("the ask rule's card does not name it: %s", card.AllText())
 	}
@@ -208,7 +212,7 @@ func TestPolicyDenyRuleWinsOverARememberedAnswer(t *testing.T) {
 	if _, err := h.st.Remember(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := h.policyLine(t, s, store.Request{ID: "req-q", Kind: store.KindQuestion, ToolName: "AskUserQuestion", Input: input},
+	got, _ := h.policyLine(t, s, store.Request{ID: "req-q", Kind: store.KindQuestion, ToolCall: store.ToolCall{ToolName: "AskUserQuestion", Input: input}},
 		"denied by rule *no-questions-in-secure*")
 	if d := got.Decision; d.Outcome != store.OutcomeDeny || d.Remembered != "" || d.Message != "Decide yourself here." {
 		t.Errorf("decision = %+v, want the rule's deny, not the remembered answer", d)
@@ -225,7 +229,7 @@ func TestPolicyFactsChangedInTheStoreAreRefused(t *testing.T) {
 	pub := testSigningKey.Public().(ed25519.PublicKey)
 	s := h.newSession(t, "sess-facts")
 	input := json.RawMessage(`{"file_path":"/srv/work/link/shadow"}`)
-	asMade := store.Request{ID: "req-facts", Kind: store.KindTool, ToolName: "Read", Input: input, Home: "/home/claude",
+	asMade := store.Request{ID: "req-facts", Kind: store.KindTool, ToolCall: store.ToolCall{ToolName: "Read", Input: input}, Home: "/home/claude",
 		Resolved: map[string]string{"/srv/work/link/shadow": "/etc/shadow", "/srv/work": "/srv/work", "/home/claude": "/home/claude"}}
 	if v := mustPolicy(t, decidingPolicy).Evaluate(policyRequest(asMade, s), time.Now()); v.Action == policy.Allow {
 		t.Fatalf("the real paths are allowed already (%+v): the attack needs them outside", v)
@@ -237,7 +241,7 @@ func TestPolicyFactsChangedInTheStoreAreRefused(t *testing.T) {
 	if err := store.VerifyDecision(pub, asMade, *got.Decision); !errors.Is(err, store.ErrBadSignature) {
 		t.Errorf("the worker's check of an allow made on rewritten paths: %v, want ErrBadSignature", err)
 	}
-	if f := apiDecisionFor(got, *got.Decision).Facts; f == approvalapi.Facts(asMade.Home, asMade.Resolved) {
+	if f := approvalapi.DecisionFor(got, *got.Decision).Facts; f == approvalapi.Facts(asMade.Home, asMade.Resolved) {
 		t.Error("an API client would see the facts it sent in an allow made on others")
 	}
 }
@@ -258,7 +262,7 @@ func TestPolicyAllowNeedsASessionThatVerifies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := store.Request{ID: "req-moved", Kind: store.KindTool, ToolName: "Edit", Input: json.RawMessage(`{"file_path":"src/a.go"}`),
+	r := store.Request{ID: "req-moved", Kind: store.KindTool, ToolCall: store.ToolCall{ToolName: "Edit", Input: json.RawMessage(`{"file_path":"src/a.go"}`)},
 		Resolved: map[string]string{"src/a.go": "/srv/work/sub/src/a.go", "/srv/work/sub": "/srv/work/sub", "/srv/work": "/srv/work"}}
 	if v := pol.Evaluate(policyRequest(r, s), time.Now()); v.Action == policy.Allow {
 		t.Fatalf("the rule allows the request in the session as signed (%+v): the attack needs it outside", v)

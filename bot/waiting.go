@@ -4,17 +4,20 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/slack-go/slack"
 
 	"github.com/slackgate/slackgate/blocks"
+	"github.com/slackgate/slackgate/bot/outbox"
 	"github.com/slackgate/slackgate/store"
 )
 
 // "Waiting for you" is the App Home's first section: the pending requests
-// the viewer may decide, across every channel and session, newest first,
-// with the same Approve and Deny as a card's copies. It is built when the
+// the viewer may decide, across every channel and session, escalated
+// first and then by deadline, with the same Approve and Deny as a card's
+// copies. It is built when the
 // tab is published, and published again, coalesced, for the people a
 // change concerns: when a card is posted or settled, reminded or
 // escalated, for its deciders (the users of APPROVERS or the rule's
@@ -29,28 +32,94 @@ const (
 	homePublishBurst       = 20
 )
 
-// homeQueue holds the App Homes to publish again: a person marked twice
-// before the publisher gets to them is published once.
-type homeQueue struct {
+// homes keeps the App Home tabs current: it queues the tabs a change
+// concerns, publishes them within homeBudget, builds their "Waiting for
+// you" section, and says at the top of a tab what a tap in it did. A
+// person marked twice before the publisher gets to them is published
+// once. Publishing the whole tab is the App Home's (publish).
+type homes struct {
+	st      homeStore
+	clock   store.Clock
+	publish func(ctx context.Context, user, notice string)
+	// mayDecide is the one check of who may decide a request; view is a
+	// request as its copies show it (reacher.view).
+	mayDecide func(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, user string) (bool, string)
+	view      func(store.Request, store.Session) (store.Request, blocks.ReachOptions)
+
+	// showing keeps one tab published at a time, each from what is true
+	// when it is built, so a tab the queue built earlier never lands over
+	// the answer to a tap (their order is Slack's views.publish order).
+	showing sync.Mutex
+
 	mu      sync.Mutex
 	dirty   map[string]bool
 	viewers map[string]bool // opened the tab on this bot
+	notes   map[string]homeNote
 	wake    chan struct{}
 }
 
-func newHomeQueue() homeQueue {
-	return homeQueue{dirty: map[string]bool{}, viewers: map[string]bool{}, wake: make(chan struct{}, 1)}
+// homeStore is what the tabs read in the store.
+type homeStore interface {
+	GetSession(ctx context.Context, id string) (store.Session, error)
+	ListPending(ctx context.Context, sessionID string) ([]store.Request, error)
+}
+
+// homeNote is what a tap in a person's tab led to: shown at the top of
+// their tab until it is due to go, however often the tab is published.
+type homeNote struct {
+	text  string
+	until time.Time
+}
+
+// homeNoteFor is how long a tab keeps saying what a tap in it did.
+const homeNoteFor = time.Minute
+
+func newHomes(st homeStore, clock store.Clock) *homes {
+	return &homes{st: st, clock: clock, dirty: map[string]bool{}, viewers: map[string]bool{}, notes: map[string]homeNote{}, wake: make(chan struct{}, 1)}
+}
+
+// note keeps text at the top of user's tab until until.
+func (q *homes) note(user, text string, until time.Time) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.notes[user] = homeNote{text: text, until: until}
+}
+
+// noteOf is what user's tab says at its top now ("" for nothing).
+func (q *homes) noteOf(user string, now time.Time) string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n, ok := q.notes[user]
+	if ok && now.After(n.until) {
+		delete(q.notes, user)
+		return ""
+	}
+	return n.text
+}
+
+// tell answers a tap in user's App Home in the tab itself: text at its
+// top, kept there a while (homeNoteFor) as the tab is published again.
+func (q *homes) tell(ctx context.Context, user, text string) {
+	q.note(user, text, q.clock.Now().Add(homeNoteFor))
+	q.show(ctx, user)
+}
+
+// show publishes user's tab now, one tab at a time.
+func (q *homes) show(ctx context.Context, user string) {
+	q.showing.Lock()
+	defer q.showing.Unlock()
+	q.publish(ctx, user, "")
 }
 
 // viewed records that user opened the tab.
-func (q *homeQueue) viewed(user string) {
+func (q *homes) viewed(user string) {
 	q.mu.Lock()
 	q.viewers[user] = true
 	q.mu.Unlock()
 }
 
 // mark queues users' tabs, and those of everyone who opened one here.
-func (q *homeQueue) mark(users []string) {
+func (q *homes) mark(users []string) {
 	q.mu.Lock()
 	for _, u := range users {
 		q.dirty[u] = true
@@ -66,7 +135,7 @@ func (q *homeQueue) mark(users []string) {
 }
 
 // take returns the queued tabs, sorted, and empties the queue.
-func (q *homeQueue) take() []string {
+func (q *homes) take() []string {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var out []string
@@ -78,72 +147,55 @@ func (q *homeQueue) take() []string {
 	return out
 }
 
-// touchHomesOf queues the tabs of the people who may decide r.
-func (b *Bot) touchHomesOf(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) {
-	p := b.planFor(r, s)
-	ids := p.deciders
-	if !r.Reach.Escalated.IsZero() {
-		ids = append(slices.Clone(ids), p.escalateTo...)
-	}
-	users, _, err := b.people(ctx, ids)
-	if err != nil {
-		log.Warn().Err(err).Msg("home: list who may decide; their tabs are current when opened")
-	}
-	b.homes.mark(users)
-}
-
-// runHomes publishes the queued tabs, within homeBudget, until ctx ends.
-func (b *Bot) runHomes(ctx context.Context) error {
-	budget := newBucket(homePublishesPerMinute/60, homePublishBurst)
+// run publishes the queued tabs, within homeBudget, until ctx ends.
+func (q *homes) run(ctx context.Context) error {
+	budget := outbox.NewBucket(homePublishesPerMinute/60, homePublishBurst)
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-b.homes.wake:
+		case <-q.wake:
 		}
-		for _, u := range b.homes.take() {
-			for !budget.take(b.clock.Now(), laneCard) {
-				if store.Sleep(ctx, b.clock, budget.readyAt(b.clock.Now(), laneCard).Sub(b.clock.Now())) != nil {
+		for _, u := range q.take() {
+			for !budget.Take(q.clock.Now()) {
+				if store.Sleep(ctx, q.clock, budget.ReadyAt(q.clock.Now()).Sub(q.clock.Now())) != nil {
 					return nil
 				}
 			}
-			b.publishHome(ctx, u, "")
+			q.show(ctx, u)
 		}
 	}
 }
 
-// waitingFor is the "Waiting for you" section of user's tab. Store:
-// ListPending, GetSession per session.
-func (b *Bot) waitingFor(ctx context.Context, log zerolog.Logger, user string) []slack.Block {
-	pending, err := b.st.ListPending(ctx, "")
+// waitingFor is the "Waiting for you" section of user's tab, in the
+// order blocks.HomeWaiting triages it. Store: ListPending, GetSession per
+// session.
+func (q *homes) waitingFor(ctx context.Context, log zerolog.Logger, user string) []slack.Block {
+	pending, err := q.st.ListPending(ctx, "")
 	if err != nil {
 		log.Warn().Err(err).Msg("home: list pending requests")
 		return nil
 	}
 	sessions := map[string]store.Session{}
 	var items []blocks.Waiting
-	for _, r := range slices.Backward(pending) { // newest first
+	for _, r := range pending {
 		if r.Card.IsZero() {
 			continue
 		}
 		s, ok := sessions[r.SessionID]
 		if !ok {
-			if s, err = b.st.GetSession(ctx, r.SessionID); err != nil {
+			if s, err = q.st.GetSession(ctx, r.SessionID); err != nil {
 				continue
 			}
 			sessions[r.SessionID] = s
 		}
-		if !b.mayDecideQuietly(ctx, r, s, user) {
+		// Quietly: a tab lists many requests the viewer may not decide,
+		// and that is no refusal to log.
+		if ok, _ := q.mayDecide(ctx, zerolog.Nop(), r, s, user); !ok {
 			continue
 		}
-		items = append(items, blocks.Waiting{Request: b.shown(r), Session: s, CardLink: b.cardLink(r.Card, s)})
+		shown, o := q.view(r, s)
+		items = append(items, blocks.Waiting{Request: shown, Session: s, CardLink: o.CardLink, Needs: o.Needs})
 	}
-	return blocks.HomeWaiting(items)
-}
-
-// mayDecideQuietly is mayDecide without its log lines: a tab lists many
-// requests the viewer may not decide, and that is no refusal.
-func (b *Bot) mayDecideQuietly(ctx context.Context, r store.Request, s store.Session, user string) bool {
-	ok, _ := b.mayDecide(ctx, zerolog.Nop(), r, s, user)
-	return ok
+	return blocks.HomeWaiting(user, items)
 }

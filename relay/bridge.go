@@ -23,9 +23,12 @@ type bridge struct {
 	log    zerolog.Logger
 	turn   *turnState
 
-	// toolNames and started are touched only on the reader goroutine.
+	// toolNames, started and apiError are touched only on the reader
+	// goroutine. apiError is the kind of the turn's failed API call, for
+	// its result.
 	toolNames map[string]string
 	started   bool
+	apiError  string
 }
 
 func newBridge(w *Worker, sl *slot, sess store.Session, turn *turnState, log zerolog.Logger) *bridge {
@@ -56,9 +59,11 @@ func (b *bridge) onMessage(ctx context.Context, m Message) {
 func (b *bridge) onResult(ctx context.Context, r *ResultMessage) {
 	by, asked := b.turn.takeStop()
 	b.turn.set(false, r.IsError)
+	apiError := b.apiError
+	b.apiError = ""
 	b.publish(ctx, store.Event{Type: store.EventResult, IsError: r.IsError, Result: &store.Result{
 		Subtype: r.Subtype, IsError: r.IsError, Turns: r.NumTurns, DurationMS: r.DurationMS,
-		CostUSD: r.TotalCostUSD, Text: r.Result, Errors: r.Errors,
+		CostUSD: r.TotalCostUSD, Text: r.Result, Errors: r.Errors, APIError: apiError,
 	}})
 	if asked && r.IsError {
 		// After the result, so the thread reads "turn ended with an
@@ -93,6 +98,12 @@ func (b *bridge) onAssistant(ctx context.Context, a *AssistantMessage) {
 	}
 	if a.UUID != "" {
 		b.turn.noteMessage(a.UUID)
+	}
+	if a.Error != "" {
+		// The CLI's own line for a failed API call: the result that
+		// follows carries its text, and this kind says what it means.
+		b.apiError = a.Error
+		return
 	}
 	blocks, err := a.Message.Blocks()
 	if err != nil {
@@ -163,10 +174,12 @@ func (b *bridge) onCanUseTool(ctx context.Context, cliID string, c CanUseTool) (
 }
 
 // placeFacts records on req what only this machine knows, for the team
-// policy: the home of the CLI's user and the real paths. This worker
-// keeps req as it made it and checks every decision's signature over it,
-// so a store writer who changes them gets the decision refused.
+// policy: the home of the CLI's user and the real paths, and whose
+// messages the turn answers (not_self). This worker keeps req as it made
+// it and checks every decision's signature over it, so a store writer who
+// changes them gets the decision refused.
 func (b *bridge) placeFacts(req *store.Request) {
+	req.TurnBy = b.turn.askers()
 	req.Home = b.worker.home
 	if b.worker.cfg.Resolve != nil {
 		req.Resolved = b.worker.cfg.Resolve(req.ToolName, req.Input, b.sess.WorkDir, req.Home)
@@ -178,6 +191,7 @@ func (b *bridge) placeFacts(req *store.Request) {
 func (b *bridge) onElicitation(ctx context.Context, cliID string, e Elicitation) (ElicitResult, bool) {
 	now, deadline := b.times()
 	req := NewElicitationRequest(b.sess.ID, cliID, e, now, deadline)
+	req.TurnBy = b.turn.askers()
 	log := b.log.With().Str("request_id", req.ID).Str("mcp_server", e.MCPServerName).Logger()
 	d, answer, failed, _ := b.ask(ctx, req, log)
 	if failed != "" {
@@ -252,7 +266,10 @@ func (b *bridge) awaitDecision(ctx context.Context, requestID string, log zerolo
 
 // checked returns the decision the worker may act on. A person's decision
 // counts only when its signature verifies over the request as this worker
-// created it (not as the store now has it), an expiry only when this
+// created it (not as the store now has it) and every permission update it
+// carries is one of that request's own suggestions, for the session
+// (store.CheckPermissions: the bot read the rule from the store, where a
+// writer may have swapped it); an expiry only when this
 // worker made it, in its own words, and an end only when this worker ended
 // the request (shutting down) while this bridge waited, or when the session
 // is no longer this worker's (it was counted lost and taken over). A waiting bridge
@@ -266,6 +283,11 @@ func (b *bridge) checked(ctx context.Context, req store.Request, d store.Decisio
 	switch d.Outcome {
 	case store.OutcomeAllow, store.OutcomeDeny:
 		err = store.VerifyDecision(b.worker.cfg.VerifyKey, req, d)
+		if err == nil {
+			// A bot signs the rule it read from the store at the click;
+			// only one this worker's CLI suggested reaches it.
+			err = store.CheckPermissions(req, d.Permissions)
+		}
 	case store.OutcomeExpired:
 		if expiredHere {
 			d.Message = ExpiredMessage(b.worker.cfg.RequestTimeout)

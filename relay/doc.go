@@ -26,8 +26,12 @@
 // the form bots make, is no approval API session and asks for one of
 // AllowedDirs; it delivers an input only when it verifies, belongs to the
 // session and was not delivered before; it acts on a person's decision only
-// when it verifies too. What it refuses is not run, the thread is told why
-// (EventRefused) and the audit log records it.
+// when it verifies too, over the request as the worker made it, and hands
+// Claude Code no permission update but one of that request's own
+// suggestions; it switches a process's permission mode only for a switch
+// signed for that process, within store.ModeSwitchTTL. What it refuses is
+// not run, the thread is told why (EventRefused) and the audit log
+// records it.
 //
 // The CLI reads no settings, MCP servers, slash commands or auto memory but
 // what the operator named (ProcessOptions.Args, cliDefaults), since
@@ -93,12 +97,13 @@
 //	mode.go        a permission mode switched from Slack (set_permission_mode)
 //	bridge.go      output turned into events; a request waited on and expired
 //	request.go     a can_use_tool or elicitation as a store.Request, a decision
-//	               as the control_response (KindOf)
+//	               as the control_response
 //	vet.go         what a worker refuses: unsigned sessions, inputs, decisions
 //	liveness.go    heartbeats and taking over a lost worker's sessions
 //	transcript.go  saving and restoring a session's transcript
 //	env.go         the CLI's environment, an allowlist
 //	runas*.go      running the CLI as another OS user, without capabilities
+//	login.go       the credential the CLI would use (claude auth status)
 //	config.go      Config and its defaults
 //	store.go       what the worker reads and writes in the store (Store)
 package relay

@@ -790,7 +790,7 @@ func TestE2ERestartedWorkerEndsWhatItsPreviousLifeLeft(t *testing.T) {
 	if _, err := st.NextInput(ctx, id, "w1"); err != nil {
 		t.Fatal(err)
 	}
-	req := store.Request{ID: uuid.NewString(), SessionID: id, CLIRequestID: "c", Kind: store.KindTool, ToolName: "Bash", CreatedAt: now}
+	req := store.Request{ID: uuid.NewString(), SessionID: id, CLIRequestID: "c", Kind: store.KindTool, ToolCall: store.ToolCall{ToolName: "Bash"}, CreatedAt: now}
 	if err := st.CreateRequest(ctx, req); err != nil {
 		t.Fatal(err)
 	}

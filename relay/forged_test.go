@@ -53,6 +53,30 @@ func TestE2EForgedDecisionIsRefusedAndTheNextRequestStillWaits(t *testing.T) {
 			}
 			return d
 		}},
+		{"signed allow adding a rule the request did not suggest", func(h *harness, r store.Request) store.Decision {
+			// What a bot signs when a store writer swapped the card's
+			// suggestion for "all of Bash" before the click.
+			d := with(mallory, func(d *store.Decision) {
+				d.Outcome, d.Message, d.At = store.OutcomeAllow, "", time.Now()
+				d.Permissions = []store.Suggestion{{Type: "addRules", Behavior: "allow", Destination: "session",
+					Rules: []store.SuggestionRule{{ToolName: "Bash"}}}}
+			})
+			if err := store.SignDecision(botKey, r, &d); err != nil {
+				h.tb.Fatal(err)
+			}
+			return d
+		}},
+		{"allow signed over a request whose turn's askers were dropped", func(h *harness, r store.Request) store.Decision {
+			// The bot read the request after a store writer removed who
+			// asked in the thread, so that person could approve it.
+			d := with(mallory, func(d *store.Decision) { d.Outcome, d.Message, d.At = store.OutcomeAllow, "", time.Now() })
+			shown := r
+			shown.TurnBy = nil
+			if err := store.SignDecision(botKey, shown, &d); err != nil {
+				h.tb.Fatal(err)
+			}
+			return d
+		}},
 		{"expired carrying a message", func(h *harness, r store.Request) store.Decision {
 			return with(mallory, func(d *store.Decision) { d.Outcome = store.OutcomeExpired })
 		}},

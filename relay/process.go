@@ -205,10 +205,10 @@ func childEnv(env []string) []string {
 	if env == nil {
 		env = defaultEnv()
 	}
-	out := make([]string, 0, len(env)+4)
+	out := make([]string, 0, len(env)+5)
 	set := map[string]bool{}
 	for _, kv := range env {
-		if strings.HasPrefix(kv, nestedSession+"=") {
+		if strings.HasPrefix(kv, nestedSession+"=") || strings.HasPrefix(kv, commandShell+"=") {
 			continue
 		}
 		name, _, _ := strings.Cut(kv, "=")
@@ -220,8 +220,25 @@ func childEnv(env []string) []string {
 			out = append(out, group...)
 		}
 	}
+	if bash := bashPath(); bash != "" {
+		out = append(out, commandShell+"="+bash)
+	}
 	return out
 }
+
+// commandShell names the shell the CLI runs Bash commands in. It is always
+// bash, found on slackgate's PATH, whatever the operator's environment or
+// Claude's login shell say: the team policy reads commands as bash
+// (bot/policy), and zsh would read the same text otherwise.
+const commandShell = "CLAUDE_CODE_SHELL"
+
+var bashPath = sync.OnceValue(func() string {
+	p, err := exec.LookPath("bash")
+	if err != nil {
+		return ""
+	}
+	return p
+})
 
 // cliDefaults close what the CLI reads from places a session can write,
 // beyond its settings: auto memory (files Claude writes under the config

@@ -54,13 +54,27 @@ func TestProcessOptionsArgs(t *testing.T) {
 }
 
 func TestChildEnvTurnsOffAutoMemoryAndFSMonitorUnlessTheOperatorSetsThem(t *testing.T) {
-	defaults := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY=1", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=core.fsmonitor", "GIT_CONFIG_VALUE_0="}
+	shell := "CLAUDE_CODE_SHELL=" + bashPath()
+	defaults := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY=1", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=core.fsmonitor", "GIT_CONFIG_VALUE_0=", shell}
 	if got, want := childEnv([]string{"PATH=/bin", "CLAUDECODE=1"}), append([]string{"PATH=/bin"}, defaults...); !slices.Equal(got, want) {
 		t.Errorf("childEnv = %q, want %q", got, want)
 	}
 	own := []string{"CLAUDE_CODE_DISABLE_AUTO_MEMORY=0", "GIT_CONFIG_COUNT=1", "GIT_CONFIG_KEY_0=user.name", "GIT_CONFIG_VALUE_0=ci"}
-	if got := childEnv(own); !slices.Equal(got, own) {
+	if got := childEnv(own); !slices.Equal(got, append(slices.Clone(own), shell)) {
 		t.Errorf("childEnv changed the operator's own values: %q", got)
+	}
+}
+
+// TestCommandsRunInBashWhateverTheOperatorSays: the policy reads commands
+// as bash, so the CLI runs them in bash even when the environment names
+// another shell.
+func TestCommandsRunInBashWhateverTheOperatorSays(t *testing.T) {
+	if bashPath() == "" {
+		t.Fatal("no bash on PATH")
+	}
+	got := childEnv([]string{"PATH=/bin", "CLAUDE_CODE_SHELL=/bin/zsh"})
+	if slices.Contains(got, "CLAUDE_CODE_SHELL=/bin/zsh") || !slices.Contains(got, "CLAUDE_CODE_SHELL="+bashPath()) {
+		t.Fatalf("childEnv = %q, want the shell to be bash", got)
 	}
 }
 

@@ -10,44 +10,14 @@ import (
 	"github.com/slackgate/slackgate/store"
 )
 
-// KindOf says what a tool's permission request asks of a person. An MCP
-// tool named like AskUserQuestion is a question only when its input is
-// exactly the question schema (store.IsQuestionForm): a form must not hide
-// arguments the tool also receives.
-func KindOf(toolName string, input json.RawMessage) store.Kind {
-	switch {
-	case store.IsQuestionForm(toolName, input):
-		return store.KindQuestion
-	case toolName == "ExitPlanMode":
-		return store.KindPlan
-	}
-	return store.KindTool
-}
-
 // NewRequest turns a can_use_tool request into a pending store.Request with
 // a fresh id. deadline is zero when requests never expire.
 func NewRequest(sessionID, cliRequestID string, c CanUseTool, now, deadline time.Time) store.Request {
 	r := store.Request{
-		ID:                  uuid.NewString(),
-		SessionID:           sessionID,
-		CLIRequestID:        cliRequestID,
-		Kind:                KindOf(c.ToolName, c.Input),
-		ToolName:            c.ToolName,
-		DisplayName:         c.DisplayName,
-		Input:               c.Input,
-		Description:         c.Description,
-		BlockedPath:         c.BlockedPath,
-		DecisionReason:      c.DecisionReason,
-		DecisionReasonType:  c.DecisionReasonType,
-		ToolUseID:           c.ToolUseID,
-		AgentID:             c.AgentID,
-		Title:               c.Title,
-		MCPServer:           c.MCPServer,
-		SuppressAlwaysAllow: c.SuppressAlwaysAllow,
-		CreatedAt:           now,
-		Deadline:            deadline,
+		ID: uuid.NewString(), SessionID: sessionID, CLIRequestID: cliRequestID, Kind: store.KindOf(c.ToolName, c.Input),
+		ToolCall: c.ToolCall, CreatedAt: now, Deadline: deadline,
 	}
-	for _, raw := range c.PermissionSuggestions {
+	for _, raw := range c.Suggestions {
 		var s store.Suggestion
 		// A suggestion of a shape we do not know is left out rather than
 		// failing the request: the person can still allow or deny.
@@ -72,8 +42,9 @@ func NewElicitationRequest(sessionID, cliRequestID string, e Elicitation, now, d
 	}
 	return store.Request{
 		ID: uuid.NewString(), SessionID: sessionID, CLIRequestID: cliRequestID, Kind: store.KindElicitation,
-		ToolName: ElicitationTool, DisplayName: e.DisplayName, Input: input, Description: e.Description,
-		Title: e.Title, MCPServer: e.MCPServerName, CreatedAt: now, Deadline: deadline,
+		ToolCall: store.ToolCall{ToolName: ElicitationTool, DisplayName: e.DisplayName, Input: input, Description: e.Description,
+			Title: e.Title, MCPServer: e.MCPServerName},
+		CreatedAt: now, Deadline: deadline,
 	}
 }
 

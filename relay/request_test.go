@@ -11,32 +11,6 @@ import (
 	"github.com/slackgate/slackgate/store"
 )
 
-func TestKindOf(t *testing.T) {
-	const form = `{"questions":[{"question":"Which?","header":"Pick","multiSelect":false,"options":[{"label":"A","description":"a"},{"label":"B","description":"b"}]}]}`
-	tests := []struct {
-		name, tool, input string
-		want              store.Kind
-	}{
-		{"bash", "Bash", `{"command":"ls"}`, store.KindTool},
-		{"write", "Write", `{}`, store.KindTool},
-		{"built-in question", "AskUserQuestion", form, store.KindQuestion},
-		{"mcp question, exact schema", "mcp__slack__AskUserQuestion", form, store.KindQuestion},
-		{"mcp question with an extra argument", "mcp__x__AskUserQuestion",
-			`{"questions":[{"question":"Which?","header":"Pick","multiSelect":false,"options":[{"label":"A"},{"label":"B"}]}],"command":"rm -rf /"}`, store.KindTool},
-		{"mcp name only alike", "mcp__x__AskUserQuestionLater", form, store.KindTool},
-		{"built-in name with a suffix", "AskUserQuestionX", form, store.KindTool},
-		{"plan", "ExitPlanMode", `{"plan":"p"}`, store.KindPlan},
-		{"mcp tool", "mcp__fs__read", `{}`, store.KindTool},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := KindOf(tt.tool, json.RawMessage(tt.input)); got != tt.want {
-				t.Errorf("KindOf(%q, %s) = %q, want %q", tt.tool, tt.input, got, tt.want)
-			}
-		})
-	}
-}
-
 func TestNewRequestCarriesEveryCanUseToolField(t *testing.T) {
 	m, err := DecodeLine(corpusLines(t)[0])
 	if err != nil {
@@ -50,13 +24,16 @@ func TestNewRequestCarriesEveryCanUseToolField(t *testing.T) {
 	r := NewRequest("sess-1", m.ControlRequest.RequestID, c, now, now.Add(time.Minute))
 	want := store.Request{
 		ID: r.ID, SessionID: "sess-1", CLIRequestID: "7b0a5703-1f2e-4c1a-9d7e-0a1b2c3d4e5f", Kind: store.KindTool,
-		ToolName: "Bash", DisplayName: "Bash", Input: c.Input, Description: "same",
+		ToolCall: store.ToolCall{
+			ToolName: "Bash", DisplayName: "Bash", Input: c.Input, Description: "same",
+			BlockedPath: "/srv/repo/same.txt", DecisionReason: "This command requires approval", DecisionReasonType: "other",
+			ToolUseID: "toolu_s1", AgentID: "agent-7", Title: "Run the build?", MCPServer: "ci", SuppressAlwaysAllow: true,
+		},
 		Suggestions: []store.Suggestion{
 			{Type: "addRules", Rules: []store.SuggestionRule{{ToolName: "Bash", RuleContent: "echo same *"}}, Behavior: "allow", Destination: "localSettings"},
 			{Type: "addDirectories", Directories: []string{"/srv/repo"}, Destination: "session"},
 		},
-		BlockedPath: "/srv/repo/same.txt", DecisionReason: "This command requires approval", DecisionReasonType: "other",
-		ToolUseID: "toolu_s1", AgentID: "agent-7", Title: "Run the build?", MCPServer: "ci", SuppressAlwaysAllow: true, CreatedAt: now, Deadline: now.Add(time.Minute),
+		CreatedAt: now, Deadline: now.Add(time.Minute),
 	}
 	if r.ID == "" {
 		t.Error("no id")
@@ -70,9 +47,11 @@ func TestNewRequestCarriesEveryCanUseToolField(t *testing.T) {
 }
 
 func TestResultForBuildsWhatTheCLIRequires(t *testing.T) {
-	bash := store.Request{Kind: store.KindTool, ToolName: "Bash", Input: json.RawMessage(`{"command":"touch x","description":"make x"}`)}
-	question := store.Request{Kind: store.KindQuestion, ToolName: "AskUserQuestion",
-		Input: json.RawMessage(`{"questions":[{"question":"Which DB?","header":"DB","options":[{"label":"SQLite"},{"label":"Postgres"}],"multiSelect":false}]}`)}
+	bash := store.Request{Kind: store.KindTool, ToolCall: store.ToolCall{ToolName: "Bash", Input: json.RawMessage(`{"command":"touch x","description":"make x"}`)}}
+	question := store.Request{Kind: store.KindQuestion, ToolCall: store.ToolCall{
+		ToolName: "AskUserQuestion",
+		Input:    json.RawMessage(`{"questions":[{"question":"Which DB?","header":"DB","options":[{"label":"SQLite"},{"label":"Postgres"}],"multiSelect":false}]}`),
+	}}
 	at := time.Date(2026, 7, 1, 10, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name     string
@@ -91,7 +70,7 @@ func TestResultForBuildsWhatTheCLIRequires(t *testing.T) {
 			store.Decision{Outcome: store.OutcomeAllow, At: at, Permissions: []store.Suggestion{
 				{Type: "addRules", Rules: []store.SuggestionRule{{ToolName: "Bash", RuleContent: "touch *"}}, Behavior: "allow", Destination: "session"}}}, true,
 			`{"behavior":"allow","updatedInput":{"command":"touch x","description":"make x"},"updatedPermissions":[{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"touch *"}],"behavior":"allow","destination":"session"}]}`},
-		{"allow of a request without input sends an empty object", store.Request{Kind: store.KindTool, ToolName: "X"},
+		{"allow of a request without input sends an empty object", store.Request{Kind: store.KindTool, ToolCall: store.ToolCall{ToolName: "X"}},
 			store.Decision{Outcome: store.OutcomeAllow, At: at}, true,
 			`{"behavior":"allow","updatedInput":{}}`},
 		{"deny without message gets a default naming the person", bash,
@@ -142,7 +121,7 @@ func TestResultForBuildsWhatTheCLIRequires(t *testing.T) {
 }
 
 func TestResultForRejectsAnswersToANonObjectInput(t *testing.T) {
-	r := store.Request{Kind: store.KindQuestion, Input: json.RawMessage(`"x"`)}
+	r := store.Request{Kind: store.KindQuestion, ToolCall: store.ToolCall{Input: json.RawMessage(`"x"`)}}
 	_, _, err := ResultFor(r, store.Decision{Outcome: store.OutcomeAllow, Answers: map[string]string{"q": "a"}})
 	if err == nil || !strings.Contains(err.Error(), "not an object") {
 		t.Fatalf("err = %v", err)
@@ -163,7 +142,7 @@ func TestFallbackWordingDoesNotNameTheChatTool(t *testing.T) {
 	msgs := []string{ExpiredMessage(time.Minute)}
 	for _, kind := range []store.Kind{store.KindTool, store.KindQuestion, store.KindPlan} {
 		msgs = append(msgs, defaultDenyMessage(kind, "Alice"), defaultDenyMessage(kind, ""))
-		res, _, err := ResultFor(store.Request{Kind: kind, ToolName: "X"}, store.Decision{Outcome: store.OutcomeExpired})
+		res, _, err := ResultFor(store.Request{Kind: kind, ToolCall: store.ToolCall{ToolName: "X"}}, store.Decision{Outcome: store.OutcomeExpired})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/rs/zerolog"
 	"github.com/slackgate/slackgate/store"
 )
@@ -86,6 +87,7 @@ type processRun struct {
 	pctx   context.Context // outlives shutdown: handlers and stops run until the process is gone
 
 	proc   *Process
+	id     string // Session.Process: what a mode switch must name
 	turn   *turnState
 	bridge *bridge
 	feeder *inputFeeder
@@ -112,15 +114,16 @@ func (w *Worker) startRun(ctx context.Context, sl *slot, sess store.Session, fir
 	}
 	log = log.With().Int("pid", proc.PID()).Logger()
 	log.Info().Bool("resume", opts.Resume).Msg("claude started")
+	id := uuid.NewString()
 	if _, err := w.st.UpdateSession(pctx, sess.ID, func(s *store.Session) error {
-		s.State, s.Worker, s.UpdatedAt = store.SessionRunning, w.cfg.WorkerID, w.clock.Now()
+		s.State, s.Worker, s.UpdatedAt, s.Process = store.SessionRunning, w.cfg.WorkerID, w.clock.Now(), id
 		return nil
 	}); err != nil {
 		log.Error().Err(err).Msg("marking session running")
 	}
 	b.publish(pctx, store.Event{Type: store.EventSessionStarted, Text: fmt.Sprintf("claude started (pid %d, resume %t)", proc.PID(), opts.Resume)})
 	w.track(sess.ID, proc)
-	return &processRun{worker: w, sl: sl, sess: sess, log: log, pctx: pctx, proc: proc, turn: turn, bridge: b,
+	return &processRun{worker: w, sl: sl, sess: sess, log: log, pctx: pctx, proc: proc, id: id, turn: turn, bridge: b,
 		feeder: w.startFeeder(ctx, sess.ID, first.ID, log), saver: saver}, nil
 }
 
@@ -200,7 +203,7 @@ func (r *processRun) onInput(ctx context.Context, in store.Input) bool {
 }
 
 func (r *processRun) send(in store.Input) {
-	r.turn.begin()
+	r.turn.begin(in.User)
 	if err := r.proc.Send(r.pctx, in.Text); err != nil {
 		r.log.Error().Err(err).Str("input_id", in.ID).Msg("sending input to claude")
 	}

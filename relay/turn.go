@@ -1,6 +1,9 @@
 package relay
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // turnState is what the reader goroutine tells the session loop: whether a
 // turn is running, so the idle timer only runs between turns, and who
@@ -21,6 +24,10 @@ type turnState struct {
 	// lastUUID is the uuid of the newest top-level assistant message: the
 	// line that shows the transcript file holds the whole turn.
 	lastUUID string
+
+	// by are the people whose messages the running turn answers: the one
+	// that began it and any sent while it ran.
+	by []string
 }
 
 // newTurnState starts in a turn: the process is given its first message
@@ -29,16 +36,30 @@ func newTurnState() *turnState {
 	return &turnState{inTurn: true, notify: make(chan struct{}, 1)}
 }
 
-// begin marks a message sent: a new turn, not stopped by anyone yet. A
-// stop still waiting for its turn's result is kept: a message sent right
-// after Stop must not lose the "stopped by" of the turn it aborted.
-func (t *turnState) begin() {
+// begin marks a message by user sent: a new turn, not stopped by anyone
+// yet (or, while a turn runs, one more person it answers). A stop still
+// waiting for its turn's result is kept: a message sent right after Stop
+// must not lose the "stopped by" of the turn it aborted.
+func (t *turnState) begin(user string) {
 	t.mu.Lock()
 	if !t.stopAsked {
 		t.stopBy = ""
 	}
+	if !t.inTurn {
+		t.by = nil
+	}
+	if user != "" && !slices.Contains(t.by, user) {
+		t.by = append(t.by, user)
+	}
 	t.mu.Unlock()
 	t.set(true, false)
+}
+
+// askers are the people whose messages the running turn answers.
+func (t *turnState) askers() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.by)
 }
 
 // askStop records an interrupt of the running turn by user.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"sync"
+
+	"github.com/slackgate/slackgate/store"
 )
 
 // Message types on the CLI's stdout (and stdin) that the host understands.
@@ -71,48 +73,23 @@ type ControlRequest struct {
 	Elicitation *Elicitation `json:"-"`
 }
 
-// Elicitation is the body of an elicitation request: an MCP server asks
-// the user for input, a form (RequestedSchema) or a visit to URL (Mode
-// "url"). Raw is the request as the CLI sent it, which slackgate keeps as
-// the store request's input. Seen from CLI 2.1.330 (and 2.1.197), for a
-// server's elicitation/create:
-//
-//	{"subtype":"elicitation","mcp_server_name":"probe","message":"Which region?","mode":"form",
-//	 "requested_schema":{"type":"object","properties":{…},"required":[…]},"property_order":["region","count"]}
-//	{"subtype":"elicitation","mcp_server_name":"probe","message":"Log in please","mode":"url","url":"https://…"}
+// Elicitation is the body of an elicitation request (store.Elicitation).
+// Raw is the request as the CLI sent it, which slackgate keeps as the
+// store request's input.
 type Elicitation struct {
-	Subtype         string          `json:"subtype"`
-	MCPServerName   string          `json:"mcp_server_name"`
-	Message         string          `json:"message"`
-	Mode            string          `json:"mode,omitempty"`
-	URL             string          `json:"url,omitempty"`
-	ElicitationID   string          `json:"elicitation_id,omitempty"`
-	RequestedSchema json.RawMessage `json:"requested_schema,omitempty"`
-	PropertyOrder   []string        `json:"property_order,omitempty"`
-	Title           string          `json:"title,omitempty"`
-	DisplayName     string          `json:"display_name,omitempty"`
-	Description     string          `json:"description,omitempty"`
-
+	store.Elicitation
 	Raw json.RawMessage `json:"-"`
 }
 
 // CanUseTool is the body of a can_use_tool request: Claude asks whether it
 // may run a tool (AskUserQuestion and ExitPlanMode arrive this way too).
 type CanUseTool struct {
-	Subtype               string            `json:"subtype"`
-	ToolName              string            `json:"tool_name"`
-	DisplayName           string            `json:"display_name,omitempty"`
-	Input                 json.RawMessage   `json:"input"`
-	Description           string            `json:"description,omitempty"`
-	PermissionSuggestions []json.RawMessage `json:"permission_suggestions,omitempty"`
-	BlockedPath           string            `json:"blocked_path,omitempty"`
-	DecisionReason        string            `json:"decision_reason,omitempty"`
-	DecisionReasonType    string            `json:"decision_reason_type,omitempty"`
-	ToolUseID             string            `json:"tool_use_id,omitempty"`
-	AgentID               string            `json:"agent_id,omitempty"`
-	Title                 string            `json:"title,omitempty"`
-	MCPServer             string            `json:"mcp_server,omitempty"`
-	SuppressAlwaysAllow   bool              `json:"suppress_always_allow_rule,omitempty"`
+	Subtype string `json:"subtype"`
+	store.ToolCall
+	// Suggestions are the permission_suggestions as the CLI sent them:
+	// NewRequest keeps those of a known shape, so one of another shape
+	// costs the person an option, not the request.
+	Suggestions []json.RawMessage `json:"permission_suggestions,omitempty"`
 }
 
 // ControlResponse answers a control request; the CLI sends them for the
@@ -158,6 +135,11 @@ type AssistantMessage struct {
 	ParentToolUseID *string    `json:"parent_tool_use_id"`
 	SessionID       string     `json:"session_id,omitempty"`
 	UUID            string     `json:"uuid,omitempty"`
+	// Error is set on the line the CLI writes itself (model "<synthetic>")
+	// when an API call failed: authentication_failed, billing_error,
+	// rate_limit, … Its text is the CLI's message ("Not logged in ·
+	// Please run /login"), which the turn's result repeats.
+	Error string `json:"error,omitempty"`
 }
 
 // APIMessage is the Messages-API message inside assistant and user lines.

@@ -6,8 +6,12 @@ import (
 	_ "embed"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/slackgate/slackgate/store"
+	"github.com/slackgate/slackgate/store/storetest"
 )
 
 // lines are real stdout lines from the reference (ids filled in).
@@ -59,7 +63,7 @@ func TestDecodeLineReadsCanUseToolFields(t *testing.T) {
 	if m.Subtype != SubtypeCanUseTool || cr.RequestID != "525e313e-aaaa-4bbb-8ccc-0123456789ab" ||
 		c.ToolName != "Read" || c.DisplayName != "Read" || c.Description != "/etc/hostname" ||
 		c.DecisionReason != "Path is outside allowed working directories" || c.DecisionReasonType != "workingDir" ||
-		c.ToolUseID != "toolu_R1" || len(c.PermissionSuggestions) != 1 || string(c.Input) != `{"file_path":"/etc/hostname"}` {
+		c.ToolUseID != "toolu_R1" || len(c.Suggestions) != 1 || string(c.Input) != `{"file_path":"/etc/hostname"}` {
 		t.Errorf("fields: %+v", c)
 	}
 }
@@ -237,4 +241,44 @@ func FuzzDecodeLine(f *testing.F) {
 			t.Fatalf("not a fixed point:\n%s\n%s", b1, b2)
 		}
 	})
+}
+
+// TestDecodeLineReadsEveryPromptField: a can_use_tool and an elicitation
+// with every field the host reads decode into them all.
+func TestDecodeLineReadsEveryPromptField(t *testing.T) {
+	tool := `{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"Bash","display_name":"Shell",` +
+		`"input":{"command":"make test"},"description":"run the tests","permission_suggestions":[{"type":"setMode","mode":"acceptEdits","destination":"session"}],` +
+		`"blocked_path":"/srv/out","decision_reason":"This command requires approval","decision_reason_type":"other","tool_use_id":"toolu_1",` +
+		`"agent_id":"agent-1","title":"Run the tests?","mcp_server":"ci","suppress_always_allow_rule":true}}`
+	m, err := DecodeLine([]byte(tool))
+	if err != nil || m.ControlRequest == nil || m.ControlRequest.CanUseTool == nil {
+		t.Fatalf("decode: %+v, %v", m, err)
+	}
+	wantTool := CanUseTool{Subtype: SubtypeCanUseTool, ToolCall: store.ToolCall{
+		ToolName: "Bash", DisplayName: "Shell", Input: json.RawMessage(`{"command":"make test"}`),
+		Description: "run the tests",
+		BlockedPath: "/srv/out", DecisionReason: "This command requires approval", DecisionReasonType: "other", ToolUseID: "toolu_1",
+		AgentID: "agent-1", Title: "Run the tests?", MCPServer: "ci", SuppressAlwaysAllow: true,
+	}, Suggestions: []json.RawMessage{json.RawMessage(`{"type":"setMode","mode":"acceptEdits","destination":"session"}`)}}
+	storetest.EveryFieldSet(t, wantTool)
+	if got := *m.ControlRequest.CanUseTool; !reflect.DeepEqual(got, wantTool) {
+		t.Errorf("can_use_tool reads as\n%+v\nwant\n%+v", got, wantTool)
+	}
+
+	elicit := `{"type":"control_request","request_id":"r2","request":{"subtype":"elicitation","mcp_server_name":"probe","message":"Which region?",` +
+		`"mode":"form","url":"https://example.com/login","elicitation_id":"e1","requested_schema":{"type":"object"},"property_order":["region"],` +
+		`"title":"Deploy","display_name":"Probe","description":"where to deploy"}}`
+	m, err = DecodeLine([]byte(elicit))
+	if err != nil || m.ControlRequest == nil || m.ControlRequest.Elicitation == nil {
+		t.Fatalf("decode: %+v, %v", m, err)
+	}
+	wantElicit := Elicitation{Elicitation: store.Elicitation{
+		Subtype: SubtypeElicitation, MCPServerName: "probe", Message: "Which region?", Mode: "form",
+		URL: "https://example.com/login", ElicitationID: "e1", RequestedSchema: json.RawMessage(`{"type":"object"}`),
+		PropertyOrder: []string{"region"}, Title: "Deploy", DisplayName: "Probe", Description: "where to deploy",
+	}, Raw: m.ControlRequest.Request}
+	storetest.EveryFieldSet(t, wantElicit)
+	if got := *m.ControlRequest.Elicitation; !reflect.DeepEqual(got, wantElicit) {
+		t.Errorf("elicitation reads as\n%+v\nwant\n%+v", got, wantElicit)
+	}
 }

@@ -278,8 +278,9 @@ func (w *Worker) setState(ctx context.Context, id string, state store.SessionSta
 			return errTakenOver
 		}
 		// The process is gone, and with it a mode switched from Slack:
-		// the next one starts in the session's own mode.
-		s.State, s.Worker, s.UpdatedAt, s.LiveMode = state, "", w.clock.Now(), ""
+		// the next one starts in the session's own mode, under a name of
+		// its own.
+		s.State, s.Worker, s.UpdatedAt, s.LiveMode, s.Process = state, "", w.clock.Now(), "", ""
 		return nil
 	})
 	switch {

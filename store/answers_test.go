@@ -40,7 +40,7 @@ func TestQuestionFingerprintChangesWithWhatIsAsked(t *testing.T) {
 
 func TestARememberedDecisionIsSignedWithItsAnswer(t *testing.T) {
 	pub, key, _ := ed25519.GenerateKey(nil)
-	r := Request{ID: "r1", SessionID: "s1", Kind: KindQuestion, ToolName: "AskUserQuestion", Input: json.RawMessage(`{"questions":[]}`)}
+	r := Request{ID: "r1", SessionID: "s1", Kind: KindQuestion, ToolCall: ToolCall{ToolName: "AskUserQuestion", Input: json.RawMessage(`{"questions":[]}`)}}
 	d := Decision{Outcome: OutcomeAllow, By: "U1", At: time.Unix(1, 0), Answers: map[string]string{"q": "a"}, Remembered: "ans-1"}
 	if err := d.Validate(); err != nil {
 		t.Fatalf("Validate: %v", err)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -91,23 +92,33 @@ func ValidateApprove(a Approval, need int) error {
 }
 
 // AddApproval is Approve's transition on r as a backend holds it: it
-// appends a unless a.By approved already or r has need approvals, and
-// reports whether a was appended and whether it was the last. ErrInputChanged
-// when a approves another input than r's first approval.
+// appends a unless a.By approved already or need people have, and
+// reports whether a was appended and whether it was the last. People are
+// counted, not entries: a copy of an approval written into the record by
+// someone else counts for no one more. ErrInputChanged when a approves
+// another input than r's first approval.
 func AddApproval(r *Request, a Approval, need int) (added, last bool, err error) {
-	for _, p := range r.Approvals {
-		if p.By == a.By {
-			return false, false, nil
-		}
-	}
-	if len(r.Approvals) >= need {
+	people := Approvers(r.Approvals)
+	if slices.Contains(people, a.By) || len(people) >= need {
 		return false, false, nil
 	}
 	if len(r.Approvals) > 0 && r.Approvals[0].Approves() != a.Approves() {
 		return false, false, ErrInputChanged
 	}
 	r.Approvals = append(r.Approvals, a)
-	return true, len(r.Approvals) == need, nil
+	return true, len(people)+1 == need, nil
+}
+
+// Approvers are the distinct people of as, in the order they first
+// approved.
+func Approvers(as []Approval) []string {
+	var out []string
+	for _, a := range as {
+		if !slices.Contains(out, a.By) {
+			out = append(out, a.By)
+		}
+	}
+	return out
 }
 
 // approvalDomain starts an approval's signed payload (see sign.go).

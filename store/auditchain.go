@@ -1,10 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding"
+	"encoding/base64"
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
@@ -22,9 +24,10 @@ import (
 // chain"). auditLinkDomain is exactly one half of a SHA-256 block, so the
 // first block of a link is the domain and the entry's digest.
 const (
-	auditEntryDomain      = "slackgate audit entry v1\n"
-	auditLinkDomain       = "slackgate audit chain link v1.0\n"
-	auditCheckpointDomain = "slackgate audit checkpoint v1\n"
+	auditEntryDomain        = "slackgate audit entry v1\n"
+	auditLinkDomain         = "slackgate audit chain link v1.0\n"
+	auditCheckpointDomain   = "slackgate audit checkpoint v1\n"
+	auditCheckpointDomainV2 = "slackgate audit checkpoint v2\n"
 )
 
 // AuditGenesis is the Prev of the chain's first entry: 64 zeros.
@@ -53,6 +56,13 @@ type AuditLink struct {
 // Seq entries whose newest had Hash, at At. Signed with the decision
 // signing key (SignAuditCheckpoint), it seals every entry up to Seq: an
 // entry changed, removed or inserted since no longer leads to Hash.
+//
+// A checkpoint of version 2 also names the checkpoint before it (PrevSeq
+// and PrevDigest, AuditCheckpointDigest), so checkpoints form a chain of
+// their own: one removed or replaced shows in the next. A reset (Reset)
+// is an operator's acknowledgment of a break (`slackgate audit reset`):
+// it names the last checkpoint the operator trusts, which the chain it
+// seals need not reach.
 type AuditCheckpoint struct {
 	Seq  uint64    `json:"seq"`
 	Hash string    `json:"hash"`
@@ -61,11 +71,37 @@ type AuditCheckpoint struct {
 	// the log (not signed: it is where the entry is, not what it says).
 	Entry     string `json:"entry"`
 	Signature []byte `json:"signature"`
+	// V is the signed format: 2, or 0 for version 1 (no PrevSeq,
+	// PrevDigest or Reset).
+	V          int    `json:"v,omitempty"`
+	PrevSeq    uint64 `json:"prev_seq,omitempty"`
+	PrevDigest string `json:"prev_digest,omitempty"`
+	Reset      bool   `json:"reset,omitempty"`
+	// Unlinked marks a reset signed over a chain that did not hold from
+	// its start: what came before it is checked from the reset on only.
+	// A reset without it vouches that the chain up to it linked.
+	Unlinked bool `json:"unlinked,omitempty"`
 }
 
+// AuditCheckpointV2 is the version a bot signs now.
+const AuditCheckpointV2 = 2
+
 // Validate checks cp as PutAuditCheckpoint takes it: a sequence number, a
-// hash, a time, the entry's id and a signature of the right size.
+// hash, a time, the entry's id, a signature of the right size, and, for
+// version 2, a checkpoint before it that is older unless cp is a reset.
 func (cp AuditCheckpoint) Validate() error {
+	if err := cp.validateSigned(); err != nil {
+		return err
+	}
+	if cp.Entry == "" {
+		return invalid("audit checkpoint at %d without its entry's id", cp.Seq)
+	}
+	return nil
+}
+
+// validateSigned checks what a checkpoint's signature covers, and the
+// signature's size.
+func (cp AuditCheckpoint) validateSigned() error {
 	switch {
 	case cp.Seq == 0:
 		return invalid("audit checkpoint without a sequence number")
@@ -73,12 +109,43 @@ func (cp AuditCheckpoint) Validate() error {
 		return invalid("audit checkpoint at %d with hash %q; want 64 lowercase hex digits", cp.Seq, cp.Hash)
 	case cp.At.IsZero():
 		return invalid("audit checkpoint at %d without a time", cp.Seq)
-	case cp.Entry == "":
-		return invalid("audit checkpoint at %d without its entry's id", cp.Seq)
 	case len(cp.Signature) != ed25519.SignatureSize:
 		return invalid("audit checkpoint at %d with a signature of %d bytes", cp.Seq, len(cp.Signature))
+	case cp.V != 0 && cp.V != AuditCheckpointV2:
+		return invalid("audit checkpoint at %d of version %d; want 2 (or none, for version 1)", cp.Seq, cp.V)
+	case cp.V == 0 && (cp.PrevSeq != 0 || cp.PrevDigest != "" || cp.Reset):
+		return invalid("version 1 audit checkpoint at %d naming a checkpoint before it", cp.Seq)
+	case cp.Unlinked && !cp.Reset:
+		return invalid("audit checkpoint at %d marked unlinked; only a reset can be", cp.Seq)
+	case (cp.PrevSeq == 0) != (cp.PrevDigest == ""):
+		return invalid("audit checkpoint at %d names the one before it by seq %d and digest %q; want both or neither", cp.Seq, cp.PrevSeq, cp.PrevDigest)
+	case cp.PrevDigest != "" && !isHash(cp.PrevDigest):
+		return invalid("audit checkpoint at %d with previous digest %q; want 64 lowercase hex digits", cp.Seq, cp.PrevDigest)
+	case !cp.Reset && cp.PrevSeq >= cp.Seq:
+		return invalid("audit checkpoint at %d after one at %d", cp.Seq, cp.PrevSeq)
 	}
 	return nil
+}
+
+// NextAuditCheckpoint is the checkpoint (version 2, unsigned) that seals
+// the chain up to head at at, after prev (zero: the first).
+func NextAuditCheckpoint(prev AuditCheckpoint, head AuditLink, at time.Time) AuditCheckpoint {
+	cp := AuditCheckpoint{Seq: head.Seq, Hash: head.Hash, At: at, Entry: head.Entry, V: AuditCheckpointV2}
+	if prev.Seq > 0 {
+		cp.PrevSeq, cp.PrevDigest = prev.Seq, AuditCheckpointDigest(prev)
+	}
+	return cp
+}
+
+// Follows reports whether cp names prev as the checkpoint before it.
+func (cp AuditCheckpoint) Follows(prev AuditCheckpoint) bool {
+	return cp.V >= AuditCheckpointV2 && cp.PrevSeq == prev.Seq && prev.Seq > 0 && cp.PrevDigest == AuditCheckpointDigest(prev)
+}
+
+// Same reports whether cp and o are one checkpoint: the same signed
+// statement (where each is kept aside).
+func (cp AuditCheckpoint) Same(o AuditCheckpoint) bool {
+	return AuditCheckpointDigest(cp) == AuditCheckpointDigest(o) && string(cp.Signature) == string(o.Signature)
 }
 
 // AuditChain is the audit log's chain and its checkpoints (the package
@@ -96,8 +163,10 @@ type AuditChain interface {
 	AuditCheckpoints(ctx context.Context, from uint64) ([]AuditCheckpoint, error)
 	// PutAuditCheckpoint stores cp if the newest checkpoint is still the
 	// one at prev (0: none), so of several bots sealing at once one does.
-	// ErrExists when another checkpoint came first; ErrInvalid when cp
-	// fails Validate, its Seq is not past prev, or the store's entry
+	// A reset (cp.Reset) replaces every kept checkpoint: they are dropped
+	// and cp is kept alone, its Seq past prev or not. ErrExists when
+	// another checkpoint came first; ErrInvalid when cp fails Validate,
+	// its Seq is not past prev (but for a reset), or the store's entry
 	// cp.Entry is not the one at cp.Seq with cp.Hash. The signature is the
 	// caller's to make; the store cannot check it (it has no key).
 	PutAuditCheckpoint(ctx context.Context, cp AuditCheckpoint, prev uint64) error
@@ -260,10 +329,36 @@ func isHash(h string) bool {
 }
 
 // AuditCheckpointPayload is the byte string a checkpoint's signature
-// covers: the checkpoint domain, then the sequence number in decimal, the
-// hash and the time (RFC 3339 with nanoseconds, UTC), each ending in "\n".
+// covers: the checkpoint domain of its version, then the sequence number
+// in decimal, the hash and the time (RFC 3339 with nanoseconds, UTC); for
+// version 2 also the previous checkpoint's seq in decimal and digest (64
+// zeros for none), and its kind; each ending in "\n".
 func AuditCheckpointPayload(cp AuditCheckpoint) []byte {
-	return fmt.Appendf([]byte(auditCheckpointDomain), "%d\n%s\n%s\n", cp.Seq, cp.Hash, cp.At.UTC().Format(time.RFC3339Nano))
+	at := cp.At.UTC().Format(time.RFC3339Nano)
+	if cp.V == 0 {
+		return fmt.Appendf([]byte(auditCheckpointDomain), "%d\n%s\n%s\n", cp.Seq, cp.Hash, at)
+	}
+	prev := cmp.Or(cp.PrevDigest, AuditGenesis)
+	return fmt.Appendf([]byte(auditCheckpointDomainV2), "%d\n%s\n%s\n%d\n%s\n%s\n", cp.Seq, cp.Hash, at, cp.PrevSeq, prev, cp.kind())
+}
+
+// kind is a version 2 checkpoint's kind: "seal", "reset", or
+// "reset-unlinked" (Unlinked).
+func (cp AuditCheckpoint) kind() string {
+	switch {
+	case cp.Unlinked:
+		return "reset-unlinked"
+	case cp.Reset:
+		return "reset"
+	}
+	return "seal"
+}
+
+// AuditCheckpointDigest is SHA-256 of cp's payload in hex: what the
+// checkpoint after it names it by.
+func AuditCheckpointDigest(cp AuditCheckpoint) string {
+	sum := sha256.Sum256(AuditCheckpointPayload(cp))
+	return hex.EncodeToString(sum[:])
 }
 
 // SignAuditCheckpoint signs cp with key (a bot's decision signing key)
@@ -279,8 +374,76 @@ func SignAuditCheckpoint(key ed25519.PrivateKey, cp *AuditCheckpoint) error {
 // VerifyAuditCheckpoint checks that cp carries a signature by pub's
 // private key; an error wrapping ErrAuditCheckpoint when it does not.
 func VerifyAuditCheckpoint(pub ed25519.PublicKey, cp AuditCheckpoint) error {
-	if len(pub) != ed25519.PublicKeySize || !ed25519.Verify(pub, AuditCheckpointPayload(cp), cp.Signature) {
+	if cp.validateSigned() != nil || len(pub) != ed25519.PublicKeySize || !ed25519.Verify(pub, AuditCheckpointPayload(cp), cp.Signature) {
 		return fmt.Errorf("store: audit checkpoint at %d: %w", cp.Seq, ErrAuditCheckpoint)
 	}
 	return nil
+}
+
+// AuditCheckpointText is a checkpoint as one line of text, for places
+// outside the store that keep it (the audit channel, an operator's
+// notes): "cp1 SEQ HASH AT SIG" for version 1, and
+// "cp2 SEQ HASH AT PREVSEQ PREVDIGEST KIND SIG" for version 2, the
+// time as the payload has it, "-" for no previous digest, the signature
+// in standard base64. ParseAuditCheckpointText reads it back.
+func AuditCheckpointText(cp AuditCheckpoint) string {
+	at, sig := cp.At.UTC().Format(time.RFC3339Nano), base64.StdEncoding.EncodeToString(cp.Signature)
+	if cp.V == 0 {
+		return fmt.Sprintf("cp1 %d %s %s %s", cp.Seq, cp.Hash, at, sig)
+	}
+	return fmt.Sprintf("cp2 %d %s %s %d %s %s %s", cp.Seq, cp.Hash, at, cp.PrevSeq, cmp.Or(cp.PrevDigest, "-"), cp.kind(), sig)
+}
+
+// ParseAuditCheckpointText reads AuditCheckpointText's form; ErrInvalid
+// when s is not one. Its Entry is empty: the text names no place.
+func ParseAuditCheckpointText(s string) (AuditCheckpoint, error) {
+	var cp AuditCheckpoint
+	f := strings.Fields(s)
+	bad := func(why string) (AuditCheckpoint, error) {
+		return AuditCheckpoint{}, invalid("audit checkpoint text %.40q: %s", s, why)
+	}
+	switch {
+	case len(f) == 5 && f[0] == "cp1":
+	case len(f) == 8 && f[0] == "cp2":
+		cp.V = AuditCheckpointV2
+	default:
+		return bad("want cp1 with 4 fields or cp2 with 7")
+	}
+	var err error
+	if cp.Seq, err = strconv.ParseUint(f[1], 10, 64); err != nil {
+		return bad("seq")
+	}
+	cp.Hash = f[2]
+	if cp.At, err = time.Parse(time.RFC3339Nano, f[3]); err != nil {
+		return bad("time")
+	}
+	if cp.V == AuditCheckpointV2 {
+		if cp.PrevSeq, err = strconv.ParseUint(f[4], 10, 64); err != nil {
+			return bad("previous seq")
+		}
+		if f[5] != "-" {
+			cp.PrevDigest = f[5]
+		}
+		switch f[6] {
+		case "reset-unlinked":
+			cp.Reset, cp.Unlinked = true, true
+		case "reset":
+			cp.Reset = true
+		case "seal":
+		default:
+			return bad("want seal, reset or reset-unlinked")
+		}
+	}
+	if cp.Signature, err = base64.StdEncoding.DecodeString(f[len(f)-1]); err != nil {
+		return bad("signature")
+	}
+	if err := cp.validateSigned(); err != nil {
+		return AuditCheckpoint{}, err
+	}
+	// The text must be the one this checkpoint writes: one statement,
+	// one spelling.
+	if AuditCheckpointText(cp) != strings.Join(f, " ") {
+		return bad("not in its canonical form")
+	}
+	return cp, nil
 }

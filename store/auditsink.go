@@ -29,6 +29,8 @@ type AuditCursor struct {
 	// Note is the sink's own (the audit channel keeps the ts of its last
 	// message there), at most MaxAuditCursorNote bytes.
 	Note string `json:"note,omitempty"`
+	// Sealed is the seq of the last checkpoint delivered (0: none).
+	Sealed uint64 `json:"sealed,omitempty"`
 }
 
 // MaxAuditCursorNote bounds AuditCursor.Note.
@@ -97,4 +99,32 @@ func (cur AuditCursor) Validate() error {
 		return invalid("audit cursor note of %d bytes (at most %d)", len(cur.Note), MaxAuditCursorNote)
 	}
 	return nil
+}
+
+// The records of the audit log beyond the store, one JSON object each: a
+// line of `slackgate audit export`'s jsonl, and the body of a webhook
+// delivery. "record" says which; the rest are the fields of what it
+// carries. A file of them is what `slackgate audit verify -file` checks.
+const (
+	AuditRecordEntry      = "entry"
+	AuditRecordOmitted    = "omitted"
+	AuditRecordCheckpoint = "checkpoint"
+)
+
+// AuditEntryRecord is an entry as a record ("entry").
+type AuditEntryRecord struct {
+	Record string `json:"record"`
+	AuditEntry
+}
+
+// AuditOmittedRecord is an entry known by its link alone ("omitted").
+type AuditOmittedRecord struct {
+	Record string `json:"record"`
+	AuditOmitted
+}
+
+// AuditCheckpointRecord is a checkpoint as a record ("checkpoint").
+type AuditCheckpointRecord struct {
+	Record string `json:"record"`
+	AuditCheckpoint
 }

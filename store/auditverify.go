@@ -4,6 +4,7 @@ import (
 	"crypto/ed25519"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,6 +30,15 @@ const (
 	AuditRewritten AuditBreakKind = "rewritten"
 	// AuditForged: a checkpoint whose signature does not verify.
 	AuditForged AuditBreakKind = "forged"
+	// AuditUnlinked: a checkpoint that does not name the one before it
+	// (a checkpoint between them was removed, or the checkpoints started
+	// over).
+	AuditUnlinked AuditBreakKind = "unlinked"
+	// AuditCheckpointMissing and AuditCheckpointReplaced: a checkpoint
+	// published outside the store (Published) that the store no longer
+	// keeps, or keeps another in its place.
+	AuditCheckpointMissing  AuditBreakKind = "checkpoint_missing"
+	AuditCheckpointReplaced AuditBreakKind = "checkpoint_replaced"
 )
 
 // AuditBreak is the first place where the audit chain does not hold.
@@ -50,6 +60,9 @@ type AuditBreak struct {
 	Checkpoint *AuditCheckpoint
 	// Reason says what was found, in a few words.
 	Reason string
+	// Source names where the proof is kept when it is outside the store
+	// (the audit channel, -expect): set for an expectation not met.
+	Source string
 }
 
 // Error says what broke where, and what proves it. Ids and reasons come
@@ -75,6 +88,12 @@ func (b *AuditBreak) Error() string {
 		}
 	case AuditForged:
 		return fmt.Sprintf("checkpoint at seq %d (entry %s) is forged: %s", b.Checkpoint.Seq, printable(b.Checkpoint.Entry), printable(b.Reason))
+	case AuditUnlinked:
+		return fmt.Sprintf("checkpoint at seq %d does not follow the one before it: %s", b.Seq, printable(b.Reason))
+	case AuditCheckpointMissing:
+		return fmt.Sprintf("checkpoint at seq %d is missing from the store: %s", b.Seq, printable(b.Reason))
+	case AuditCheckpointReplaced:
+		return fmt.Sprintf("checkpoint at seq %d was replaced in the store: %s", b.Seq, printable(b.Reason))
 	case AuditRewritten:
 		what = fmt.Sprintf("entries up to %s (seq %d) were rewritten", entry, b.Seq)
 	default:
@@ -83,8 +102,13 @@ func (b *AuditBreak) Error() string {
 	if b.Reason != "" {
 		what += ": " + printable(b.Reason)
 	}
-	if b.Checkpoint == nil {
+	switch {
+	case b.Checkpoint == nil && b.Source != "":
+		return what + "; " + b.Source + " shows it"
+	case b.Checkpoint == nil:
 		return what + "; no checkpoint seals it yet, the chain alone shows it"
+	case b.Source != "":
+		return fmt.Sprintf("%s; proven by the checkpoint at seq %d signed %s, kept by %s", what, b.Checkpoint.Seq, b.Checkpoint.At.UTC().Format(time.RFC3339), b.Source)
 	}
 	return fmt.Sprintf("%s; proven by the checkpoint at seq %d signed %s", what, b.Checkpoint.Seq, b.Checkpoint.At.UTC().Format(time.RFC3339))
 }
@@ -120,6 +144,11 @@ type AuditReport struct {
 	// signature covers them yet. FirstUnsealed is the time of the first.
 	Unsealed      int
 	FirstUnsealed time.Time
+	// Resets are the resets the walk met (AuditCheckpoint.Reset): breaks
+	// an operator acknowledged, whatever came before them.
+	Resets []AuditCheckpoint
+	// Expected is how many expectations (Expect, Published) the chain met.
+	Expected int
 	// Break is the first break found; nil when the chain holds.
 	Break *AuditBreak
 }
@@ -173,7 +202,26 @@ type AuditVerifier struct {
 	last    point
 	recent  []point // accepted points before last, newest last
 	pending []chainItem
+	met     int // the index of the last checkpoint met; -1: none yet
+	expect  map[uint64]expectation
+	public  []published
 	rep     AuditReport
+}
+
+// expectation is the hash the entry at a seq must have, and who says so.
+type expectation struct {
+	hash, source string
+	cp           *AuditCheckpoint // the published checkpoint it comes from
+	met          bool
+	// trimmable: a log trimmed past it is not a break (a checkpoint
+	// published long ago, which retention may have cut).
+	trimmable bool
+}
+
+// published is a checkpoint kept outside the store.
+type published struct {
+	cp     AuditCheckpoint
+	source string
 }
 
 // NewAuditVerifier verifies with pub against checkpoints: those kept
@@ -182,7 +230,7 @@ type AuditVerifier struct {
 func NewAuditVerifier(pub ed25519.PublicKey, checkpoints []AuditCheckpoint) *AuditVerifier {
 	cps := slices.Clone(checkpoints)
 	slices.SortFunc(cps, func(a, b AuditCheckpoint) int { return cmpUint(a.Seq, b.Seq) })
-	v := &AuditVerifier{pub: pub, cps: cps, bySeq: map[uint64]int{}, sigOK: map[int]bool{}}
+	v := &AuditVerifier{pub: pub, cps: cps, bySeq: map[uint64]int{}, sigOK: map[int]bool{}, met: -1, expect: map[uint64]expectation{}}
 	for i, cp := range cps {
 		v.bySeq[cp.Seq] = i
 	}
@@ -285,6 +333,11 @@ func (v *AuditVerifier) anchor(i int) {
 	v.last = point{seq: cp.Seq, hash: cp.Hash, id: cp.Entry}
 	v.rep.From, v.rep.Sealed = cp.Seq, cp.Seq
 	v.rep.Checkpoints++
+	v.met = i
+	if cp.Reset {
+		v.rep.Resets = append(v.rep.Resets, cp)
+	}
+	v.meet(cp.Seq, cp.Hash, cp.Entry)
 }
 
 func (v *AuditVerifier) signed(i int) bool {
@@ -326,6 +379,9 @@ func (v *AuditVerifier) accept(it chainItem) {
 		v.recent = v.recent[1:]
 	}
 	v.last = point{seq: it.seq, hash: it.hash, id: it.id, entry: true}
+	if v.meet(it.seq, it.hash, it.id); v.rep.Break != nil {
+		return
+	}
 	i, ok := v.bySeq[it.seq]
 	if !ok {
 		if v.rep.Unsealed++; v.rep.Unsealed == 1 {
@@ -337,8 +393,41 @@ func (v *AuditVerifier) accept(it chainItem) {
 		v.forged(i)
 		return
 	}
+	v.link(i)
 	v.rep.Checkpoints++
 	v.rep.Sealed, v.rep.Unsealed, v.rep.FirstUnsealed = it.seq, 0, time.Time{}
+}
+
+// link checks that checkpoint i, met after the one met last (none: the
+// walk began at the chain's first entry), names it as the one before it;
+// a reset and a version 1 checkpoint name none.
+func (v *AuditVerifier) link(i int) {
+	cp := v.cps[i]
+	prev := v.met
+	v.met = i
+	switch {
+	case cp.Reset:
+		v.rep.Resets = append(v.rep.Resets, cp)
+		return
+	case cp.V < AuditCheckpointV2:
+		return
+	case prev < 0 && cp.PrevSeq == 0:
+		return
+	case prev >= 0 && cp.Follows(v.cps[prev]):
+		return
+	}
+	b := AuditBreak{Kind: AuditUnlinked, Seq: cp.Seq, Entry: cp.Entry, Checkpoint: &cp}
+	switch {
+	case prev < 0:
+		b.Reason = fmt.Sprintf("it names a checkpoint at seq %d before it, which is not in the log", cp.PrevSeq)
+	case cp.PrevSeq > v.cps[prev].Seq:
+		b.Reason = fmt.Sprintf("it names a checkpoint at seq %d before it, which is not in the log (the one before it is at seq %d)", cp.PrevSeq, v.cps[prev].Seq)
+	case cp.PrevSeq == 0:
+		b.Reason = fmt.Sprintf("it names no checkpoint before it, but the one at seq %d is: the checkpoints started over", v.cps[prev].Seq)
+	default:
+		b.Reason = fmt.Sprintf("it names a checkpoint at seq %d (digest %.12s…) before it, not the one at seq %d", cp.PrevSeq, cp.PrevDigest, v.cps[prev].Seq)
+	}
+	v.rep.Break = &b
 }
 
 // resolve names the break that begins at the first pending entry, using
@@ -447,6 +536,148 @@ func (v *AuditVerifier) Finish() AuditReport {
 			break
 		}
 	}
+	if v.rep.Break == nil {
+		v.finishOutside()
+	}
 	v.rep.Head = AuditLink{Seq: v.last.seq, Hash: v.last.hash, Entry: v.last.id}
 	return v.rep
+}
+
+// Expect makes the entry at seq having hash (or a hash that starts with
+// it: 16 hex digits or more) part of what the chain must hold: a hash the
+// operator kept (source says where from). The entry is
+// checked as the walk passes it; one the walk never reaches is a break,
+// whether the chain ends before it or begins after it.
+func (v *AuditVerifier) Expect(seq uint64, hash, source string) {
+	v.expect[seq] = expectation{hash: hash, source: source}
+}
+
+// Published adds a checkpoint kept outside the store (in the audit
+// channel, by a webhook's receiver, in DATA_DIR). It must verify; the
+// store must keep it, as it is, unless retention cut the log past it; and
+// the chain must reach its seq with its hash.
+func (v *AuditVerifier) Published(cp AuditCheckpoint, source string) {
+	v.public = append(v.public, published{cp: cp, source: source})
+	if e, ok := v.expect[cp.Seq]; !ok || e.trimmable {
+		v.expect[cp.Seq] = expectation{hash: cp.Hash, source: source, cp: &cp, trimmable: true}
+	}
+}
+
+// Seen makes an entry a source outside the store showed (its seq and the
+// start of its hash, as an audit channel's line does) part of what the
+// chain must hold, unless retention cut the log past it.
+func (v *AuditVerifier) Seen(seq uint64, hashPrefix, source string) {
+	if _, ok := v.expect[seq]; !ok {
+		v.expect[seq] = expectation{hash: hashPrefix, source: source, trimmable: true}
+	}
+}
+
+// superseded reports whether cp was signed before a reset the walk met:
+// the reset acknowledged whatever became of it.
+func (v *AuditVerifier) superseded(cp *AuditCheckpoint) bool {
+	for _, r := range v.rep.Resets {
+		if cp != nil && r.At.After(cp.At) && !r.Same(*cp) {
+			return true
+		}
+	}
+	return false
+}
+
+// meet checks the point the walk reached against its expectation.
+func (v *AuditVerifier) meet(seq uint64, hash, id string) {
+	e, ok := v.expect[seq]
+	if !ok || e.met || v.superseded(e.cp) {
+		return
+	}
+	e.met = true
+	v.expect[seq] = e
+	if len(e.hash) < 16 || !strings.HasPrefix(hash, e.hash) {
+		v.rep.Break = &AuditBreak{Kind: AuditRewritten, Seq: seq, Entry: id, Checkpoint: e.cp, Source: e.source,
+			Reason: fmt.Sprintf("the chain reaches hash %.12s… there, where %s has %.12s…", hash, e.source, e.hash)}
+		return
+	}
+	v.rep.Expected++
+}
+
+// finishOutside checks what is kept outside the store against the walk:
+// published checkpoints kept as they are, and every expectation met.
+func (v *AuditVerifier) finishOutside() {
+	for _, p := range v.public {
+		cp := p.cp
+		if VerifyAuditCheckpoint(v.pub, cp) != nil {
+			v.rep.Break = &AuditBreak{Kind: AuditForged, Seq: cp.Seq, Checkpoint: &cp, Source: p.source,
+				Reason: "its signature, as " + p.source + " holds it, does not verify under the verify key"}
+			return
+		}
+		if cp.Seq < v.rep.From || v.superseded(&cp) {
+			continue // retention cut the log past it, or a reset acknowledged its loss
+		}
+		i, kept := v.bySeq[cp.Seq]
+		switch {
+		case !kept:
+			v.rep.Break = &AuditBreak{Kind: AuditCheckpointMissing, Seq: cp.Seq, Checkpoint: &cp, Source: p.source,
+				Reason: fmt.Sprintf("%s holds it, the store does not", p.source)}
+			return
+		case !v.cps[i].Same(cp):
+			kept := v.cps[i]
+			v.rep.Break = &AuditBreak{Kind: AuditCheckpointReplaced, Seq: cp.Seq, Checkpoint: &cp, Source: p.source,
+				Reason: fmt.Sprintf("%s holds the one signed %s, the store one signed %s", p.source,
+					cp.At.UTC().Format(time.RFC3339Nano), kept.At.UTC().Format(time.RFC3339Nano))}
+			return
+		}
+	}
+	for _, seq := range slices.Sorted(maps.Keys(v.expect)) {
+		e := v.expect[seq]
+		switch {
+		case e.met || v.superseded(e.cp):
+		case seq > v.last.seq:
+			after := ""
+			if v.last.entry {
+				after = v.last.id
+			}
+			v.rep.Break = &AuditBreak{Kind: AuditRemoved, Seq: v.last.seq + 1, Missing: seq - v.last.seq, After: after,
+				Checkpoint: e.cp, Source: e.source, Reason: fmt.Sprintf("the chain ends at seq %d; %s reaches seq %d", v.last.seq, e.source, seq)}
+			return
+		case !e.trimmable:
+			v.rep.Break = &AuditBreak{Kind: AuditRemoved, Seq: seq, Source: e.source,
+				Reason: fmt.Sprintf("the log begins after seq %d, which %s names: it cannot be checked", seq, e.source)}
+			return
+		}
+	}
+}
+
+// PublishedEpoch checks checkpoints in the order they were published (an
+// audit channel's, a webhook receiver's): each must follow the one
+// published before it, but a reset, which may supersede any, and a
+// version 1 checkpoint, which names none. A checkpoint published twice (a
+// redelivery) counts once. It returns the index of the newest reset (0
+// when there is none): the checkpoints from it on are the ones the store
+// must still keep; and the first break after it, which shows the
+// checkpoints were started over or one was superseded without a reset (a
+// break before a reset is what the reset acknowledged).
+func PublishedEpoch(cps []AuditCheckpoint, source string) (int, *AuditBreak) {
+	epoch, last := 0, -1
+	var brk *AuditBreak
+	seen := map[string]bool{}
+	for i, cp := range cps {
+		d := AuditCheckpointDigest(cp)
+		if seen[d] {
+			continue
+		}
+		seen[d] = true
+		switch {
+		case cp.Reset:
+			epoch, brk = i, nil
+		case last < 0 || cp.V < AuditCheckpointV2 || cp.Follows(cps[last]) || brk != nil:
+		default:
+			prev := cps[last]
+			brk = &AuditBreak{Kind: AuditUnlinked, Seq: cp.Seq, Checkpoint: &cp, Source: source,
+				Reason: fmt.Sprintf("%s holds it after the one at seq %d, which it does not name", source, prev.Seq)}
+			if cp.PrevSeq == 0 {
+				brk.Reason = fmt.Sprintf("it names no checkpoint before it, but %s holds the one at seq %d before it: the checkpoints started over", source, prev.Seq)
+			}
+		}
+		last = i
+	}
+	return epoch, brk
 }

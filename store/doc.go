@@ -13,9 +13,17 @@
 // partial approvals of a request several people must approve (Approvals:
 // counted atomically, so of two approvals at once exactly one is the last)
 // and grants, slackgate's own "Always allow" for a session or a repository,
-// until they expire or are forgotten (Grants). Each request also records
+// until they expire or are forgotten (Grants); and the signed tombstones
+// of those forgotten, which keep a copy written back from counting
+// (Tombstones). Each request also records
 // how far it reached beyond its card (Reaches: its copies, and its one
-// reminder and one escalation, each taken once across processes).
+// reminder and one escalation, each taken once across processes), and
+// how its card fares in Slack (Cards: who posts it, whether a click shows
+// its outcome and how that went, who announces its copies), so replicas
+// write each card once. The
+// card's state only spares Slack a second write: nothing is decided by it,
+// and a store writer who sets it can hold a card back or show an outcome
+// twice, no more.
 //
 // Store access is not authority. A bot signs, with its Ed25519 key, every
 // record that decides what a worker runs or in whose name: decisions,
@@ -26,7 +34,11 @@
 // remembered answers. A record written by anyone without the key is
 // refused, and the refusal audited. A decision's signature covers the
 // request it settles and everything of it that reaches Claude or the audit
-// trail, the exact input that will run included (DecisionPayload). A forged
+// trail, the exact input that will run included (DecisionPayload), and
+// names who decided in one group (Decider: a person, a rule, a grant, a
+// remembered answer or the system). Its payload is versioned: bots sign
+// v2; workers and bots verify v2 and v1, which earlier releases signed
+// with one field left out when empty per kind of decider. A forged
 // one becomes OutcomeRefused: the audit names the decider it claimed, and
 // Claude is told no in slackgate's own words, never the forger's; an
 // expired, cancelled or ended decision counts only when the worker made it.
@@ -60,10 +72,19 @@
 //     lowercase hex digits. Seq counts every entry the chain ever had, so
 //     the gap retention leaves is visible and anchored.
 //   - A checkpoint (AuditCheckpoint) is an Ed25519 signature with the
-//     decision signing key over "slackgate audit checkpoint v1\n", seq
+//     decision signing key over "slackgate audit checkpoint v2\n", seq
 //     in decimal, "\n", the hash of the entry at seq, "\n", the time
-//     (RFC 3339, nanoseconds, UTC), "\n". Its domain differs from a
-//     decision's, so neither signature passes for the other.
+//     (RFC 3339, nanoseconds, UTC), "\n", the seq of the checkpoint
+//     before it in decimal, "\n", that checkpoint's digest (SHA-256 of
+//     the bytes it signed, in hex; 0 and 64 zeros for the first), "\n",
+//     and its kind, "\n": "seal", or "reset" for an operator's signed
+//     acknowledgment of a break (`slackgate audit reset`), which names the
+//     checkpoint it supersedes ("reset-unlinked" when the chain before it
+//     did not hold: it is checked from the reset on). Checkpoints so form
+//     a chain of their own: one removed or replaced shows in the next. Version 1
+//     checkpoints ("…checkpoint v1\n", seq, hash and time only) still
+//     verify. Either domain differs from a decision's, so neither
+//     signature passes for the other.
 //
 // The store links an entry where it appends it, atomically with every
 // other append: no two entries share a seq. A bot seals (signs a
@@ -71,13 +92,51 @@
 // unsealed, and at shutdown, after checking the unsealed entries link up
 // from the last checkpoint; entries after the newest checkpoint are
 // guarded by the chain alone, which someone with write access can rebuild
-// from that checkpoint on. Retention cuts the log only at a checkpoint
+// from that checkpoint on. Whoever can write the store can also delete
+// the whole log and let a new one grow, so the evidence that it existed
+// must live elsewhere too: AuditVerifier takes checkpoints published
+// outside the store (Published) and hashes an operator kept (Expect), and
+// names a store that falls short of them. Retention cuts the log only at a checkpoint
 // whose entries are all due, and keeps that checkpoint, so the kept part
 // verifies from it; before the first checkpoint nothing is trimmed.
 // AuditVerifier walks a chain and names the first break. AuditSinks keep,
 // for each place the log is delivered beyond the store (a Slack channel, a
 // webhook), who delivers it now (a claim that lapses) and how far it got
 // (a cursor only the claim's holder moves).
+//
+// # Where things live
+//
+// One file per concept, each with its types and its part of Store:
+//
+//	store.go        the sentinel errors, MessageRef, Store and its retention
+//	requests.go     Request, ToolCall (one shape for the wire, the record and
+//	                the approval API), KindOf, Elicitation, Requests
+//	decisions.go    Outcome, Decision
+//	decider.go      Decider: who settled a request, in one field
+//	suggestion.go   permission suggestions, their digests, CheckPermissions
+//	question.go     IsQuestionForm: which questions a card may turn into a form
+//	approvals.go    the approvals of a request several people must approve
+//	reach.go        a request's copies, reminder and escalation (Reaches)
+//	cards.go        a card's state and its steps (Cards), DecisionDigest
+//	sessions.go     Session, Sessions
+//	queue.go        Input, the control inputs, Queue
+//	workers.go      heartbeats and take-overs (Workers)
+//	counts.go       the counts the Slack side's limits read (Counts)
+//	transcripts.go  a session's transcript (Transcripts)
+//	bus.go          Event, Result, Exit, Bus
+//	dedup.go        Dedup
+//	answers.go      remembered answers (Answers)
+//	grants.go       grants (Grants)
+//	tombstone.go    the signed tombstones of forgotten ones (Tombstones)
+//	audit.go        AuditEntry and its actions, Audit
+//	auditinput.go   what an entry records of a request's input
+//	auditchain.go   the chain's links and checkpoints (AuditChain)
+//	auditverify.go  AuditVerifier
+//	auditsink.go    where the log is delivered beyond the store (AuditSinks)
+//	secrets.go      masking secrets in what is shown and recorded
+//	sign.go         the signing core; signed decisions, sessions and inputs
+//	retention.go    the retention defaults
+//	clock.go        Clock, the one injected time source
 //
 // It does not store anything itself: store/boltstore (one machine) and
 // store/redisstore (several) implement Store, and store/storetest holds them

@@ -10,7 +10,7 @@ import (
 // validates its input), or an MCP tool named mcp__<server>__AskUserQuestion
 // whose input is exactly the built-in's question schema, so a form shows
 // everything the tool receives. Anything else is an ordinary tool call.
-// relay uses it to give a request its Kind, blocks to decide what a card
+// KindOf uses it to give a request its Kind, blocks to decide what a card
 // shows: one rule for both.
 func IsQuestionForm(toolName string, input json.RawMessage) bool {
 	if toolName == "AskUserQuestion" {

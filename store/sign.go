@@ -26,10 +26,11 @@ var (
 // kind never verifies as another, and the rest of the payload is the
 // kind's fields in a fixed JSON form.
 const (
-	decisionDomain = "slackgate decision v1\n"
-	sessionDomain  = "slackgate session v1\n"
-	inputDomain    = "slackgate input v1\n"
-	answerDomain   = "slackgate answer v1\n"
+	decisionDomain   = "slackgate decision v2\n"
+	decisionDomainV1 = "slackgate decision v1\n" // verified, no longer signed
+	sessionDomain    = "slackgate session v1\n"
+	inputDomain      = "slackgate input v1\n"
+	answerDomain     = "slackgate answer v1\n"
 )
 
 // payloadOf is domain followed by v as JSON.
@@ -79,7 +80,45 @@ func verifyPayload(pub ed25519.PublicKey, what string, sig []byte, payload func(
 // the same.
 func stamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 
-// signedPayload is what a decision's signature covers: the request it
+// A decision's payload is versioned by its domain. v2 (decisionPayload),
+// signed now, names who decided in one group (Decider) and holds every
+// field always, so a new kind of decider is a new Decider.Kind, not a new
+// field. v1 (signedPayload), signed by earlier releases, grew a field left
+// out when empty per feature; VerifyDecision still accepts it, so a
+// decision made before an upgrade is carried out after it.
+
+// decisionPayload is what a decision's signature covers (v2): the request
+// it answers, with the facts the policy read of it, and everything of the
+// decision that reaches Claude or the audit trail. Input is the exact
+// input that will run, in canonical JSON (see signedPayload).
+type decisionPayload struct {
+	RequestID    string            `json:"request_id"`
+	SessionID    string            `json:"session_id"`
+	CLIRequestID string            `json:"cli_request_id"`
+	Kind         Kind              `json:"kind"`
+	Tool         string            `json:"tool"`
+	Home         string            `json:"home"`
+	Resolved     map[string]string `json:"resolved"`
+	TurnBy       []string          `json:"turn_by"`
+	Outcome      Outcome           `json:"outcome"`
+	Input        []byte            `json:"input"`
+	Answers      map[string]string `json:"answers"`
+	Permissions  []Suggestion      `json:"permissions"`
+	Content      []byte            `json:"content"`
+	Message      string            `json:"message"`
+	Interrupt    bool              `json:"interrupt"`
+	Skipped      bool              `json:"skipped"`
+	Decider      Decider           `json:"decider"`
+	// By and ByName are the person the decision is in the name of: who
+	// decided, added the grant or remembered the answer; empty for a rule
+	// and the system.
+	By        string             `json:"by"`
+	ByName    string             `json:"by_name"`
+	Approvals []decisionApproval `json:"approvals"`
+	At        string             `json:"at"`
+}
+
+// signedPayload is what a decision's signature covered in v1: the request it
 // answers and everything of the decision that reaches Claude or the audit
 // trail (an elicitation's submitted content too). Input is the exact input that will run, in canonical JSON, so the
 // bot (which reads the request back from the store) and the worker (which
@@ -120,46 +159,94 @@ type signedPayload struct {
 	Approvals []decisionApproval `json:"approvals,omitempty"`
 	// Grant (the grant that allowed it) is left out when empty, likewise.
 	Grant string `json:"grant,omitempty"`
+	// TurnBy (whose messages the turn answers, filled by the worker) is
+	// left out when empty, likewise.
+	TurnBy []string `json:"turn_by,omitempty"`
 }
 
-// DecisionPayload is the byte string a signature of d, settling r, covers.
-// It fails when the input that would run is not JSON.
+// DecisionPayload is the byte string a signature of d, settling r, covers
+// (v2). It fails when the input that would run is not JSON.
 func DecisionPayload(r Request, d Decision) ([]byte, error) {
+	if !d.oneDecider() {
+		return nil, fmt.Errorf("store: decision payload of %s: %w", r.ID, invalid("a decision naming more than one of a remembered answer, a rule and a grant"))
+	}
+	f, err := factsOf(r, d)
+	if err != nil {
+		return nil, err
+	}
+	p, err := payloadOf(decisionDomain, decisionPayload{
+		RequestID: r.ID, SessionID: r.SessionID, CLIRequestID: r.CLIRequestID, Kind: r.Kind, Tool: r.ToolName,
+		Home: r.Home, Resolved: f.resolved, TurnBy: f.turnBy,
+		Outcome: d.Outcome, Input: f.input, Answers: f.answers, Permissions: f.perms, Content: f.content,
+		Message: d.Message, Interrupt: d.Interrupt, Skipped: d.Skipped,
+		Decider: d.Decider(), By: d.By, ByName: d.ByName, Approvals: signedApprovals(d.Approvals), At: stamp(d.At),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: decision payload of %s: %w", r.ID, err)
+	}
+	return p, nil
+}
+
+// decisionPayloadV1 is the byte string a signature of d covered before
+// v2 (signedPayload), for the decisions earlier releases signed.
+func decisionPayloadV1(r Request, d Decision) ([]byte, error) {
+	f, err := factsOf(r, d)
+	if err != nil {
+		return nil, err
+	}
+	p, err := payloadOf(decisionDomainV1, signedPayload{
+		RequestID: r.ID, SessionID: r.SessionID, CLIRequestID: r.CLIRequestID, Kind: r.Kind, Tool: r.ToolName,
+		Outcome: d.Outcome, Input: f.input, Answers: f.answers, Permissions: f.perms,
+		Message: d.Message, Interrupt: d.Interrupt, Skipped: d.Skipped, By: d.By, ByName: d.ByName,
+		At: stamp(d.At), Remembered: d.Remembered, Content: f.content, Approvals: signedApprovals(d.Approvals), Grant: d.Grant,
+		Home: r.Home, Resolved: f.resolved, Rule: d.Rule, PolicyDigest: d.PolicyDigest, TurnBy: f.turnBy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: decision payload of %s: %w", r.ID, err)
+	}
+	return p, nil
+}
+
+// signedFacts are the parts of a decision's payload that need a fixed
+// form before signing.
+type signedFacts struct {
+	input, content []byte
+	answers        map[string]string
+	perms          []Suggestion
+	resolved       map[string]string
+	turnBy         []string
+}
+
+// factsOf puts r's and d's fields in their signed form: the input that
+// will run and the content in canonical JSON, and an empty map or list as
+// absent (it reads back from a store so).
+func factsOf(r Request, d Decision) (signedFacts, error) {
 	input := r.Input
 	if len(d.UpdatedInput) > 0 {
 		input = d.UpdatedInput
 	}
 	canon, err := canonicalJSON(input)
 	if err != nil {
-		return nil, fmt.Errorf("store: decision payload of %s: input: %w", r.ID, err)
+		return signedFacts{}, fmt.Errorf("store: decision payload of %s: input: %w", r.ID, err)
 	}
 	content, err := canonicalJSON(d.Content)
 	if err != nil {
-		return nil, fmt.Errorf("store: decision payload of %s: content: %w", r.ID, err)
+		return signedFacts{}, fmt.Errorf("store: decision payload of %s: content: %w", r.ID, err)
 	}
-	// An empty map or list reads back from a store as absent: sign both
-	// the same way.
-	answers, perms, resolved := d.Answers, d.Permissions, r.Resolved
-	if len(answers) == 0 {
-		answers = nil
+	f := signedFacts{input: canon, content: content, answers: d.Answers, perms: d.Permissions, resolved: r.Resolved, turnBy: r.TurnBy}
+	if len(f.answers) == 0 {
+		f.answers = nil
 	}
-	if len(resolved) == 0 {
-		resolved = nil
+	if len(f.resolved) == 0 {
+		f.resolved = nil
 	}
-	if len(perms) == 0 {
-		perms = nil
+	if len(f.perms) == 0 {
+		f.perms = nil
 	}
-	p, err := payloadOf(decisionDomain, signedPayload{
-		RequestID: r.ID, SessionID: r.SessionID, CLIRequestID: r.CLIRequestID, Kind: r.Kind, Tool: r.ToolName,
-		Outcome: d.Outcome, Input: canon, Answers: answers, Permissions: perms,
-		Message: d.Message, Interrupt: d.Interrupt, Skipped: d.Skipped, By: d.By, ByName: d.ByName,
-		At: stamp(d.At), Remembered: d.Remembered, Content: content, Approvals: signedApprovals(d.Approvals), Grant: d.Grant,
-		Home: r.Home, Resolved: resolved, Rule: d.Rule, PolicyDigest: d.PolicyDigest,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store: decision payload of %s: %w", r.ID, err)
+	if len(f.turnBy) == 0 {
+		f.turnBy = nil
 	}
-	return p, nil
+	return f, nil
 }
 
 // canonicalJSON compacts raw and escapes <, > and & the way encoding/json
@@ -191,10 +278,16 @@ func SignDecision(key ed25519.PrivateKey, r Request, d *Decision) error {
 }
 
 // VerifyDecision checks that d carries a signature by pub's private key
-// over d settling r. It returns an error wrapping ErrUnsigned or
-// ErrBadSignature when d must not be acted on.
+// over d settling r, in payload v2 or, as an earlier release signed it,
+// v1. It returns an error wrapping ErrUnsigned or ErrBadSignature when d
+// must not be acted on.
 func VerifyDecision(pub ed25519.PublicKey, r Request, d Decision) error {
-	return verifyPayload(pub, "decision of "+r.ID, d.Signature, func() ([]byte, error) { return DecisionPayload(r, d) })
+	what := "decision of " + r.ID
+	err := verifyPayload(pub, what, d.Signature, func() ([]byte, error) { return DecisionPayload(r, d) })
+	if errors.Is(err, ErrBadSignature) && verifyPayload(pub, what, d.Signature, func() ([]byte, error) { return decisionPayloadV1(r, d) }) == nil {
+		return nil
+	}
+	return err
 }
 
 // sessionPayload is what a session's signature covers: everything of it a
@@ -253,14 +346,16 @@ type inputPayload struct {
 	User      string `json:"user"`
 	At        string `json:"at"`
 	Control   string `json:"control"`
-	// Mode (ControlSetMode) is left out when empty, so the payload of
-	// every other input is what it was before it existed.
-	Mode string `json:"mode,omitempty"`
+	// Mode and Process (ControlSetMode) are left out when empty, so the
+	// payload of every other input is what it was before they existed.
+	Mode    string `json:"mode,omitempty"`
+	Process string `json:"process,omitempty"`
 }
 
 func inputPayloadOf(in Input) ([]byte, error) {
 	return payloadOf(inputDomain, inputPayload{
 		ID: in.ID, SessionID: in.SessionID, Text: in.Text, User: in.User, At: stamp(in.At), Control: in.Control, Mode: in.Mode,
+		Process: in.Process,
 	})
 }
 

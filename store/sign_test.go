@@ -20,8 +20,10 @@ func testKey(seed byte) (ed25519.PublicKey, ed25519.PrivateKey) {
 
 func signedFixture(t *testing.T, priv ed25519.PrivateKey) (store.Request, store.Decision) {
 	t.Helper()
-	r := store.Request{ID: "req-1", SessionID: "sess-1", CLIRequestID: "cli-1", Kind: store.KindTool, ToolName: "Bash",
-		Input: json.RawMessage(`{"command": "ls <dir> && echo"}`)}
+	r := store.Request{ID: "req-1", SessionID: "sess-1", CLIRequestID: "cli-1", Kind: store.KindTool, ToolCall: store.ToolCall{
+		ToolName: "Bash",
+		Input:    json.RawMessage(`{"command": "ls <dir> && echo"}`),
+	}}
 	d := store.Decision{
 		Outcome: store.OutcomeAllow, By: "U1", ByName: "Ada", At: time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("CET", 3600)),
 		Permissions: []store.Suggestion{{Type: "addRules", Rules: []store.SuggestionRule{{ToolName: "Bash", RuleContent: "ls:*"}}, Behavior: "allow", Destination: "session"}},
@@ -108,6 +110,11 @@ func TestAnyChangeBreaksTheSignature(t *testing.T) {
 		}},
 		{"RuleAdded", func(r *store.Request, d *store.Decision) { d.Rule = "reads" }},
 		{"PolicyDigestAdded", func(r *store.Request, d *store.Decision) { d.PolicyDigest = "00" }},
+		{"GrantAdded", func(r *store.Request, d *store.Decision) { d.Grant = "grant-1" }},
+		{"RememberedAdded", func(r *store.Request, d *store.Decision) { d.Remembered = "ans-1" }},
+		// A store writer dropping whom the turn answers, so they may
+		// approve under not_self.
+		{"TurnByAdded", func(r *store.Request, d *store.Decision) { r.TurnBy = []string{"U2"} }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r, d := signedFixture(t, priv)
@@ -152,8 +159,10 @@ func TestEditedInputThatIsNotJSONFails(t *testing.T) {
 
 func TestAnElicitationsContentIsSigned(t *testing.T) {
 	pub, priv := testKey(1)
-	r := store.Request{ID: "req-e", SessionID: "sess-1", CLIRequestID: "cli-e", Kind: store.KindElicitation, ToolName: "elicitation",
-		Input: json.RawMessage(`{"subtype":"elicitation","mcp_server_name":"deployer","message":"Where?"}`)}
+	r := store.Request{ID: "req-e", SessionID: "sess-1", CLIRequestID: "cli-e", Kind: store.KindElicitation, ToolCall: store.ToolCall{
+		ToolName: "elicitation",
+		Input:    json.RawMessage(`{"subtype":"elicitation","mcp_server_name":"deployer","message":"Where?"}`),
+	}}
 	d := store.Decision{Outcome: store.OutcomeAllow, By: "U1", At: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		Content: json.RawMessage(`{"region": "eu", "replicas": 3}`)}
 	if err := store.SignDecision(priv, r, &d); err != nil {
@@ -179,8 +188,10 @@ func TestAnElicitationsContentIsSigned(t *testing.T) {
 // to sign, 52 µs to verify.
 func BenchmarkDecisionSignature(b *testing.B) {
 	pub, priv := testKey(1)
-	r := store.Request{ID: "req-1", SessionID: "sess-1", CLIRequestID: "cli-1", Kind: store.KindTool, ToolName: "Bash",
-		Input: json.RawMessage(`{"command": "go test ./...", "description": "Run the tests"}`)}
+	r := store.Request{ID: "req-1", SessionID: "sess-1", CLIRequestID: "cli-1", Kind: store.KindTool, ToolCall: store.ToolCall{
+		ToolName: "Bash",
+		Input:    json.RawMessage(`{"command": "go test ./...", "description": "Run the tests"}`),
+	}}
 	d := store.Decision{Outcome: store.OutcomeAllow, By: "U1", ByName: "Ada", At: time.Now()}
 	b.Run("sign", func(b *testing.B) {
 		for b.Loop() {
@@ -296,6 +307,9 @@ func TestAnyChangeBreaksAnInputsSignature(t *testing.T) {
 		"User":      func(in *store.Input) { in.User = "U6" },
 		"At":        func(in *store.Input) { in.At = in.At.Add(time.Nanosecond) },
 		"Control":   func(in *store.Input) { in.Text, in.Control = "", store.ControlInterrupt },
+		"Process": func(in *store.Input) {
+			in.Text, in.Control, in.Mode, in.Process = "", store.ControlSetMode, "plan", "proc-2"
+		},
 		"Signature": func(in *store.Input) { in.Signature[0] ^= 1 },
 	} {
 		in := signedInput(t, priv)
@@ -407,6 +421,58 @@ func TestSigningNeedsTheIDsAndTimesTheStoreWouldFillIn(t *testing.T) {
 	} {
 		if !errors.Is(err, store.ErrInvalid) {
 			t.Errorf("%s: err = %v, want ErrInvalid", name, err)
+		}
+	}
+}
+
+// v1Payload is the payload an earlier release signed for signedFixture's
+// decision (store.SignDecision in payload v1), byte for byte.
+const v1Payload = `slackgate decision v1
+{"request_id":"req-1","session_id":"sess-1","cli_request_id":"cli-1","kind":"tool","tool":"Bash","outcome":"allow",` +
+	`"input":"eyJjb21tYW5kIjoibHMgXHUwMDNjZGlyXHUwMDNlIFx1MDAyNlx1MDAyNiBlY2hvIn0=","answers":{"Which?":"A"},` +
+	`"permissions":[{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"ls:*"}],"behavior":"allow","destination":"session"}],` +
+	`"message":"","interrupt":false,"skipped":false,"by":"U1","by_name":"Ada","at":"2026-01-02T02:04:05.000000006Z"}`
+
+// The payload signed now (v2) holds every field, and names who decided
+// in one group: pinned, so a change to it is a new version, not a
+// silent break of every worker that verifies.
+func TestTheDecisionPayloadIsV2(t *testing.T) {
+	_, priv := testKey(1)
+	r, d := signedFixture(t, priv)
+	p, err := store.DecisionPayload(r, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const want = `slackgate decision v2
+{"request_id":"req-1","session_id":"sess-1","cli_request_id":"cli-1","kind":"tool","tool":"Bash","home":"","resolved":null,"turn_by":null,"outcome":"allow",` +
+		`"input":"eyJjb21tYW5kIjoibHMgXHUwMDNjZGlyXHUwMDNlIFx1MDAyNlx1MDAyNiBlY2hvIn0=","answers":{"Which?":"A"},` +
+		`"permissions":[{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"ls:*"}],"behavior":"allow","destination":"session"}],` +
+		`"content":null,"message":"","interrupt":false,"skipped":false,"decider":{"kind":"person","id":"U1","name":"Ada","policy_digest":""},` +
+		`"by":"U1","by_name":"Ada","approvals":null,"at":"2026-01-02T02:04:05.000000006Z"}`
+	if string(p) != want {
+		t.Errorf("payload v2:\n%s\nwant\n%s", p, want)
+	}
+}
+
+func TestATombstoneIsSignedWhole(t *testing.T) {
+	pub, priv := testKey(1)
+	ts := store.Tombstone{Kind: store.TombGrant, ID: "grant-1", By: "U1", ByName: "Ada", At: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)}
+	if err := store.SignTombstone(priv, &ts); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.VerifyTombstone(pub, roundTrip(t, ts)); err != nil {
+		t.Fatalf("a tombstone read back does not verify: %v", err)
+	}
+	for name, change := range map[string]func(*store.Tombstone){
+		"Kind": func(x *store.Tombstone) { x.Kind = store.TombAnswer },
+		"ID":   func(x *store.Tombstone) { x.ID = "grant-2" },
+		"By":   func(x *store.Tombstone) { x.By = "U2" },
+		"At":   func(x *store.Tombstone) { x.At = x.At.Add(time.Second) },
+	} {
+		x := ts
+		change(&x)
+		if err := store.VerifyTombstone(pub, x); !errors.Is(err, store.ErrBadSignature) {
+			t.Errorf("after changing %s: %v, want ErrBadSignature", name, err)
 		}
 	}
 }

@@ -12,7 +12,7 @@ import (
 var at = time.Date(2026, 3, 14, 15, 9, 26, 0, time.UTC)
 
 func TestValidate(t *testing.T) {
-	req := store.Request{ID: "r1", SessionID: "s1", Kind: store.KindTool, ToolName: "Bash"}
+	req := store.Request{ID: "r1", SessionID: "s1", Kind: store.KindTool, ToolCall: store.ToolCall{ToolName: "Bash"}}
 	with := func(f func(*store.Request)) store.Request { r := req; f(&r); return r }
 	allow := store.Decision{Outcome: store.OutcomeAllow, By: "U1", At: at}
 	deny := store.Decision{Outcome: store.OutcomeDeny, By: "U1", At: at, Message: "no"}
@@ -141,7 +141,7 @@ func TestRedeliveryDelayDoublesUpTo32Times(t *testing.T) {
 }
 
 func TestRequestRecordsAgreeWithTheRequest(t *testing.T) {
-	r := store.Request{ID: "r1", SessionID: "s1", Kind: store.KindPlan, ToolName: "ExitPlanMode", CreatedAt: at}
+	r := store.Request{ID: "r1", SessionID: "s1", Kind: store.KindPlan, ToolCall: store.ToolCall{ToolName: "ExitPlanMode"}, CreatedAt: at}
 	d := store.Decision{Outcome: store.OutcomeDeny, By: "U1", ByName: "Ada", At: at.Add(time.Minute), Message: "not yet"}
 	for _, a := range []store.AuditEntry{store.CreatedAudit(r), store.SettledAudit(r, d)} {
 		if err := a.Validate(); err != nil {
@@ -158,5 +158,31 @@ func TestRequestRecordsAgreeWithTheRequest(t *testing.T) {
 	}
 	if c := store.CreatedEvent(r); c.Type != store.EventRequestCreated || c.At != r.CreatedAt {
 		t.Errorf("CreatedEvent = %+v", c)
+	}
+}
+
+func TestKindOf(t *testing.T) {
+	const form = `{"questions":[{"question":"Which?","header":"Pick","multiSelect":false,"options":[{"label":"A","description":"a"},{"label":"B","description":"b"}]}]}`
+	tests := []struct {
+		name, tool, input string
+		want              store.Kind
+	}{
+		{"bash", "Bash", `{"command":"ls"}`, store.KindTool},
+		{"write", "Write", `{}`, store.KindTool},
+		{"built-in question", "AskUserQuestion", form, store.KindQuestion},
+		{"mcp question, exact schema", "mcp__slack__AskUserQuestion", form, store.KindQuestion},
+		{"mcp question with an extra argument", "mcp__x__AskUserQuestion",
+			`{"questions":[{"question":"Which?","header":"Pick","multiSelect":false,"options":[{"label":"A"},{"label":"B"}]}],"command":"rm -rf /"}`, store.KindTool},
+		{"mcp name only alike", "mcp__x__AskUserQuestionLater", form, store.KindTool},
+		{"built-in name with a suffix", "AskUserQuestionX", form, store.KindTool},
+		{"plan", "ExitPlanMode", `{"plan":"p"}`, store.KindPlan},
+		{"mcp tool", "mcp__fs__read", `{}`, store.KindTool},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := store.KindOf(tt.tool, json.RawMessage(tt.input)); got != tt.want {
+				t.Errorf("KindOf(%q, %s) = %q, want %q", tt.tool, tt.input, got, tt.want)
+			}
+		})
 	}
 }

@@ -1,11 +1,3 @@
-// Package approvalapi is the approval API's wire, written once for both
-// ends: the bodies the bot's /v1 endpoints take and give, their checks,
-// and the Client that `slackgate hook` and `slackgate mcp` call them with.
-// The bot serves these types (bot/api*.go); what the endpoints do with
-// them, and what a token may do, is bot's.
-//
-// It imports only store, for the vocabulary a decision is made of, and
-// the standard library: a client needs nothing of the bot's.
 package approvalapi
 
 import (
@@ -49,11 +41,9 @@ type Session struct {
 // NewRequest is the body of POST /v1/requests: a permission prompt or a
 // question to put on a card.
 type NewRequest struct {
-	ToolName    string             `json:"tool_name"`
-	Input       json.RawMessage    `json:"input"`
-	ToolUseID   string             `json:"tool_use_id,omitempty"`
-	Title       string             `json:"title,omitempty"`
-	Description string             `json:"description,omitempty"`
+	// ToolCall is the call asked about. The bot takes its ToolName,
+	// Input, ToolUseID, Title and Description (see Call).
+	store.ToolCall
 	Suggestions []store.Suggestion `json:"permission_suggestions,omitempty"`
 	// Timeout is how long the request waits for a person ("10m"); past
 	// it, it is settled as expired. Default DefaultTimeout.
@@ -66,6 +56,16 @@ type NewRequest struct {
 	// allow rule.
 	Home     string            `json:"home,omitempty"`
 	Resolved map[string]string `json:"resolved,omitempty"`
+}
+
+// Call is the tool call as the bot takes it from a client: its name,
+// input, tool use id, title and description. The rest of a ToolCall is
+// what Claude Code's own prompt says (a display name the card shows in
+// place of the tool's, the reason it asks, a subagent, …): a client's
+// word for it would put on the card what Claude Code never said, so it is
+// left out.
+func (n NewRequest) Call() store.ToolCall {
+	return store.ToolCall{ToolName: n.ToolName, Input: n.Input, ToolUseID: n.ToolUseID, Title: n.Title, Description: n.Description}
 }
 
 // Bounds of a request's facts: MaxResolved paths, each and the home at

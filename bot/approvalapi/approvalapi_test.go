@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/slackgate/slackgate/store"
 )
 
 func TestAWithdrawalReadsBackAsItWasSent(t *testing.T) {
@@ -32,7 +34,7 @@ func TestAWithdrawalReadsBackAsItWasSent(t *testing.T) {
 }
 
 func TestValidateNamesWhatIsWrong(t *testing.T) {
-	ok := NewRequest{ToolName: "Bash", Input: []byte(`{"command":"ls"}`), Session: Session{ID: "s-1"}}
+	ok := NewRequest{ToolCall: store.ToolCall{ToolName: "Bash", Input: []byte(`{"command":"ls"}`)}, Session: Session{ID: "s-1"}}
 	if d, err := ok.Validate(); err != nil || d != DefaultTimeout {
 		t.Errorf("a good request: %s, %v", d, err)
 	}

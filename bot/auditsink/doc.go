@@ -1,8 +1,15 @@
-// Package auditsink delivers the audit log beyond the store, in order.
+// Package auditsink delivers the audit log beyond the store, in order, and seals it.
+//
+// The Sealer signs checkpoints of the store's audit chain and holds the
+// store to what it remembers of it (sealer.go); the Follower delivers the
+// log, entries and checkpoints, to each sink: the Webhook (webhook.go),
+// and the Channel, which posts a line of each to the audit channel in
+// Slack through the bot's outbox (channel.go). ReadChannel reads those
+// lines back for `slackgate audit verify`.
 //
 // Delivery is at least once: a Follower reads the log from a sink's
-// cursor, hands each entry to a Sink (the bot's audit channel, the Webhook
-// here), and moves the cursor only once the sink accepted it.
+// cursor, hands each entry to a Sink (the Channel, the Webhook), and
+// moves the cursor only once the sink accepted it.
 //
 // One replica delivers to a sink at a time: the one holding the sink's
 // claim in the store (store.AuditSinks), which it renews while it runs and
@@ -18,15 +25,20 @@
 //
 // # The webhook's receiver
 //
-// The Webhook POSTs each entry, one at a time and in the log's order, as
-// the JSON of a store.AuditEntry (chain fields included, so a receiver can
-// check the chain as `slackgate audit verify` does; see store's "Audit
-// chain"), with these headers:
+// The Webhook POSTs each entry, one at a time and in the log's order, and
+// each checkpoint once the entries it seals were delivered, as a record
+// (store.AuditRecordEntry): a JSON object whose "record" is "entry" (the
+// fields of a store.AuditEntry, chain fields included) or "checkpoint"
+// (a store.AuditCheckpoint's). A receiver that keeps the bodies one a
+// line has a file `slackgate audit verify -file` checks, and the
+// checkpoints are the anchors a store writer cannot reach (see store's
+// "Audit chain"). Each POST has these headers:
 //
 //	Content-Type: application/json
 //	X-Slackgate-Timestamp: 1763803862            (unix seconds, when sent)
 //	X-Slackgate-Signature: sha256=<hex HMAC-SHA256(secret, timestamp + "." + body)>
-//	Idempotency-Key: <the entry's chain hash>     (its store id for an entry from before the chain)
+//	Idempotency-Key: <the entry's chain hash>     (its store id for an entry from before the chain;
+//	                                               "checkpoint-" and its digest for a checkpoint)
 //
 // A receiver recomputes the HMAC over the timestamp header, a ".", and the
 // raw body bytes with the shared secret (AUDIT_WEBHOOK_SECRET), compares it

@@ -2,6 +2,7 @@ package auditsink
 
 import (
 	"context"
+	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"sync"
@@ -41,6 +42,8 @@ type Store interface {
 	ReleaseAuditSink(ctx context.Context, sink, holder string) error
 	AuditHead(ctx context.Context) (store.AuditLink, error)
 	AuditLog(ctx context.Context, after string, limit int) ([]store.AuditEntry, error)
+	LastAuditCheckpoint(ctx context.Context) (store.AuditCheckpoint, error)
+	AuditCheckpoints(ctx context.Context, from uint64) ([]store.AuditCheckpoint, error)
 }
 
 // Sink is where a Follower delivers the log.
@@ -57,12 +60,18 @@ type Sink interface {
 	// fails with ErrClaimLost once another replica holds it; Deliver then
 	// returns that error.
 	Deliver(ctx context.Context, page []store.AuditEntry, keep func(context.Context) error) (n int, note string, err error)
+	// Seal delivers checkpoint cp, as Deliver an entry, and returns the
+	// note to keep with the cursor.
+	Seal(ctx context.Context, cp store.AuditCheckpoint, keep func(context.Context) error) (note string, err error)
 }
 
 // Status is what a Follower last saw of its sink.
 type Status struct {
 	// Holding: this replica delivers to the sink now.
 	Holding bool
+	// Begun: holding it, this replica has chosen where it delivers from;
+	// every entry appended since reaches the sink.
+	Begun bool
 	// Looked: the last look at the store succeeded, so the figures are
 	// current.
 	Looked bool
@@ -88,6 +97,10 @@ type Follower struct {
 	Clock store.Clock
 	Every time.Duration
 	TTL   time.Duration
+	// Key, when set, is what a checkpoint must verify under to be
+	// delivered: a forged one is logged and passed over, never vouched
+	// for beyond the store.
+	Key ed25519.PublicKey
 
 	mu      sync.Mutex
 	status  Status
@@ -157,7 +170,7 @@ func (f *Follower) round(ctx context.Context, log zerolog.Logger) (more bool, er
 	}
 	holding := s.Holder == f.Holder
 	f.mu.Lock()
-	was := f.status.Holding
+	was, begun := f.status.Holding, f.status.Begun
 	f.renewed = f.Clock.Now()
 	f.mu.Unlock()
 	if err := f.look(ctx, s, holding); err != nil || !holding {
@@ -167,12 +180,12 @@ func (f *Follower) round(ctx context.Context, log zerolog.Logger) (more bool, er
 		return false, err
 	}
 	cur := s.Cursor
-	if !was || !s.Started {
+	if !begun || !s.Started {
 		if cur, err = f.begin(ctx, s, log); err != nil {
 			return false, err
 		}
 		f.mu.Lock()
-		f.at = cur.Seq
+		f.at, f.status.Begun = cur.Seq, true
 		f.mu.Unlock()
 	}
 	entries, err := f.Store.AuditLog(ctx, cur.Entry, page)
@@ -194,18 +207,63 @@ func (f *Follower) round(ctx context.Context, log zerolog.Logger) (more bool, er
 		}
 		entries = entries[n:]
 	}
-	return full, nil
+	return full, f.seals(ctx, cur, log)
+}
+
+// seals delivers the checkpoints after the cursor's whose entries the
+// sink has: each once, in order. When the store's checkpoints went back
+// (an operator's reset, or a store that lost them) its newest is
+// delivered at once, whatever came before: it is what shows the change.
+func (f *Follower) seals(ctx context.Context, cur store.AuditCursor, log zerolog.Logger) error {
+	last, err := f.Store.LastAuditCheckpoint(ctx)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return fmt.Errorf("read the newest checkpoint: %w", err)
+	case last.Seq == cur.Sealed:
+		return nil
+	}
+	due := []store.AuditCheckpoint{last}
+	if last.Seq > cur.Sealed {
+		if due, err = f.Store.AuditCheckpoints(ctx, cur.Sealed+1); err != nil {
+			return fmt.Errorf("read the checkpoints after seq %d: %w", cur.Sealed, err)
+		}
+	} else {
+		log.Warn().Uint64("sealed_seq", cur.Sealed).Uint64("newest_seq", last.Seq).Bool("reset", last.Reset).
+			Msg("audit sink: the store's newest checkpoint is behind the last one delivered; delivering it")
+	}
+	for _, cp := range due {
+		if cp.Seq > cur.Seq && cp.Seq > cur.Sealed {
+			return nil // its entries are not delivered yet
+		}
+		var note string
+		if f.Key != nil && store.VerifyAuditCheckpoint(f.Key, cp) != nil {
+			log.Error().Uint64("checkpoint_seq", cp.Seq).Msg("audit sink: a checkpoint in the store does not verify; not delivered")
+			note = cur.Note
+		} else if note, err = f.Sink.Seal(ctx, cp, f.keep); err != nil {
+			return fmt.Errorf("deliver the checkpoint at seq %d: %w", cp.Seq, err)
+		}
+		next := cur
+		next.Sealed, next.Note, next.At = cp.Seq, note, f.Clock.Now()
+		if err := f.store(ctx, next); err != nil {
+			return fmt.Errorf("move the cursor past the checkpoint at seq %d: %w", cp.Seq, err)
+		}
+		cur = next
+	}
+	return nil
 }
 
 // look records the sink's backlog, read from the chain's head.
 func (f *Follower) look(ctx context.Context, s store.AuditSink, holding bool) error {
 	head, err := f.Store.AuditHead(ctx)
 	if err != nil {
-		f.set(func(st *Status) { st.Looked, st.Holding = false, holding })
+		f.set(func(st *Status) { st.Looked, st.Holding, st.Begun = false, holding, st.Begun && holding })
 		return fmt.Errorf("read the log's head: %w", err)
 	}
 	f.set(func(st *Status) {
 		st.Looked, st.Holding, st.Delivered = true, holding, s.Cursor.At
+		st.Begun = st.Begun && holding
 	})
 	f.mu.Lock()
 	f.at = s.Cursor.Seq
@@ -243,16 +301,11 @@ func (f *Follower) begin(ctx context.Context, s store.AuditSink, log zerolog.Log
 // advance stores the cursor past e, which the sink accepted, even when
 // ctx ended meanwhile.
 func (f *Follower) advance(ctx context.Context, cur store.AuditCursor, e store.AuditEntry, note string) (store.AuditCursor, error) {
-	next := store.AuditCursor{Entry: e.ID, Seq: cur.Seq, At: f.Clock.Now(), Note: note}
+	next := store.AuditCursor{Entry: e.ID, Seq: cur.Seq, At: f.Clock.Now(), Note: note, Sealed: cur.Sealed}
 	if e.Seq > 0 {
 		next.Seq = e.Seq
 	}
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
-	defer cancel()
-	if err := f.Store.AdvanceAuditSink(wctx, f.Name, f.Holder, next); err != nil {
-		if errors.Is(err, store.ErrNotOwner) {
-			f.set(func(st *Status) { st.Holding = false })
-		}
+	if err := f.store(ctx, next); err != nil {
 		return cur, fmt.Errorf("move the cursor past %s: %w", e.ID, err)
 	}
 	f.set(func(st *Status) {
@@ -265,6 +318,18 @@ func (f *Follower) advance(ctx context.Context, cur store.AuditCursor, e store.A
 	f.at = next.Seq
 	f.mu.Unlock()
 	return next, nil
+}
+
+// store writes the cursor, even when ctx ended meanwhile: what the sink
+// accepted must be recorded.
+func (f *Follower) store(ctx context.Context, next store.AuditCursor) error {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	err := f.Store.AdvanceAuditSink(wctx, f.Name, f.Holder, next)
+	if errors.Is(err, store.ErrNotOwner) {
+		f.set(func(st *Status) { st.Holding = false })
+	}
+	return err
 }
 
 // keep renews the claim once a third of its ttl has passed since the last

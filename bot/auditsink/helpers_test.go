@@ -128,7 +128,7 @@ func record(t *testing.T, st store.Store, n int) {
 			i++
 			continue
 		}
-		r := store.Request{ID: fmt.Sprintf("%s-req-%d", s.ID, i), SessionID: s.ID, Kind: store.KindTool, ToolName: "Bash"}
+		r := store.Request{ID: fmt.Sprintf("%s-req-%d", s.ID, i), SessionID: s.ID, Kind: store.KindTool, ToolCall: store.ToolCall{ToolName: "Bash"}}
 		if err := st.CreateRequest(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -165,9 +165,11 @@ type receiver struct {
 	// retryAfter when set).
 	answer     func(now time.Time, e store.AuditEntry) (status int, retryAfter string)
 	mu         sync.Mutex
-	kept       []store.AuditEntry // each key's first accepted delivery, in arrival order
-	accepted   map[string]int     // deliveries answered 2xx, by key
-	attempts   []time.Time        // when each attempt arrived, on the clock
+	kept       []store.AuditEntry      // each key's first accepted delivery, in arrival order
+	records    []string                // every body accepted first by its key, in arrival order
+	cps        []store.AuditCheckpoint // checkpoint records, in arrival order
+	accepted   map[string]int          // deliveries answered 2xx, by key
+	attempts   []time.Time             // when each attempt arrived, on the clock
 	problems   []string
 	inflight   int
 	inflightHi int
@@ -194,16 +196,24 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 		rc.inflight--
 		rc.mu.Unlock()
 	}()
-	var e store.AuditEntry
+	var rec store.AuditEntryRecord
 	if err == nil {
-		err = json.Unmarshal(body, &e)
+		err = json.Unmarshal(body, &rec)
 	}
-	if problem := rc.check(r, body, e, now); err != nil || problem != "" {
+	e := rec.AuditEntry
+	var cp store.AuditCheckpointRecord
+	if rec.Record == store.AuditRecordCheckpoint {
+		err = json.Unmarshal(body, &cp)
+	}
+	if problem := rc.check(r, body, rec.Record, e, cp.AuditCheckpoint, now); err != nil || problem != "" {
 		rc.mu.Lock()
 		rc.problems = append(rc.problems, fmt.Sprintf("%v %s", err, problem))
 		rc.mu.Unlock()
 	}
 	status, after := rc.answer(now, e)
+	if rec.Record == store.AuditRecordCheckpoint {
+		status, after = 0, ""
+	}
 	switch status {
 	case 0:
 	case -1:
@@ -222,7 +232,12 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 	key := r.Header.Get("Idempotency-Key")
 	rc.mu.Lock()
 	if rc.accepted[key] == 0 {
-		rc.kept = append(rc.kept, e)
+		rc.records = append(rc.records, string(body))
+		if rec.Record == store.AuditRecordCheckpoint {
+			rc.cps = append(rc.cps, cp.AuditCheckpoint)
+		} else {
+			rc.kept = append(rc.kept, e)
+		}
 	}
 	rc.accepted[key]++
 	rc.mu.Unlock()
@@ -231,8 +246,8 @@ func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
 
 // check is the receiver's side of the package doc: the HMAC over the
 // timestamp, ".", the body; a timestamp within five minutes; the key is
-// the entry's hash.
-func (rc *receiver) check(r *http.Request, body []byte, e store.AuditEntry, now time.Time) string {
+// the entry's hash, or the checkpoint's digest.
+func (rc *receiver) check(r *http.Request, body []byte, record string, e store.AuditEntry, cp store.AuditCheckpoint, now time.Time) string {
 	ts := r.Header.Get("X-Slackgate-Timestamp")
 	mac := hmac.New(sha256.New, rc.secret)
 	mac.Write([]byte(ts + "." + string(body)))
@@ -244,8 +259,17 @@ func (rc *receiver) check(r *http.Request, body []byte, e store.AuditEntry, now 
 	if err != nil || now.Sub(time.Unix(sec, 0)).Abs() > 5*time.Minute {
 		return fmt.Sprintf("timestamp %q at %v", ts, now)
 	}
-	if r.Header.Get("Idempotency-Key") != e.Hash || e.Hash == "" {
-		return "key " + r.Header.Get("Idempotency-Key") + " for hash " + e.Hash
+	switch key := r.Header.Get("Idempotency-Key"); record {
+	case store.AuditRecordCheckpoint:
+		if key != "checkpoint-"+store.AuditCheckpointDigest(cp) {
+			return "key " + key + " for the checkpoint at " + strconv.FormatUint(cp.Seq, 10)
+		}
+	case store.AuditRecordEntry:
+		if key != e.Hash || e.Hash == "" {
+			return "key " + key + " for hash " + e.Hash
+		}
+	default:
+		return "record " + record
 	}
 	if r.Header.Get("Content-Type") != "application/json" || r.Method != http.MethodPost {
 		return r.Method + " " + r.Header.Get("Content-Type")

@@ -134,19 +134,37 @@ func (w *Webhook) Begin(_ context.Context, s store.AuditSink) (store.AuditCursor
 // Deliver implements Sink: it POSTs page[0] until the receiver takes it.
 func (w *Webhook) Deliver(ctx context.Context, page []store.AuditEntry, keep func(context.Context) error) (int, string, error) {
 	e := page[0]
-	body, err := json.Marshal(e)
-	if err != nil {
-		return 0, "", fmt.Errorf("encode: %w", err)
-	}
 	key := e.Hash
 	if key == "" {
 		key = e.ID
 	}
-	log := w.log.With().Str("webhook", w.host).Str("entry", e.ID).Uint64("seq", e.Seq).Logger()
+	log := w.log.With().Str("entry", e.ID).Uint64("seq", e.Seq).Logger()
+	if err := w.deliver(ctx, store.AuditEntryRecord{Record: store.AuditRecordEntry, AuditEntry: e}, key, log, keep); err != nil {
+		return 0, "", err
+	}
+	return 1, "", nil
+}
+
+// Seal implements Sink: it POSTs the checkpoint until the receiver takes
+// it, keyed by its digest.
+func (w *Webhook) Seal(ctx context.Context, cp store.AuditCheckpoint, keep func(context.Context) error) (string, error) {
+	log := w.log.With().Uint64("checkpoint_seq", cp.Seq).Logger()
+	rec := store.AuditCheckpointRecord{Record: store.AuditRecordCheckpoint, AuditCheckpoint: cp}
+	return "", w.deliver(ctx, rec, "checkpoint-"+store.AuditCheckpointDigest(cp), log, keep)
+}
+
+// deliver POSTs record as JSON until the receiver takes it, retrying with
+// backoff; before each retry it calls keep.
+func (w *Webhook) deliver(ctx context.Context, record any, key string, log zerolog.Logger, keep func(context.Context) error) error {
+	body, err := json.Marshal(record)
+	if err != nil {
+		return fmt.Errorf("encode: %w", err)
+	}
+	log = log.With().Str("webhook", w.host).Logger()
 	for attempt := 0; ; attempt++ {
 		if attempt > 0 {
 			if err := keep(ctx); err != nil {
-				return 0, "", err
+				return err
 			}
 		}
 		status, retryAfter, err := w.post(ctx, body, key)
@@ -154,10 +172,10 @@ func (w *Webhook) Deliver(ctx context.Context, page []store.AuditEntry, keep fun
 			if attempt > 0 {
 				log.Info().Int("attempts", attempt+1).Msg("audit webhook: delivered after retrying")
 			}
-			return 1, "", nil
+			return nil
 		}
 		if ctx.Err() != nil {
-			return 0, "", ctx.Err()
+			return ctx.Err()
 		}
 		wait := backoff(attempt, retryAfter)
 		ev := log.Warn()
@@ -166,7 +184,7 @@ func (w *Webhook) Deliver(ctx context.Context, page []store.AuditEntry, keep fun
 		}
 		ev.Err(err).Int("status", status).Int("attempt", attempt+1).Dur("retry_in", wait).Msg("audit webhook: not delivered")
 		if err := store.Sleep(ctx, w.clock, wait); err != nil {
-			return 0, "", err
+			return err
 		}
 	}
 }

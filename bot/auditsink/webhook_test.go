@@ -3,9 +3,12 @@ package auditsink
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -99,7 +102,16 @@ func TestWebhookTwoReplicasDeliverEachEntryOnce(t *testing.T) {
 			fa, fb := follower(t, st, rc, "bot-a"), follower(t, st2, rc, "bot-b")
 			stopA, stopB := run(t, fa), run(t, fb)
 			want := logOf(t, st)
-			clock.drive(t, time.Second, func() bool { return len(rc.keptSeqs()) == len(want) })
+			// Until the holder has moved its cursor past what the receiver
+			// kept: a stop while the last answer is on its way abandons it,
+			// and the next holder delivers that entry again (at least once).
+			clock.drive(t, time.Second, func() bool {
+				h := fa
+				if fb.Status().Holding {
+					h = fb
+				}
+				return len(rc.keptSeqs()) == len(want) && h.Status().Holding && h.Status().Backlog == 0
+			})
 
 			holder, stop := fb, stopB
 			if fa.Status().Holding {
@@ -347,4 +359,90 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestWebhookGetsEachCheckpointAfterWhatItSeals: checkpoints reach the
+// receiver as records of their own, each after the entries it seals and
+// once; what the receiver kept, one body a line, verifies with the key
+// alone; and a reset, whose seq is behind the last checkpoint delivered,
+// still arrives.
+func TestWebhookGetsEachCheckpointAfterWhatItSeals(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) {
+			st := b.open(t)
+			pub, key := sealKey()
+			record(t, st, page+6) // the first checkpoint beyond the first page
+			first := sealHead(t, st, key, store.AuditCheckpoint{}, false)
+			record(t, st, 4)
+			second := sealHead(t, st, key, first, false)
+			record(t, st, 2)
+			clock := newFakeClock()
+			rc := newReceiver(t, clock)
+			run(t, follower(t, st, rc, "bot-a"))
+			want := logOf(t, st)
+			clock.drive(t, time.Second, func() bool { rc.mu.Lock(); defer rc.mu.Unlock(); return len(rc.cps) == 2 && len(rc.kept) == len(want) })
+			rc.requireWhole(t, want)
+			rc.mu.Lock()
+			order := slices.Clone(rc.records)
+			cps := slices.Clone(rc.cps)
+			rc.mu.Unlock()
+			if !cps[0].Same(first) || !cps[1].Same(second) {
+				t.Fatalf("checkpoints kept = %+v, want the two in order", cps)
+			}
+			// Each checkpoint came after the entry it seals.
+			var seen uint64
+			for _, body := range order {
+				var rec store.AuditEntryRecord
+				if err := json.Unmarshal([]byte(body), &rec); err != nil {
+					t.Fatal(err)
+				}
+				if rec.Record == store.AuditRecordEntry {
+					seen = max(seen, rec.Seq)
+				} else if rec.Seq > seen {
+					t.Errorf("the checkpoint at seq %d arrived when the receiver had entries up to seq %d", rec.Seq, seen)
+				}
+			}
+			v := store.NewAuditVerifier(pub, cps)
+			for _, e := range want {
+				v.Entry(e)
+			}
+			if rep := v.Finish(); rep.Break != nil || rep.Checkpoints != 2 {
+				t.Errorf("what the receiver kept: %+v (%v)", rep, rep.Break)
+			}
+
+			reset := sealHead(t, st, key, second, true)
+			clock.drive(t, time.Second, func() bool { rc.mu.Lock(); defer rc.mu.Unlock(); return len(rc.cps) == 3 })
+			rc.mu.Lock()
+			defer rc.mu.Unlock()
+			if !rc.cps[2].Same(reset) || !rc.cps[2].Reset {
+				t.Errorf("third checkpoint = %+v, want the reset", rc.cps[2])
+			}
+		})
+	}
+}
+
+// sealKey is a bot's signing key.
+func sealKey() (ed25519.PublicKey, ed25519.PrivateKey) {
+	k := ed25519.NewKeyFromSeed(bytes.Repeat([]byte{7}, ed25519.SeedSize))
+	return k.Public().(ed25519.PublicKey), k
+}
+
+// sealHead signs and stores a checkpoint of st's head after prev (a reset
+// of an entry halfway when reset), as a bot does.
+func sealHead(t *testing.T, st store.Store, key ed25519.PrivateKey, prev store.AuditCheckpoint, reset bool) store.AuditCheckpoint {
+	t.Helper()
+	es := logOf(t, st)
+	e := es[len(es)-1]
+	if reset {
+		e = es[len(es)/2] // behind the checkpoints it replaces
+	}
+	cp := store.NextAuditCheckpoint(prev, store.AuditLink{Seq: e.Seq, Hash: e.Hash, Entry: e.ID}, time.Now())
+	cp.Reset = reset
+	if err := store.SignAuditCheckpoint(key, &cp); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutAuditCheckpoint(t.Context(), cp, prev.Seq); err != nil {
+		t.Fatal(err)
+	}
+	return cp
 }

@@ -14,7 +14,8 @@
 // It fakes only what slackgate uses, so that what it fakes is faked well:
 // auth.test, users.info, usergroups.users.list, chat.postMessage,
 // chat.update, a click's response_url (responseurl.go), chat.postEphemeral, views.open (one modal per person; a
-// submission is answered with errors or closes it), the two-step file
+// submission is answered with errors or closes it; ClickView presses a
+// button in it), views.update, views.publish, the two-step file
 // upload (files.getUploadURLExternal, files.completeUploadExternal),
 // conversations.replies (a thread, paged), conversations.history (a
 // channel's top-level messages, newest first, paged) and

@@ -1147,3 +1147,29 @@ func TestRateModelPacesViewsPublishAtTier4(t *testing.T) {
 		t.Fatalf("publish a second later: %v", err)
 	}
 }
+
+// TestRateModelPacesHistoryReadsAtTier3: conversations.history, which the
+// audit channel's readers page through, is Tier 3.
+func TestRateModelPacesHistoryReadsAtTier3(t *testing.T) {
+	clock := storetest.NewClock(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+	f := fakeslack.New(t, fakeslack.WithClock(clock))
+	f.AddChannel("C1", "one")
+	api := slack.New(fakeslack.BotToken, slack.OptionAPIURL(f.APIURL()))
+	read := func() error {
+		_, err := api.GetConversationHistory(&slack.GetConversationHistoryParameters{ChannelID: "C1", Limit: 200})
+		return err
+	}
+	for i := range 20 {
+		if err := read(); err != nil {
+			t.Fatalf("read %d within the burst: %v", i, err)
+		}
+	}
+	var limited *slack.RateLimitedError
+	if err := read(); !errors.As(err, &limited) || limited.RetryAfter != 2*time.Second {
+		t.Fatalf("read past the burst: %v, want 429 with Retry-After 2s", err)
+	}
+	clock.Advance(1200 * time.Millisecond) // 50 a minute: one every 1.2 s
+	if err := read(); err != nil {
+		t.Fatalf("read 1.2 s later: %v", err)
+	}
+}

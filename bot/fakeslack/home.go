@@ -140,20 +140,7 @@ func (f *Fake) ClickHome(ctx context.Context, user, label, near string) error {
 		f.mu.Unlock()
 		return fmt.Errorf("fakeslack: click %q near %q in the home of %s: %d such buttons (buttons: %s)", label, near, user, len(found), strings.Join(v.Buttons(), ", "))
 	}
-	el := found[0]
-	action := map[string]any{"action_id": el["action_id"], "block_id": blockIDs[0], "text": el["text"],
-		"type": "button", "action_ts": f.tsLocked()}
-	for _, k := range []string{"value", "style"} {
-		if x, ok := el[k]; ok {
-			action[k] = x
-		}
-	}
-	payload, _ := json.Marshal(map[string]any{
-		"type": "block_actions", "user": userObj(u), "api_app_id": AppID, "token": VerificationToken,
-		"container":  map[string]any{"type": "view", "view_id": v.ID},
-		"trigger_id": f.newTriggerLocked(u.ID), "team": map[string]any{"id": TeamID, "domain": TeamDomain},
-		"view": v.wire(nil), "actions": []any{action},
-	})
+	payload := f.viewClickLocked(u, v, found[0], blockIDs[0])
 	f.mu.Unlock()
 	if _, err := f.deliver(ctx, delivery{typ: TypeInteractive, payload: payload}); err != nil {
 		return fmt.Errorf("fakeslack: click %q in the home of %s: %w", label, user, err)

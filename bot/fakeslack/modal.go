@@ -231,3 +231,61 @@ func inputState(el map[string]any, entry string, given bool) (st map[string]any,
 	}
 	return nil, false, nil
 }
+
+// ClickView presses the button labelled label in the modal open for user
+// (a button in the view, not its submit) and returns once the app acked
+// the block_actions. Slack's client shows a button's confirm first; the
+// fake presses on as a person who confirmed.
+func (f *Fake) ClickView(ctx context.Context, user, label string) error {
+	f.mu.Lock()
+	u, err := f.userLocked(user)
+	var v *View
+	if err == nil {
+		v, err = f.openViewOfLocked(user, "")
+	}
+	if err != nil {
+		f.mu.Unlock()
+		return fmt.Errorf("fakeslack: click %q in the modal of %s: %w", label, user, err)
+	}
+	var obj struct {
+		Blocks []any `json:"blocks"`
+	}
+	_ = json.Unmarshal(v.Raw, &obj)
+	var found []map[string]any
+	var blockIDs []string
+	elements(obj.Blocks, func(blockID string, el map[string]any) {
+		if el["type"] == "button" && textOf(el["text"]) == label {
+			found = append(found, el)
+			blockIDs = append(blockIDs, blockID)
+		}
+	})
+	if len(found) != 1 {
+		f.mu.Unlock()
+		return fmt.Errorf("fakeslack: click %q in the modal of %s: %d such buttons (buttons: %s)", label, user, len(found), strings.Join(v.Buttons(), ", "))
+	}
+	payload := f.viewClickLocked(u, v, found[0], blockIDs[0])
+	f.mu.Unlock()
+	if _, err := f.deliver(ctx, delivery{typ: TypeInteractive, payload: payload}); err != nil {
+		return fmt.Errorf("fakeslack: click %q in the modal of %s: %w", label, user, err)
+	}
+	return nil
+}
+
+// viewClickLocked is the block_actions payload of u pressing button el
+// (in block blockID) of view v: a modal, or an App Home.
+func (f *Fake) viewClickLocked(u *User, v *View, el map[string]any, blockID string) []byte {
+	action := map[string]any{"action_id": el["action_id"], "block_id": blockID, "text": el["text"],
+		"type": "button", "action_ts": f.tsLocked()}
+	for _, k := range []string{"value", "style"} {
+		if x, ok := el[k]; ok {
+			action[k] = x
+		}
+	}
+	payload, _ := json.Marshal(map[string]any{
+		"type": "block_actions", "user": userObj(u), "api_app_id": AppID, "token": VerificationToken,
+		"container":  map[string]any{"type": "view", "view_id": v.ID},
+		"trigger_id": f.newTriggerLocked(u.ID), "team": map[string]any{"id": TeamID, "domain": TeamDomain},
+		"view": v.wire(nil), "actions": []any{action},
+	})
+	return payload
+}

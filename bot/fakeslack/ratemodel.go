@@ -7,8 +7,9 @@ import (
 
 // Slack's budgets as the fake enforces them by default: chat.postMessage
 // about one message a second per channel with a short burst, chat.update
-// Tier 3 (50 a minute per workspace) with a burst, views.publish Tier 4
-// (100 a minute per workspace) with a burst, and a 429 with
+// and conversations.history Tier 3 (50 a minute per workspace, each) with
+// a burst, views.publish Tier 4 (100 a minute per workspace) with a
+// burst, and a 429 with
 // Retry-After when a call exceeds them. The bursts match slackgate's
 // defaults; jitterAllowance forgives a call that arrives up to that much
 // early, as the network moves calls against the sender's clock.
@@ -19,6 +20,8 @@ const (
 	updateBurst        = 20
 	publishesPerMinute = 100.0
 	publishBurst       = 20
+	historyPerMinute   = 50.0
+	historyBurst       = 20
 	jitterAllowance    = 100 * time.Millisecond
 )
 
@@ -65,6 +68,11 @@ func (f *Fake) overBudgetLocked(method string, p params) int {
 		if b = f.buckets["update"]; b == nil {
 			b = &tokenBucket{rate: updatesPerMinute / 60, burst: updateBurst}
 			f.buckets["update"] = b
+		}
+	case "conversations.history":
+		if b = f.buckets["history"]; b == nil {
+			b = &tokenBucket{rate: historyPerMinute / 60, burst: historyBurst}
+			f.buckets["history"] = b
 		}
 	case "views.publish":
 		if b = f.buckets["publish"]; b == nil {

@@ -135,3 +135,26 @@ func (f *Fake) openViewLocked(p params) (map[string]any, error) {
 	f.open[tr.user] = v.ID
 	return map[string]any{"view": v.wire(nil)}, nil
 }
+
+// updateViewLocked is views.update of a modal by view_id: its content is
+// replaced, and it stays open; a hash that is not the view's latest is
+// refused, as Slack does.
+func (f *Fake) updateViewLocked(p params) (map[string]any, error) {
+	v, ok := f.views[p.get("view_id")]
+	if !ok {
+		return nil, fail("not_found", "no view "+p.get("view_id"))
+	}
+	if h := p.get("hash"); h != "" && h != v.Hash {
+		return nil, fail("hash_conflict")
+	}
+	raw, mv, err := f.parseViewLocked(p.get("view"))
+	if err != nil {
+		return nil, err
+	}
+	v.Raw, v.Request, v.Type, v.CallbackID, v.PrivateMetadata = raw, mv, string(mv.Type), mv.CallbackID, mv.PrivateMetadata
+	if mv.Title != nil {
+		v.Title = mv.Title.Text
+	}
+	v.Hash = fmt.Sprintf("%d.%08x", 1700000000+f.nextLocked(), f.seq*40503)
+	return map[string]any{"view": v.wire(nil)}, nil
+}

@@ -268,6 +268,8 @@ func (f *Fake) dispatchLocked(method, token string, p params) (map[string]any, e
 		return f.openConversationLocked(p)
 	case "views.open":
 		return f.openViewLocked(p)
+	case "views.update":
+		return f.updateViewLocked(p)
 	case "views.publish":
 		return f.publishViewLocked(p)
 	case "files.getUploadURLExternal":

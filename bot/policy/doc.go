@@ -10,7 +10,9 @@
 //
 //	rules:
 //	  - name: reads
-//	    match: ["Read", "Grep", "Glob", "Bash(git status)", "Bash(git diff:*)"]
+//	    allow: {preset: reads}        # presets.go: git status/diff/log/show, ls, reads below the directory
+//	  - name: tests
+//	    match: ["Bash(go test ./...)"]
 //	    allow: {}
 //	  - name: no-pipe-to-shell
 //	    match: ["Bash(curl:*)", "Bash(wget:*)"]
@@ -102,15 +104,49 @@
 //
 // An allow rule must match every part of a request and a deny or ask rule
 // any part, so a request that is only partly allowed asks a person. The
-// parts of a Bash command are every simple command it runs: those joined
-// by ;, &, &&, ||, | and newlines; inside ( ), { }, if, while and for;
-// inside $(…), `…`, <(…) and >(…), also within double quotes, ${…},
-// $((…)) and unquoted here-documents; the command line of sh -c, bash -c,
-// eval, su -c, ssh and watch; the command env, sudo, xargs, find -exec and
-// other wrappers run (the wrapper's own part stays, so an allow rule must
-// allow both, where the CLI strips xargs). Like the CLI, timeout, time,
-// nice, nohup and stdbuf are stripped instead. TestMatcherAgreesWithTheCLI
-// runs commands past the real CLI's own rules to hold these to it.
+// command is read as bash (mvdan.cc/sh's parser; the worker runs Claude's
+// commands in bash, CLAUDE_CODE_SHELL), and its parts are every simple
+// command it runs: those joined by ;, &, &&, ||, | and newlines; inside
+// ( ), { }, if, while, for and case; inside $(…), `…`, <(…) and >(…),
+// also within double quotes, ${…} and unquoted here-documents; the
+// command line of sh -c, bash -c, eval, trap, su -c, ssh, watch, env -S
+// and sed's e command, and a shell's here-string or here-document (a shell
+// reading any other input runs what is known only when it runs); the
+// command env, sudo, xargs, find -exec and other wrappers run (the
+// wrapper's own part stays, so an allow rule must allow both, where the
+// CLI strips xargs). Like the CLI, timeout, time, nice, nohup and stdbuf
+// are stripped instead.
+//
+// An allow rule matches a command only when the reader models all of it
+// (shread.go, builtins.go), since what it does not model may run a
+// command no text shows: any ${…} but a name, its length or a plain
+// default (quotes inside ${…} within double quotes are text to bash);
+// arithmetic on a name, [[ ]] comparisons and -v, let and (( )) (a
+// name's value is evaluated, subscripts and all); here-document
+// delimiters but a plain word, bare or wholly quoted; extended globs,
+// function definitions, coproc; and the builtins that evaluate the names
+// they are given (printf -v, read, test -v, declare, export, local,
+// unset, getopts, wait -p, mapfile) unless each is a plain name, and
+// those that run or redefine what later commands run (compgen, complete,
+// bind, fc, enable, alias, hash -p). Such a command still reaches deny
+// and ask rules with every part the reader found and every plausible
+// piece of its text, split at each operator, quote and =.
+// TestReaderAgreesWithBash and FuzzReaderAgainstBash run commands in
+// real bash and hold the reader to what it ran and wrote.
+//
+// An allow rule for a program allows its safe use: a part using one of
+// the program's own options that write files or run programs
+// (progopts.go: git's -c, --output, --ext-diff and --textconv, format-patch
+// -o, archive -o, rebase -x; find -delete, -exec and -fprint; sort -o
+// and --compress-program; sed -i, -f and its scripts' w, W and e; tar
+// -I, --to-command and --checkpoint-action; go -exec, -toolexec and
+// -o; make -f, -C, --eval and VAR=value; npm --script-shell and exec;
+// uniq and xxd's output operand; rg --pre; fd -x; curl -o and -K; …), or
+// an argument known only when it runs in such a program's options,
+// matches only a rule that spells the option (Bash(sort -o out.txt:*)).
+// The CLI matches text alone, and git diff --output=.git/config writes the
+// configuration the next allowed git diff obeys. TestGitOptionsAgreeWithGit
+// runs real git. allow: {preset: reads} names a vetted list (presets.go).
 //
 // An allow rule matches a part as written, words joined by single
 // spaces. It never matches a part that redirects output to a file (2>&1
@@ -120,21 +156,24 @@
 // allows it. Leading VAR=value assignments stay in the text, so only a
 // rule naming them allows them.
 // A deny or ask rule also tries each part without quotes, assignments and
-// redirections, with its program's directory dropped (/bin/rm is rm), as
-// it was before a wrapper was stripped, and at each place a wrapper's
-// command may start; and it matches every part whose program is computed
-// when it runs. A command the reader cannot read (case, function
-// definitions, ((…)), unclosed quotes, over MaxCommandBytes or the
-// nesting bounds) never matches an allow rule except a bare Bash, and
-// matches a deny or ask rule when any piece of it split at every operator
-// does. Comments end at the line.
+// redirections, with its program's directory dropped (/bin/rm is rm),
+// git without its global options (git -C . push is git push), as it was
+// before a wrapper was stripped, and at each place a wrapper's command
+// may start; and it matches every part whose program is computed when it
+// runs. A command the parser cannot read (unclosed quotes, over
+// MaxCommandBytes or the nesting bounds) never matches an allow rule
+// except a bare Bash, and matches a deny or ask rule when any piece of it
+// split at every operator does. Comments end at the line. `policy check`
+// warns of allow rules for programs that run others and of deny rules
+// that bundle options (rm -rf is not rm -fr); `policy explain` says, part
+// by part, which entry took it or why none did.
 //
 // Matching is on the text Claude sends, not on what programs do: it does
 // not look inside scripts, programs that run others from their own
-// configuration (git aliases, make, npm scripts), interpreters' -c or -e
-// code, or Read and Edit paths named in Bash commands (Read and Edit rules
-// apply to the file tools only). A deny rule narrows what Claude may ask
-// for; it is not a sandbox.
+// configuration (git aliases and hooks, make, npm scripts), interpreters'
+// -c or -e code, or Read and Edit paths named in Bash commands (Read and
+// Edit rules apply to the file tools only). A deny rule narrows what Claude
+// may ask for; it is not a sandbox.
 //
 // Everything is bounded so a hostile request costs little: MaxInputBytes
 // of input, MaxCommandBytes of command, 256 simple commands, nesting 8

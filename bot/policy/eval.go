@@ -270,7 +270,7 @@ func matchBash(ms []Matcher, f *facts, anyPart bool) (matcher, subject string, o
 		if !pt.allowable {
 			return "", "", false
 		}
-		i := slices.IndexFunc(ms, func(m Matcher) bool { return m.bash.match(pt.allow) })
+		i := slices.IndexFunc(ms, func(m Matcher) bool { return m.bash.match(pt.allow) && m.bash.spells(pt.allow, pt.risky) })
 		if i < 0 {
 			return "", "", false
 		}

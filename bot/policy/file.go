@@ -80,7 +80,7 @@ func Parse(file string, data []byte, opts Options) (*Policy, error) {
 		slices.SortStableFunc(ps.errs, func(a, b Problem) int { return a.Line - b.Line })
 		return nil, ps.errs
 	}
-	pol.warnings = append(unknownTools(file, pol.rules), shadows(file, pol.rules)...)
+	pol.warnings = slices.Concat(unknownTools(file, pol.rules), shadows(file, pol.rules), runnerWarnings(file, pol.rules), reorderings(file, pol.rules))
 	slices.SortStableFunc(pol.warnings, func(a, b Problem) int { return a.Line - b.Line })
 	return pol, nil
 }

@@ -23,6 +23,14 @@ func FuzzShell(f *testing.F) {
 	f.Add("cat <<'X' | tee >(y) 2>&1 >/dev/null\nbody\nX\n", "cat *")
 	pol := mustParse(f, tablePolicy)
 	f.Fuzz(func(t *testing.T, cmd, pattern string) {
+		// The command arrives as JSON, which holds no invalid UTF-8: what
+		// the policy reads (and bash would run) is the decoded string.
+		input, _ := json.Marshal(map[string]string{"command": cmd})
+		var in struct{ Command string }
+		if err := json.Unmarshal(input, &in); err != nil {
+			t.Fatal(err)
+		}
+		cmd = in.Command
 		sh := parseShell(cmd)
 		if len(sh.parts) > maxShellParts {
 			t.Fatalf("%d parts", len(sh.parts))
@@ -36,7 +44,6 @@ func FuzzShell(f *testing.F) {
 				t.Fatalf("piece %q of an unread command is allowable", p.allowText())
 			}
 		}
-		input, _ := json.Marshal(map[string]string{"command": cmd})
 		req := Request{Tool: "Bash", Input: input, Cwd: "/srv/app", Channel: "C0OPS"}
 		pol.Evaluate(req, time.Time{})
 		b, err := parseBashPattern(pattern)

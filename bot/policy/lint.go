@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 )
@@ -165,4 +166,129 @@ func unknownTools(file string, rules []*Rule) []Problem {
 		}
 	}
 	return out
+}
+
+// runnerWarnings warns of allow entries for programs that run what their
+// files or arguments name (make, npm run, interpreters, shells), and for
+// the builtins that evaluate what they are given: the policy sees the
+// command, not what it runs.
+func runnerWarnings(file string, rules []*Rule) []Problem {
+	var out []Problem
+	for _, r := range rules {
+		if r.Action != Allow {
+			continue
+		}
+		for _, m := range r.Match {
+			if m.kind != kindBash || m.preset != "" {
+				continue
+			}
+			if why := runnerWhy(m.bash); why != "" {
+				out = append(out, Problem{file, m.line, fmt.Sprintf("rule %q: %s allows %s; the policy sees the command, not what it runs", r.Name, m.raw, why)})
+			}
+		}
+	}
+	return out
+}
+
+// runners are programs that run what their files, configuration or
+// arguments name, and what each runs.
+var runners = map[string]string{
+	"make": "make, which runs the commands its makefile names", "npm": "npm, whose scripts are package.json's commands",
+	"npx": "npx, which runs any package", "yarn": "yarn, whose scripts are package.json's commands",
+	"pnpm": "pnpm, whose scripts are package.json's commands", "bun": "bun, which runs scripts and packages",
+	"python": "an interpreter, which runs any code", "python3": "an interpreter, which runs any code",
+	"node": "an interpreter, which runs any code", "ruby": "an interpreter, which runs any code",
+	"perl": "an interpreter, which runs any code", "php": "an interpreter, which runs any code",
+	"deno": "an interpreter, which runs any code", "awk": "awk, whose programs run commands and write files",
+	"gawk": "awk, whose programs run commands and write files", "bash": "a shell, which runs any command",
+	"sh": "a shell, which runs any command", "zsh": "a shell, which runs any command", "dash": "a shell, which runs any command",
+	"eval": "eval, which runs any command", "source": "source, which runs a script", ".": "source, which runs a script",
+	"xargs": "xargs, which runs the command it is given", "env": "env, which runs the command it is given",
+	"sudo": "sudo, which runs the command it is given as another user", "ssh": "ssh, which runs commands elsewhere",
+	"docker": "docker, which runs containers", "kubectl": "kubectl, whose exec runs commands in pods",
+	"cargo": "cargo, whose builds and tests run the crate's code", "go": "go, whose test, run and generate run the module's code",
+	"git":    "git, which runs aliases, hooks and programs its configuration names",
+	"printf": "a builtin that evaluates the names it is given", "read": "a builtin that evaluates the names it is given",
+	"declare": "a builtin that evaluates the names it is given", "export": "a builtin that evaluates the names it is given",
+	"local": "a builtin that evaluates the names it is given", "typeset": "a builtin that evaluates the names it is given",
+	"unset": "a builtin that evaluates the names it is given", "let": "let, which evaluates arithmetic",
+	"test": "a builtin that evaluates the names it is given", "[": "a builtin that evaluates the names it is given",
+	"mapfile": "a builtin that runs callbacks", "readarray": "a builtin that runs callbacks",
+	"trap": "trap, which runs the command it is given", "alias": "alias, which changes what later commands run",
+	"hash": "hash, which changes which program a name runs",
+}
+
+// runnerWhy says what the program a Bash pattern names runs ("" when it
+// names none of runners). A subcommand that only reads (git status, go
+// vet) is not a runner's.
+func runnerWhy(b bashPattern) string {
+	text := b.text
+	if b.kind == bashWild {
+		text = b.chunks[0]
+	}
+	fields := strings.Fields(text)
+	if len(fields) == 0 {
+		return ""
+	}
+	prog := fields[0]
+	if b.kind == bashWild && len(fields) == 1 && !strings.HasSuffix(text, " ") {
+		return "" // ls* : the program itself is a wildcard's
+	}
+	why, ok := runners[path.Base(prog)]
+	if !ok {
+		return ""
+	}
+	if len(fields) > 1 {
+		switch prog + " " + fields[1] {
+		case "git status", "git diff", "git log", "git show", "git blame", "git branch", "go vet", "go list", "go env",
+			"go version", "go fmt", "npm view", "npm ls", "npm outdated", "cargo tree", "docker ps", "docker images", "kubectl get",
+			"kubectl describe", "kubectl logs":
+			return ""
+		}
+	}
+	return why
+}
+
+// reorderings warns of deny and ask entries whose command bundles short
+// options (rm -rf): they match text, and rm -fr, rm -r -f and
+// rm --recursive --force are other text.
+func reorderings(file string, rules []*Rule) []Problem {
+	var out []Problem
+	for _, r := range rules {
+		if r.Action == Allow {
+			continue
+		}
+		for _, m := range r.Match {
+			if m.kind != kindBash {
+				continue
+			}
+			text := m.bash.text
+			if m.bash.kind == bashWild {
+				text = strings.Join(m.bash.chunks, "*")
+			}
+			for _, f := range strings.Fields(text) {
+				if len(f) > 2 && f[0] == '-' && f[1] != '-' && isLetters(f[1:]) {
+					other := "-" + reverse(f[1:])
+					out = append(out, Problem{file, m.line, fmt.Sprintf("rule %q: %s matches text: it does not match %s, nor the options written apart or long; add those forms, or match the program alone", r.Name, m.raw, strings.Replace(text, f, other, 1))})
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+func isLetters(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if (s[i] < 'a' || s[i] > 'z') && (s[i] < 'A' || s[i] > 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+func reverse(s string) string {
+	b := []byte(s)
+	slices.Reverse(b)
+	return string(b)
 }

@@ -32,10 +32,60 @@ func TestShadowedRulesAreReportedWithBothLines(t *testing.T) {
 			p := mustParse(t, text)
 			line := strings.Count(text[:strings.Index(text, "- name: later")], "\n") + 1
 			want := fmt.Sprintf(`policy.yaml:%d: rule "later" is shadowed by rule "first" (line 2): every request it matches, "first" matches first, so it never decides`, line)
-			if w := p.Warnings(); len(w) != 1 || w[0].String() != want {
+			if w := shadowWarnings(p); len(w) != 1 || w[0].String() != want {
 				t.Errorf("got %v, want %s", w, want)
 			}
 		})
+	}
+}
+
+// shadowWarnings are the warnings about shadowed rules.
+func shadowWarnings(p *Policy) []Problem {
+	var out []Problem
+	for _, w := range p.Warnings() {
+		if strings.Contains(w.Msg, "is shadowed by") {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// TestCheckWarnsOfRunnersAndOfOptionsDenyRulesMiss: allow entries for
+// programs that run what they are given, and deny entries that bundle
+// short options, get a warning; an entry for a subcommand that only
+// reads, or a preset's, does not.
+func TestCheckWarnsOfRunnersAndOfOptionsDenyRulesMiss(t *testing.T) {
+	p := mustParse(t, `rules:
+  - name: risky
+    match: ["Bash(make:*)", "Bash(npm run:*)", "Bash(python3 -c:*)", "Bash(printf:*)", "Bash(git:*)"]
+    allow: {}
+  - name: fine
+    match: ["Bash(git status)", "Bash(go vet:*)", "Bash(ls:*)", "Bash(makewhatis)"]
+    allow: {}
+  - name: reads
+    allow: {preset: reads}
+  - name: no-rm
+    match: ["Bash(rm -rf:*)", "Bash(git push --force:*)"]
+    deny: {}
+`)
+	var got []string
+	for _, w := range p.Warnings() {
+		got = append(got, w.String())
+	}
+	for _, want := range []string{
+		`policy.yaml:3: rule "risky": Bash(make:*) allows make, which runs the commands its makefile names`,
+		`rule "risky": Bash(npm run:*) allows npm, whose scripts are package.json's commands`,
+		`rule "risky": Bash(python3 -c:*) allows an interpreter`,
+		`rule "risky": Bash(printf:*) allows a builtin that evaluates the names it is given`,
+		`rule "risky": Bash(git:*) allows git, which runs aliases, hooks`,
+		`policy.yaml:11: rule "no-rm": Bash(rm -rf:*) matches text: it does not match rm -fr`,
+	} {
+		if !strings.Contains(strings.Join(got, "\n"), want) {
+			t.Errorf("no warning %q among:\n%s", want, strings.Join(got, "\n"))
+		}
+	}
+	if len(got) != 6 {
+		t.Errorf("%d warnings, want 6:\n%s", len(got), strings.Join(got, "\n"))
 	}
 }
 
@@ -60,7 +110,7 @@ func TestRulesThatCanStillDecideAreNotReported(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			text := fmt.Sprintf("rules:\n  - name: first\n    match: %s\n  - name: later\n    match: %s\n", c.first, c.later)
 			text = strings.ReplaceAll(text, "], ", "]\n    ")
-			if w := mustParse(t, text).Warnings(); len(w) != 0 {
+			if w := shadowWarnings(mustParse(t, text)); len(w) != 0 {
 				t.Errorf("got %v, want no report", w)
 			}
 		})

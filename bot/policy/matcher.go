@@ -35,6 +35,7 @@ type Matcher struct {
 	domain    domainPattern
 	mcpServer string
 	mcpTool   string // "" for every tool of the server
+	preset    string // the preset it came from, if any
 }
 
 // String is the matcher as written in the file.
@@ -288,4 +289,41 @@ func (b bashPattern) match(t string) bool {
 		rest = rest[i+1:]
 	}
 	return false
+}
+
+// spells reports whether the pattern itself writes out each risky word
+// of text (a program's option that writes or runs): an exact pattern
+// spells all of text, a prefix its own text, and a wildcard each word
+// that stands whole in one of its literal chunks.
+func (b bashPattern) spells(text string, risky []textSpan) bool {
+	for _, r := range risky {
+		switch b.kind {
+		case bashExact:
+		case bashPrefix:
+			if r.end > len(b.text) {
+				return false
+			}
+		default:
+			if r.end > len(b.chunks[0]) && !slices.ContainsFunc(b.chunks[1:], func(c string) bool { return spelledIn(c, text[r.start:r.end]) }) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// spelledIn reports whether w stands in chunk as a whole word: at its
+// start or after a blank, and at its end or before a blank or =.
+func spelledIn(chunk, w string) bool {
+	for i := 0; ; {
+		j := strings.Index(chunk[i:], w)
+		if j < 0 {
+			return false
+		}
+		at, end := i+j, i+j+len(w)
+		if (at == 0 || chunk[at-1] == ' ') && (end == len(chunk) || chunk[end] == ' ' || chunk[end] == '=') {
+			return true
+		}
+		i = at + 1
+	}
 }

@@ -2,6 +2,8 @@ package policy
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"path"
 	"strings"
 )
@@ -25,8 +27,11 @@ func Paths(tool string, input json.RawMessage) []string {
 // and of Home, using realpath: filepath.EvalSymlinks on the machine
 // Claude runs on, whose caller does the I/O. A path that does not exist
 // yet (a file about to be written) is its deepest existing directory,
-// resolved, and the rest; one whose directories cannot be resolved at
-// all is left out (and so never matches an allow rule).
+// resolved, and the rest: only a name that is not there (fs.ErrNotExist)
+// is taken as written. One realpath cannot see through for another reason
+// (a directory it may not enter, as when Claude runs as another user, a
+// loop of links) may hold a link anywhere: it is left out, and so never
+// matches an allow rule.
 func (r *Request) Resolve(realpath func(string) (string, error)) {
 	if r.Resolved == nil {
 		r.Resolved = map[string]string{}
@@ -62,12 +67,16 @@ func joinPath(p, cwd, home string) (string, bool) {
 }
 
 // resolveExisting resolves abs, or its deepest existing directory and
-// appends the rest.
+// appends the names that do not exist yet.
 func resolveExisting(abs string, realpath func(string) (string, error)) (string, bool) {
 	rest := ""
 	for range maxResolveSteps {
-		if real, err := realpath(abs); err == nil && path.IsAbs(real) {
+		real, err := realpath(abs)
+		switch {
+		case err == nil && path.IsAbs(real):
 			return path.Clean(real + rest), true
+		case !errors.Is(err, fs.ErrNotExist):
+			return "", false
 		}
 		i := strings.LastIndexByte(abs, '/')
 		if i < 0 || abs == "/" {

@@ -41,7 +41,7 @@ func (ps *parser) rule(n *yaml.Node) *Rule {
 	what := fmt.Sprintf("rule %q", r.Name)
 	if f, ok := fs["match"]; ok {
 		ps.match(r, f.val, what)
-	} else {
+	} else if !hasPreset(fs) {
 		ps.errf(n, "%s: no match: list what it applies to, like match: [\"Bash(npm test:*)\"]", what)
 	}
 	ps.scope(r, fs, what)
@@ -63,7 +63,9 @@ func (ps *parser) rule(n *yaml.Node) *Rule {
 	switch a := actions[0]; a.key.Value {
 	case "allow":
 		r.Action = Allow
-		ps.fields(a.val, what+": allow")
+		if f, ok := ps.fields(a.val, what+": allow", "preset")["preset"]; ok {
+			ps.preset(r, f.val, what)
+		}
 		if i := slices.IndexFunc(r.Match, func(m Matcher) bool { return m.appliesTo("AskUserQuestion") }); i >= 0 {
 			ps.errf(a.key, "%s: an allow rule cannot answer Claude's questions (%s): only a person can", what, r.Match[i].raw)
 		}
@@ -82,6 +84,41 @@ func (ps *parser) rule(n *yaml.Node) *Rule {
 		ps.ask(r, a.val, what)
 	}
 	return r
+}
+
+// hasPreset reports whether the rule's allow names a preset.
+func hasPreset(fs map[string]field) bool {
+	f, ok := fs["allow"]
+	if !ok || f.val.Kind != yaml.MappingNode {
+		return false
+	}
+	for i := 0; i+1 < len(f.val.Content); i += 2 {
+		if f.val.Content[i].Value == "preset" {
+			return true
+		}
+	}
+	return false
+}
+
+// preset adds a preset's entries to an allow rule's.
+func (ps *parser) preset(r *Rule, n *yaml.Node, what string) {
+	name, ok := ps.str(n, what+": preset")
+	if !ok {
+		return
+	}
+	entries, ok := presets[name]
+	if !ok {
+		ps.errf(n, "%s: no preset is called %q (there are: %s)", what, name, presetNames())
+		return
+	}
+	for _, e := range entries {
+		m, err := parseMatcher(e)
+		if err != nil {
+			panic("policy: preset " + name + ": " + err.Error()) // a preset is ours: TestPresetsParse
+		}
+		m.line, m.preset = n.Line, name
+		r.Match = append(r.Match, m)
+	}
 }
 
 // ruleName reads the rule's unique name.

@@ -63,6 +63,11 @@ type part struct {
 	// more: the shell adds arguments when it runs (xargs), so only a
 	// prefix rule can allow it.
 	more bool
+	// risky are its words that write files or run programs by the
+	// program's own options (progopts.go): an allow rule must spell each.
+	risky []riskSpan
+	// stdin is the text of its here-string or here-document, if any.
+	stdin *word
 	// ws caches words once the tokens are final.
 	ws []word
 	// extra are further texts deny and ask rules are tried on: the command
@@ -93,7 +98,14 @@ func (p part) allowable() bool {
 // allowText is the text allow rules match: the part as written, its words
 // joined by single spaces, without quiet redirections.
 func (p part) allowText() string {
+	s, _ := p.allowTextSpans()
+	return s
+}
+
+// allowTextSpans is allowText and where each word starts and ends in it.
+func (p part) allowTextSpans() (string, [][2]int) {
 	var b strings.Builder
+	var spans [][2]int
 	for _, t := range p.toks {
 		if t.quiet {
 			continue
@@ -101,12 +113,15 @@ func (p part) allowText() string {
 		if b.Len() > 0 {
 			b.WriteByte(' ')
 		}
+		if t.kind == tokWord {
+			spans = append(spans, [2]int{b.Len(), b.Len() + len(t.raw)})
+		}
 		b.WriteString(t.raw)
 	}
 	if p.more && b.Len() > 0 {
 		b.WriteString(" …")
 	}
-	return b.String()
+	return b.String(), spans
 }
 
 // denyTexts are every form of the part a deny or ask rule is tried on:
@@ -144,9 +159,12 @@ func canonical(ws []word) []string {
 // shell is a Bash command read into its simple commands.
 type shell struct {
 	parts []part
-	// ok: the whole command was understood. When false, parts are only
-	// the plausible pieces of it, for deny and ask rules.
-	ok bool
+	// ok: the reader modeled every part of the command, so an allow
+	// rule may match it. When false, why says what it did not model, and
+	// parts hold what it read and the plausible pieces of the whole, for
+	// deny and ask rules.
+	ok  bool
+	why string
 	// texts are each part's texts, worked out once.
 	texts []texts
 }
@@ -157,38 +175,68 @@ type texts struct {
 	allowable bool
 	dynamic   bool
 	deny      []string
+	// risky are the places in allow an allow rule must spell.
+	risky []textSpan
+}
+
+// textSpan is a risky word's place in a part's allow text, and what it
+// does.
+type textSpan struct {
+	start, end int
+	why        string
 }
 
 func (sh shell) withTexts() shell {
 	sh.texts = make([]texts, len(sh.parts))
 	for i, p := range sh.parts {
-		sh.texts[i] = texts{allow: p.allowText(), allowable: p.allowable(), dynamic: p.dynamic, deny: p.denyTexts()}
+		allow, spans := p.allowTextSpans()
+		t := texts{allow: allow, allowable: p.allowable(), dynamic: p.dynamic, deny: p.denyTexts()}
+		for _, r := range p.risky {
+			if r.word < len(spans) {
+				s := textSpan{spans[r.word][0], spans[r.word][1], r.why}
+				if r.name > 0 && s.start+r.name < s.end {
+					s.end = s.start + r.name
+				}
+				t.risky = append(t.risky, s)
+			}
+		}
+		sh.texts[i] = t
 	}
 	return sh
 }
 
 // parseShell reads a Bash command line into every simple command it runs:
 // those joined by ;, &, &&, ||, | and newlines, inside subshells, groups,
-// loops and conditionals, inside $(…), `…`, <(…) and >(…) (also within
-// quotes, ${…}, $((…)) and here-documents), and those run by wrappers
-// (sh -c, eval, env, sudo, xargs, find -exec …). What it cannot read
-// (case, function definitions, unclosed quotes, NUL bytes, over the bounds) gives
-// ok=false and plausible pieces instead.
+// loops, conditionals and case, inside $(…), `…`, <(…) and >(…) (also
+// within quotes, ${…}, $((…)) and here-documents), and those run by
+// wrappers (sh -c, eval, env, sudo, xargs, find -exec …). What it cannot
+// parse (unclosed quotes, NUL bytes, over the bounds) gives only the
+// plausible pieces; what it parses but does not model (builtins.go, and
+// the constructs shread.go names) keeps its parts and adds the pieces,
+// and either way ok is false and why says what.
 func parseShell(cmd string) shell {
 	if len(cmd) > MaxCommandBytes {
-		return shell{parts: plausible(cmd[:MaxCommandBytes])}.withTexts()
+		return shell{parts: plausible(cmd[:MaxCommandBytes]), why: "longer than the reader reads"}.withTexts()
 	}
 	if strings.ContainsRune(cmd, 0) {
-		return shell{parts: plausible(cmd)}.withTexts()
+		return shell{parts: plausible(cmd), why: "a NUL byte"}.withTexts()
 	}
 	var parts []part
-	p := &shParser{src: cmd, out: &parts}
-	p.list(0)
-	if p.err == "" {
-		p.readHeredocs()
-	}
+	var why string
+	p := &shReader{src: cmd, out: &parts, why: &why}
+	p.read()
 	if p.err != "" {
-		return shell{parts: plausible(cmd)}.withTexts()
+		return shell{parts: plausible(cmd), why: p.err}.withTexts()
+	}
+	if why != "" {
+		for i := range parts {
+			parts[i].opaque = true
+		}
+		parts = append(parts, plausible(cmd)...)
+		if len(parts) > maxShellParts+maxShellParts {
+			parts = parts[:2*maxShellParts]
+		}
+		return shell{parts: parts, why: why}.withTexts()
 	}
 	return shell{parts: parts, ok: true}.withTexts()
 }
@@ -198,7 +246,7 @@ func parseShell(cmd string) shell {
 // a wrapper's command might start in it.
 func plausible(cmd string) []part {
 	pieces := strings.FieldsFunc(cmd, func(r rune) bool {
-		return strings.ContainsRune(";&|()\n`", r)
+		return strings.ContainsRune(";&|()\n`=", r)
 	})
 	var out []part
 	for _, piece := range pieces {
@@ -222,4 +270,44 @@ func plausible(cmd string) []part {
 		}
 	}
 	return out
+}
+
+// assignment reports whether w is NAME=value (or NAME+=value) as written.
+func assignment(w word) bool {
+	i := strings.IndexByte(w.raw, '=')
+	if i <= 0 {
+		return false
+	}
+	name := strings.TrimSuffix(w.raw[:i], "+")
+	return validName(name)
+}
+
+func validName(s string) bool {
+	if s == "" || (s[0] >= '0' && s[0] <= '9') {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// quietTarget: writing there changes no file.
+func quietTarget(w word) bool {
+	return !w.expands && !w.glob && (w.lit == "/dev/null" || w.lit == "/dev/stdout" || w.lit == "/dev/stderr")
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }

@@ -23,14 +23,15 @@ func TestShellFindsEveryCommand(t *testing.T) {
 		{"for f in $(ls) x; do echo $f; done", []string{"ls", "echo $f"}, nil},
 		{"! a", []string{"a"}, nil},
 		{"[[ -f x && -d y ]] && z", []string{"[[ -f x && -d y ]]", "z"}, nil},
-		{"echo $(a) `b` \"$(c)\" ${x:-$(d)} $((1 + $(e)))", []string{"a", "b", "c", "d", "e", "echo $(a) `b` \"$(c)\" ${x:-$(d)} $((1 + $(e)))"}, nil},
+		{"echo $(a) `b` \"$(c)\" ${x:-y} $((1 + 2))", []string{"a", "b", "c", "echo $(a) `b` \"$(c)\" ${x:-y} $((1 + 2))"}, nil},
 		{"diff <(a) >(b)", []string{"a", "b", "diff <(a) >(b)"}, nil},
 		{"echo '$(a); b' \"c; d\" e\\;f", []string{`echo '$(a); b' "c; d" e\;f`}, nil},
 		{"a # b; c\nd", []string{"a", "d"}, nil},
 		{"a \\\n  b", []string{"a b"}, nil},
-		{"cat <<EOF\n$(a)\n`b`\nEOF\nc", []string{"cat <<EOF", "a", "b", "c"}, nil},
+		{"cat <<EOF\n$(a)\n`b`\nEOF\nc", []string{"a", "b", "cat <<EOF", "c"}, nil},
 		{"cat <<'EOF'\n$(a)\nEOF\nc", []string{"cat <<'EOF'", "c"}, nil},
-		{"cat <<-EOF\n\t$(a)\n\tEOF\nc", []string{"cat <<-EOF", "a", "c"}, nil},
+		{"cat <<-EOF\n\t$(a)\n\tEOF\nc", []string{"a", "cat <<-EOF", "c"}, nil},
+		{"case $(a) in $(b)) c;; *) d | e;; esac", []string{"a", "b", "c", "d", "e"}, nil},
 		{"a 2>&1 >/dev/null 1>&2 2>&-", []string{"a"}, nil},
 		{"a > out", []string{"a >out"}, []string{"a >out"}},
 		{"a >> out; b &> out; c <> f; d >& f; e >| f", []string{"a >>out", "b &>out", "c <>f", "d >&f", "e >|f"}, []string{"a >>out", "b &>out", "c <>f", "d >&f", "e >|f"}},
@@ -69,7 +70,8 @@ func TestShellFindsEveryCommand(t *testing.T) {
 // is never ok, and its pieces still reach deny rules.
 func TestShellThatCannotBeReadGivesPieces(t *testing.T) {
 	for _, c := range []struct{ cmd, piece string }{
-		{"case $x in a) curl x;; esac", "curl x"},
+		{"echo ${x:-$(curl x)}", "curl x"},
+		{"echo $((1 + $(curl x)))", "curl x"},
 		{"f() { curl x; }; f", "curl x"},
 		{"((i++)); curl x", "curl x"},
 		{"for ((i=0;i<3;i++)); do curl x; done", "curl x"},

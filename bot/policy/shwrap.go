@@ -7,7 +7,7 @@ import (
 )
 
 // add records a simple command, and the commands its wrappers run.
-func (p *shParser) add(pt part) {
+func (p *shReader) add(pt part) {
 	pt.ws = nil
 	ws := pt.words()
 	pt.ws = ws
@@ -22,6 +22,16 @@ func (p *shParser) add(pt part) {
 		pt.dynamic = dynamicProgram(ws[0])
 	}
 	pt = p.unwrap(pt)
+	p.builtin(pt)
+	if !pt.dynamic {
+		pt.risky = risky(pt.words())
+		for _, r := range pt.risky {
+			for _, cmd := range r.exec {
+				p.sub(cmd)
+			}
+		}
+		pt.extra = append(pt.extra, gitWithoutGlobals(pt.words())...)
+	}
 	*p.out = append(*p.out, pt)
 }
 
@@ -199,7 +209,7 @@ func (s wrapSpec) short(bundle string) (next int, mode wrapMode) {
 // -exec, and wrappers. The command a wrapper runs becomes a part of its
 // own (the wrapper's part stays: an allow rule must allow both), except
 // for the CLI's safe wrappers, which are stripped from the part.
-func (p *shParser) unwrap(pt part) part {
+func (p *shReader) unwrap(pt part) part {
 	for range maxShellDepth {
 		ws := pt.words()
 		if len(ws) == 0 || pt.dynamic {
@@ -208,7 +218,7 @@ func (p *shParser) unwrap(pt part) part {
 		name, args := path.Base(ws[0].lit), ws[1:]
 		switch {
 		case shells[name]:
-			p.shellC(args)
+			p.shellC(&pt, args)
 			return pt
 		case name == "eval":
 			p.shellWords(args)
@@ -216,6 +226,13 @@ func (p *shParser) unwrap(pt part) part {
 		case name == "find":
 			p.findExec(&pt, args)
 			return pt
+		case name == "env":
+			if s, ok := envSplitString(args); ok {
+				p.shellString(s)
+				pt.opaque = true
+				pt.extra = append(pt.extra, suffixes(ws)...)
+				return pt
+			}
 		}
 		spec, ok := wrappers[name]
 		if !ok {
@@ -265,7 +282,7 @@ func dropWords(pt part, n int) part {
 }
 
 // addWords records the command a wrapper runs as a part of its own.
-func (p *shParser) addWords(ws []word, more bool) {
+func (p *shReader) addWords(ws []word, more bool) {
 	pt := part{more: more}
 	for _, w := range ws {
 		pt.toks = append(pt.toks, token{kind: tokWord, raw: w.raw, word: w})
@@ -279,9 +296,13 @@ func (p *shParser) addWords(ws []word, more bool) {
 	p.depth--
 }
 
-// shellC finds the command line of sh -c and reads it.
-func (p *shParser) shellC(args []word) {
-	cflag := false
+// shellC finds the command line of sh -c and reads it. A shell given
+// neither -c nor a script (or given -s) reads its commands from its
+// input: a here-string or here-document of plain text is read as the
+// command line, and any other input makes the part's commands known only
+// when it runs.
+func (p *shReader) shellC(pt *part, args []word) {
+	cflag, stdin := false, false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		l := a.lit
@@ -292,8 +313,11 @@ func (p *shParser) shellC(args []word) {
 			}
 			return
 		case l == "--" || l == "-":
-			if cflag && i+1 < len(args) {
+			switch {
+			case cflag && i+1 < len(args):
 				p.shellString(args[i+1])
+			case !cflag && (l == "-" || i+1 == len(args)):
+				p.shellInput(pt)
 			}
 			return
 		case strings.HasPrefix(l, "--"):
@@ -303,20 +327,38 @@ func (p *shParser) shellC(args []word) {
 			continue
 		case len(l) > 1 && (l[0] == '-' || l[0] == '+'):
 			cflag = cflag || (l[0] == '-' && strings.Contains(l, "c"))
+			stdin = stdin || (l[0] == '-' && strings.ContainsAny(l, "si"))
 			if strings.ContainsAny(l[len(l)-1:], "oO") {
 				i++
 			}
 			continue
 		}
-		if cflag {
+		switch {
+		case cflag:
 			p.shellString(a)
+		case stdin:
+			p.shellInput(pt)
 		}
 		return
 	}
+	if !cflag {
+		p.shellInput(pt)
+	}
+}
+
+// shellInput reads what a shell reading its input runs: the text of its
+// here-string or here-document, or, from anywhere else, something known
+// only when it runs.
+func (p *shReader) shellInput(pt *part) {
+	if pt.stdin != nil && !pt.stdin.expands {
+		p.sub(pt.stdin.lit)
+		return
+	}
+	pt.dynamic = true
 }
 
 // findExec records the commands find's -exec, -execdir, -ok and -okdir run.
-func (p *shParser) findExec(pt *part, args []word) {
+func (p *shReader) findExec(pt *part, args []word) {
 	for i := 0; i < len(args); i++ {
 		switch args[i].lit {
 		case "-exec", "-execdir", "-ok", "-okdir":
@@ -338,12 +380,12 @@ func (p *shParser) findExec(pt *part, args []word) {
 }
 
 // shellString reads one word as a command line (sh -c STRING).
-func (p *shParser) shellString(w word) { p.shellWords([]word{w}) }
+func (p *shReader) shellString(w word) { p.shellWords([]word{w}) }
 
 // shellWords reads words joined by spaces as a command line (eval, ssh).
 // One computed when it runs is a dynamic part: never allowed, and caught
 // by every deny and ask rule about Bash.
-func (p *shParser) shellWords(ws []word) {
+func (p *shReader) shellWords(ws []word) {
 	if len(ws) == 0 {
 		return
 	}
@@ -362,7 +404,7 @@ func (p *shParser) shellWords(ws []word) {
 		*p.out = append(*p.out, part{dynamic: true, toks: []token{{kind: tokWord, raw: raw, word: word{raw: raw, lit: raw, expands: true}}}})
 		return
 	}
-	p.sub(strings.Join(lits, " "), func(q *shParser) { q.list(0) })
+	p.sub(strings.Join(lits, " "))
 }
 
 // suffixes are the texts from each of the first four places after the
@@ -381,4 +423,38 @@ func suffixes(ws []word) []string {
 		out = append(out, canonical(ws[i:])...)
 	}
 	return out
+}
+
+// envSplitString finds env's -S STRING (--split-string): env splits it
+// into the command and its arguments, much as a shell would, so it is
+// read as a command line (approximately: the env part is never allowed).
+func envSplitString(args []word) (word, bool) {
+	for i, a := range args {
+		l := a.lit
+		long, isLong := strings.CutPrefix(l, "--")
+		name, val, hasVal := strings.Cut(long, "=")
+		switch {
+		case l == "--":
+			return word{}, false
+		case isLong && len(name) >= 1 && strings.HasPrefix("split-string", name):
+			if hasVal {
+				return word{raw: val, lit: val, expands: a.expands}, true
+			}
+			if i+1 < len(args) {
+				return args[i+1], true
+			}
+			return word{}, false
+		case !isLong && strings.HasPrefix(l, "-") && strings.Contains(l, "S"):
+			if v := l[strings.IndexByte(l, 'S')+1:]; v != "" {
+				return word{raw: v, lit: v, expands: a.expands}, true
+			}
+			if i+1 < len(args) {
+				return args[i+1], true
+			}
+			return word{}, false
+		case !strings.HasPrefix(l, "-") && !assignment(a):
+			return word{}, false
+		}
+	}
+	return word{}, false
 }

@@ -3,12 +3,14 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/ed25519"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"os/user"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -39,13 +41,13 @@ func (p program) answers(ctx context.Context, args []string, cfg Config) error {
 	case sub == "forget" && fs.NArg() != 1:
 		return errors.New("answers forget: give the id of one answer (slackgate answers list shows them)")
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := openExistingStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	if sub == "forget" {
-		return p.forgetAnswer(ctx, st, fs.Arg(0), *by)
+		return p.forgetAnswer(ctx, st, cfg, fs.Arg(0), *by)
 	}
 	list, err := st.ListAnswers(ctx)
 	if err != nil {
@@ -84,9 +86,13 @@ func writeAnswerTable(p program, list []store.RememberedAnswer) error {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// forgetAnswer forgets one answer in the name of by (or the OS user).
-func (p program) forgetAnswer(ctx context.Context, st store.Store, id, by string) error {
+// forgetAnswer buries and forgets one answer in the name of by (or the OS
+// user).
+func (p program) forgetAnswer(ctx context.Context, st store.Store, cfg Config, id, by string) error {
 	by = cliUser(by)
+	if err := p.buryForget(ctx, st, cfg, store.TombAnswer, id, by); err != nil {
+		return fmt.Errorf("answers forget: %w", err)
+	}
 	a, err := st.ForgetAnswer(ctx, id, by, by)
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("answers forget: no remembered answer %q (slackgate answers list shows them)", id)
@@ -110,4 +116,35 @@ func cliUser(by string) string {
 	}
 	host, _ := os.Hostname()
 	return "cli:" + name + "@" + cmp.Or(host, "localhost")
+}
+
+// buryForget buries kind id (a store.Tombstone signed with the bots' key,
+// so a copy of its record written back stays forgotten) before forgetting
+// it, when this command holds the key: DECISION_SIGNING_KEY, or the one
+// `slackgate run` keeps in DATA_DIR. Without it the record is forgotten
+// unburied, and stderr says what that leaves open.
+func (p program) buryForget(ctx context.Context, st store.Store, cfg Config, kind store.TombstoneKind, id, by string) error {
+	var key ed25519.PrivateKey
+	if cfg.DecisionSigningKey != "" {
+		k, err := parseSigningKey(cfg.DecisionSigningKey)
+		if err != nil {
+			return err
+		}
+		key = k
+	} else if cfg.RedisURL == "" {
+		if raw, err := os.ReadFile(filepath.Join(cfg.DataDir, keptKeyFile)); err == nil {
+			if k, err := parseSigningKey(strings.TrimSpace(string(raw))); err == nil {
+				key = k
+			}
+		}
+	}
+	if key == nil {
+		fmt.Fprintf(p.stderr, "warning: no DECISION_SIGNING_KEY: %s %s is forgotten without a tombstone; a copy of its record written back into the store would count again\n", kind, id)
+		return nil
+	}
+	t := store.Tombstone{Kind: kind, ID: id, By: by, ByName: by, At: time.Now()}
+	if err := store.SignTombstone(key, &t); err != nil {
+		return err
+	}
+	return st.Bury(ctx, t)
 }

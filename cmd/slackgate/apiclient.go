@@ -6,7 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
+	"regexp"
 	"time"
 
 	"github.com/slackgate/slackgate/bot/approvalapi"
@@ -20,9 +24,7 @@ import (
 
 // apiRequest is one prompt to put on a card.
 type apiRequest struct {
-	ToolName    string
-	Input       json.RawMessage
-	ToolUseID   string
+	store.ToolCall
 	Suggestions []store.Suggestion
 	// SessionID, Cwd: the Claude session the prompt comes from; its
 	// requests share one thread.
@@ -55,14 +57,14 @@ func askSlack(ctx context.Context, c *approvalapi.Client, cfg HookConfig, req ap
 	home, _ := os.UserHomeDir()
 	resolved := resolvePaths(req.ToolName, req.Input, req.Cwd, home)
 	st, err := c.Create(ctx, approvalapi.NewRequest{
-		ToolName: req.ToolName, Input: req.Input, ToolUseID: req.ToolUseID, Suggestions: req.Suggestions,
+		ToolCall: req.ToolCall, Suggestions: req.Suggestions,
 		// The card outlives the wait a little: the client withdraws it first.
 		Timeout: (cfg.Wait + hookTimeoutMargin).String(),
 		Session: from(cfg, req.SessionID, req.Cwd),
 		Home:    home, Resolved: resolved,
 	})
 	if err != nil {
-		return nil, err
+		return nil, explainAPIError(err, cfg.Token)
 	}
 	d, err := c.Await(ctx, st.ID, hookPoll)
 	if d != nil && d.Outcome == store.OutcomeAllow && d.Facts != approvalapi.Facts(home, resolved) {
@@ -70,6 +72,13 @@ func askSlack(ctx context.Context, c *approvalapi.Client, cfg HookConfig, req ap
 		// waited in the store: nothing runs on that.
 		d = &approvalapi.Decision{Outcome: store.OutcomeRefused,
 			Message: "slackgate refused an approval made on paths this client did not report; the tool was not run."}
+	}
+	asked := store.Request{ID: st.ID, Kind: store.KindOf(req.ToolName, req.Input), ToolCall: req.ToolCall, Suggestions: req.Suggestions}
+	if d != nil && d.Outcome == store.OutcomeAllow && store.CheckPermissions(asked, d.Permissions) != nil {
+		// A rule Claude Code did not suggest here (swapped in the store
+		// before the click): it never reaches Claude Code.
+		d = &approvalapi.Decision{Outcome: store.OutcomeRefused,
+			Message: "slackgate refused an approval that adds a permission rule this client did not suggest; the tool was not run."}
 	}
 	if d == nil {
 		wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -127,4 +136,45 @@ func permissionResult(d approvalapi.Decision) (res relay.PermissionResult, ok bo
 		return res, false, fmt.Errorf("the approval API's %s decision: %w", d.Outcome, err)
 	}
 	return res, true, nil
+}
+
+// checkAPIURL refuses an approval API address the token would reach in
+// clear over a network: https://, or http:// to this machine only.
+func checkAPIURL(raw string) error {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return fmt.Errorf("not a URL: %w", err)
+	case u.Scheme == "https" && u.Host != "":
+		return nil
+	case u.Scheme == "http" && loopbackHost(u.Hostname()):
+		return nil
+	case u.Scheme == "http":
+		return fmt.Errorf("http:// to %s would send the token across the network in clear: use https:// (http:// is for this machine only: localhost, 127.0.0.1, ::1)", u.Hostname())
+	}
+	return errors.New("want https://host[:port] (or http://localhost:port on this machine), the bot's HTTP_ADDR")
+}
+
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// apiEntry is what a whole API_TOKENS entry (name:channel:token) starts
+// with, pasted where only its token belongs.
+var apiEntry = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}:[CGUW][A-Z0-9]{2,}:.`)
+
+// explainAPIError adds to a 401 what to do about the token.
+func explainAPIError(err error, token string) error {
+	var se *approvalapi.StatusError
+	if !errors.As(err, &se) || se.Code != http.StatusUnauthorized {
+		return err
+	}
+	if apiEntry.MatchString(token) {
+		return fmt.Errorf("%w: the token file holds a whole API_TOKENS entry (name:channel:token); keep only the token, what follows the second colon", err)
+	}
+	return fmt.Errorf("%w: the bot knows no such token; the token file must hold the token of one of its API_TOKENS entries (what follows name:channel:)", err)
 }

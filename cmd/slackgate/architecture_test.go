@@ -32,13 +32,24 @@ var layers = map[string]struct {
 	"relay/relaytest/standin": {ours: []string{"relay", "store"}, outside: []string{"github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "github.com/google/uuid", "golang.org/x/sync"}},
 	"blocks":                  {ours: []string{"store"}, outside: []string{"github.com/slack-go/slack", "github.com/gorilla/websocket"}},
 	"bot/fakeslack":           {ours: []string{"blocks", "store"}, outside: []string{"github.com/slack-go/slack", "github.com/gorilla/websocket"}},
-	"bot/approvalapi":         {ours: []string{"store"}},
-	// The audit log's delivery beyond the store: the store and a logger,
-	// nothing of Slack.
-	"bot/auditsink": {ours: []string{"store"}, outside: []string{"github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys"}},
-	// The policy file: pure, like blocks; YAML for line numbers.
-	"bot/policy":    {ours: []string{"store"}, outside: []string{"go.yaml.in/yaml/v3"}},
-	"bot":           {ours: []string{"blocks", "bot/auditsink", "bot/approvalapi", "bot/policy", "store"}, outside: []string{"go.yaml.in/yaml/v3", "github.com/slack-go/slack", "github.com/gorilla/websocket", "github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "github.com/google/uuid", "golang.org/x/sync"}},
+	// The approval API, both ends: the server borrows blocks' words and
+	// the outbox's token bucket, and logs; it never reaches bot.
+	"bot/approvalapi": {ours: []string{"blocks", "bot/outbox", "store"}, outside: []string{"github.com/slack-go/slack", "github.com/gorilla/websocket", "github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "github.com/google/uuid"}},
+	// The one writer to Slack: the store's vocabulary (clock, message
+	// refs), Slack's client and a logger; it renders nothing (no blocks).
+	"bot/outbox": {ours: []string{"store"}, outside: []string{"github.com/slack-go/slack", "github.com/gorilla/websocket", "github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys"}},
+	// The audit log's delivery beyond the store: the webhook needs the
+	// store and a logger; the audit channel renders its lines (blocks),
+	// names only the approvals that count (bot/decide, which brings the
+	// policy) and posts through the outbox with Slack's client.
+	"bot/auditsink": {ours: []string{"blocks", "bot/decide", "bot/outbox", "bot/policy", "store"}, outside: []string{"go.yaml.in/yaml/v3", "mvdan.cc/sh/v3", "github.com/slack-go/slack", "github.com/gorilla/websocket", "github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys"}},
+	// The one path that settles a request: the store, the policy and a
+	// logger; nothing of Slack.
+	"bot/decide": {ours: []string{"bot/policy", "store"}, outside: []string{"go.yaml.in/yaml/v3", "mvdan.cc/sh/v3", "github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys"}},
+	// The policy file: pure, like blocks; YAML for line numbers, and
+	// mvdan.cc/sh's parser to read commands as bash.
+	"bot/policy":    {ours: []string{"store"}, outside: []string{"go.yaml.in/yaml/v3", "mvdan.cc/sh/v3"}},
+	"bot":           {ours: []string{"blocks", "bot/auditsink", "bot/approvalapi", "bot/decide", "bot/outbox", "bot/policy", "store"}, outside: []string{"go.yaml.in/yaml/v3", "mvdan.cc/sh/v3", "github.com/slack-go/slack", "github.com/gorilla/websocket", "github.com/rs/zerolog", "github.com/mattn/", "golang.org/x/sys", "github.com/google/uuid", "golang.org/x/sync"}},
 	"cmd/slackgate": {ours: []string{"*"}, outside: []string{"*"}},
 
 	// Test helpers that start real servers; tests only.

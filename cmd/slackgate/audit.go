@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -19,7 +18,8 @@ const auditPage = 500
 // `audit export` writes a period of it for an auditor.
 //
 //	slackgate audit [-after ID] [-limit N]
-//	slackgate audit verify [-from ID] [-file F]
+//	slackgate audit verify [-from ID] [-file F] [-expect SEQ:HASH]… [-allow-unsealed]
+//	slackgate audit reset -reason WHY [-by NAME]
 //	slackgate audit export [-since T] [-until T] [-channel C] [-user U] [-tool NAME] [-outcome O] [-format jsonl|csv]
 func (p program) audit(ctx context.Context, args []string, cfg Config) error {
 	if len(args) > 0 {
@@ -28,6 +28,8 @@ func (p program) audit(ctx context.Context, args []string, cfg Config) error {
 			return p.auditVerify(ctx, args[1:], cfg)
 		case "export":
 			return p.auditExport(ctx, args[1:], cfg)
+		case "reset":
+			return p.auditReset(ctx, args[1:], cfg)
 		}
 	}
 	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
@@ -38,12 +40,12 @@ func (p program) audit(ctx context.Context, args []string, cfg Config) error {
 		return fmt.Errorf("audit: %w", err)
 	}
 	if fs.NArg() > 0 {
-		return fmt.Errorf("audit: unexpected argument %q (subcommands: verify, export)", fs.Arg(0))
+		return fmt.Errorf("audit: unexpected argument %q (subcommands: verify, export, reset)", fs.Arg(0))
 	}
 	if *limit < 0 {
 		return fmt.Errorf("audit: -limit %d: must be 0 or more", *limit)
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := openExistingStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -83,20 +85,4 @@ func walkAudit(ctx context.Context, st store.Store, after string, fn func(store.
 		}
 		after = page[len(page)-1].ID
 	}
-}
-
-// auditVerifyKey is the key checkpoints are verified with: the verify key,
-// or the public half of the signing key when only that is set.
-func auditVerifyKey(cfg Config) (ed25519.PublicKey, error) {
-	if cfg.DecisionVerifyKey != "" {
-		return parseVerifyKey(cfg.DecisionVerifyKey)
-	}
-	if cfg.DecisionSigningKey != "" {
-		k, err := parseSigningKey(cfg.DecisionSigningKey)
-		if err != nil {
-			return nil, err
-		}
-		return k.Public().(ed25519.PublicKey), nil
-	}
-	return nil, fmt.Errorf("the bots sign the audit checkpoints with DECISION_SIGNING_KEY: set DECISION_VERIFY_KEY (its public half) to check them")
 }

@@ -43,7 +43,7 @@ func recordDecisions(t *testing.T, be backend, n int) []string {
 	at := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	for i := range n {
 		id := fmt.Sprintf("req-%d", i)
-		r := store.Request{ID: id, SessionID: "s1", CLIRequestID: "c" + id, Kind: store.KindTool, ToolName: "Bash", CreatedAt: at}
+		r := store.Request{ID: id, SessionID: "s1", CLIRequestID: "c" + id, Kind: store.KindTool, ToolCall: store.ToolCall{ToolName: "Bash"}, CreatedAt: at}
 		if err := st.CreateRequest(ctx, r); err != nil {
 			t.Fatal(err)
 		}

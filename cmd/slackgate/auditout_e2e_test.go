@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -42,6 +43,8 @@ type logPipeline struct {
 	mu       sync.Mutex
 	attempts int
 	kept     []store.AuditEntry
+	cps      []store.AuditCheckpoint
+	bodies   []string // every record kept, one a line: what `audit verify -file` reads
 	seen     map[string]int
 	problems []string
 }
@@ -52,6 +55,14 @@ func newLogPipeline(t *testing.T) *logPipeline {
 	lp.srv = httptest.NewServer(http.HandlerFunc(lp.serve))
 	t.Cleanup(lp.srv.Close)
 	return lp
+}
+
+// sealedAll reports whether the newest checkpoint kept seals every entry
+// kept.
+func (lp *logPipeline) sealedAll() bool {
+	lp.mu.Lock()
+	defer lp.mu.Unlock()
+	return len(lp.cps) > 0 && lp.cps[len(lp.cps)-1].Seq == uint64(len(lp.kept))
 }
 
 func (lp *logPipeline) serve(w http.ResponseWriter, r *http.Request) {
@@ -74,18 +85,30 @@ func (lp *logPipeline) serve(w http.ResponseWriter, r *http.Request) {
 	mac.Write([]byte(ts + "."))
 	mac.Write(body)
 	sec, err := strconv.ParseInt(ts, 10, 64)
-	var e store.AuditEntry
+	var e store.AuditEntryRecord
+	var cp store.AuditCheckpointRecord
+	key := r.Header.Get("Idempotency-Key")
 	switch {
 	case !hmac.Equal([]byte(r.Header.Get("X-Slackgate-Signature")), []byte("sha256="+hex.EncodeToString(mac.Sum(nil)))):
 		lp.problems = append(lp.problems, "bad signature")
 	case err != nil || time.Since(time.Unix(sec, 0)).Abs() > 5*time.Minute:
 		lp.problems = append(lp.problems, "timestamp "+ts)
-	case json.Unmarshal(body, &e) != nil || e.Hash == "" || r.Header.Get("Idempotency-Key") != e.Hash:
-		lp.problems = append(lp.problems, "key "+r.Header.Get("Idempotency-Key")+" for "+string(body))
+	case json.Unmarshal(body, &e) != nil:
+		lp.problems = append(lp.problems, "not JSON: "+string(body))
+	case e.Record == store.AuditRecordCheckpoint:
+		if json.Unmarshal(body, &cp) != nil || key != "checkpoint-"+store.AuditCheckpointDigest(cp.AuditCheckpoint) {
+			lp.problems = append(lp.problems, "key "+key+" for "+string(body))
+		}
+	case e.Record != store.AuditRecordEntry || e.Hash == "" || key != e.Hash:
+		lp.problems = append(lp.problems, "key "+key+" for "+string(body))
 	}
-	key := r.Header.Get("Idempotency-Key")
 	if lp.seen[key] == 0 {
-		lp.kept = append(lp.kept, e)
+		lp.bodies = append(lp.bodies, string(body))
+		if e.Record == store.AuditRecordCheckpoint {
+			lp.cps = append(lp.cps, cp.AuditCheckpoint)
+		} else {
+			lp.kept = append(lp.kept, e.AuditEntry)
+		}
 	}
 	lp.seen[key]++
 	w.WriteHeader(http.StatusOK)
@@ -135,13 +158,13 @@ func TestE2EAuditTrailReachesTheChannelAndTheWebhook(t *testing.T) {
 			}
 			a.settled(card.Ref(), "Approved")
 
-			line, err := a.slack.WaitMessage(a.ctx, func(m fakeslack.Message) bool { return m.Channel == auditChannel && m.FromBot() })
-			if err != nil {
-				t.Fatal(err)
-			}
+			// The request's line, beside any checkpoint line the sealer
+			// posted when it looked between the request's two entries.
 			want := "✅ *Approved* by *lee* (" + lee + ") · ran `echo \"&lt;shipped&gt;\" &gt; deploy.txt`"
-			if !line.HasText(want) {
-				t.Errorf("audit line %s; want it to say %q", line.RawBlocks, want)
+			if _, err := a.slack.WaitMessage(a.ctx, func(m fakeslack.Message) bool {
+				return m.Channel == auditChannel && m.FromBot() && m.HasText(want)
+			}); err != nil {
+				t.Fatalf("no audit line saying %q: %v", want, err)
 			}
 
 			var readyz string
@@ -168,6 +191,16 @@ func TestE2EAuditTrailReachesTheChannelAndTheWebhook(t *testing.T) {
 				return !strings.Contains(body, "notes") && metricValue(t, metrics, "slackgate_audit_backlog", `sink="webhook"`) == 0
 			})
 			a.stop()
+			if be == boltBackend && !lp.sealedAll() {
+				// The sealer looked between the two entries: the second is
+				// sealed at the stop, after the follower stopped, and
+				// published when slackgate next starts.
+				a.slack.DropConnections()
+				a.run("run", func() {})
+				a.waitServing(socketMode)
+				poll(a, "the checkpoint sealed at the stop is published at the start", func() bool { return lp.sealedAll() })
+				a.stop()
+			}
 			if strings.Contains(a.logs.String(), "t0k3n") {
 				t.Error("the logs hold the webhook URL's token")
 			}
@@ -191,6 +224,25 @@ func TestE2EAuditTrailReachesTheChannelAndTheWebhook(t *testing.T) {
 				if k := lp.kept[i]; k.Hash != e.Hash || k.Seq != e.Seq || k.Action != e.Action || lp.seen[e.Hash] != 1 {
 					t.Errorf("entry %d kept as %+v (accepted %d times), want %+v once", i, k, lp.seen[e.Hash], e)
 				}
+			}
+			// `slackgate run` on the embedded store seals with the key it
+			// keeps in DATA_DIR; on Redis it made one in memory and seals
+			// nothing. The pipeline's records check on their own.
+			cps, err := st.AuditCheckpoints(context.Background(), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if be == redisBackend || len(cps) == 0 || len(lp.cps) != len(cps) || !lp.cps[len(cps)-1].Same(cps[len(cps)-1]) {
+				if be != redisBackend || len(lp.cps) != 0 {
+					t.Fatalf("the pipeline kept checkpoints %+v, the store holds %+v", lp.cps, cps)
+				}
+				return
+			}
+			path := filepath.Join(t.TempDir(), "intake.jsonl")
+			must(t, os.WriteFile(path, []byte(strings.Join(lp.bodies, "\n")+"\n"), 0o600))
+			out, err := runProgram(t, []string{"DATA_DIR=" + a.cfg.DataDir}, "audit", "verify", "-file", path)
+			if err != nil || !strings.Contains(out, "every entry is sealed") {
+				t.Errorf("audit verify -file of what the pipeline kept: %v\n%s", err, out)
 			}
 		})
 	}

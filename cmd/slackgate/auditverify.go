@@ -18,16 +18,23 @@ import (
 
 // auditVerify walks the audit chain of the store, or of an export, and
 // checks every link and every checkpoint's signature with the verify key.
-// It says how many entries and checkpoints verified and how many entries
-// are not sealed yet; a break makes it fail, naming the first entry
-// changed, removed or inserted and the checkpoint that proves it.
+// The store is held to what is kept outside it too: the audit channel's
+// checkpoints and lines (AUDIT_CHANNEL), the anchor a bot keeps in
+// DATA_DIR, and hashes the operator kept (-expect). It says how many
+// entries and checkpoints verified and how many entries are not sealed
+// yet; a break makes it fail, naming the first entry changed, removed or
+// inserted and what proves it, and so do entries no checkpoint seals at
+// all (but with -allow-unsealed, for an installation that never sealed).
 //
-//	slackgate audit verify [-from ID] [-file F]
+//	slackgate audit verify [-from ID] [-file F] [-expect SEQ:HASH]… [-allow-unsealed]
 func (p program) auditVerify(ctx context.Context, args []string, cfg Config) error {
 	fs := flag.NewFlagSet("audit verify", flag.ContinueOnError)
 	fs.SetOutput(p.stderr)
-	from := fs.String("from", "", "verify from this entry on, starting at the checkpoint before it (default: the whole log)")
-	file := fs.String("file", "", "verify an export (`slackgate audit export` output, jsonl) instead of the store")
+	from := fs.String("from", "", "verify from this entry on, starting at the checkpoint before it (default: the whole log, from its newest reset)")
+	file := fs.String("file", "", "verify an export (what slackgate audit export writes, jsonl, or a webhook receiver's bodies) instead of the store")
+	var expect expectFlag
+	fs.Var(&expect, "expect", "SEQ:HASH: the entry at SEQ must have this hash (as a checkpoint line shows it); repeatable")
+	allowUnsealed := fs.Bool("allow-unsealed", false, "pass a log no checkpoint seals yet (a new installation)")
 	if err := fs.Parse(args); err != nil {
 		return fmt.Errorf("audit verify: %w", err)
 	}
@@ -42,48 +49,84 @@ func (p program) auditVerify(ctx context.Context, args []string, cfg Config) err
 		return fmt.Errorf("audit verify: %w", err)
 	}
 	var rep store.AuditReport
+	var out outside
 	if *file != "" {
-		rep, err = verifyExport(*file, pub)
+		rep, err = verifyExport(*file, pub, expect)
+		out.checks = []string{"nothing beyond the file"}
 	} else {
-		rep, err = p.verifyStore(ctx, cfg, pub, *from)
+		rep, out, err = p.verifyStore(ctx, cfg, pub, *from, expect)
 	}
 	if err != nil {
 		return fmt.Errorf("audit verify: %w", err)
 	}
 	printReport(p.stdout, rep, time.Now())
-	if rep.Break != nil {
+	if *file == "" {
+		printOutside(p.stdout, out)
+	}
+	switch {
+	case rep.Break != nil:
 		return fmt.Errorf("audit verify: the chain is broken: %w", rep.Break)
+	case rep.Checkpoints == 0 && rep.Entries+rep.Omitted > 0 && !*allowUnsealed:
+		return fmt.Errorf("audit verify: %d entries and no checkpoint: nothing proves the log is the one the bots wrote "+
+			"(a bot seals within %v; pass -allow-unsealed for an installation that never sealed)", rep.Entries+rep.Omitted, store.AuditSealAfter)
 	}
 	return nil
 }
 
 // verifyStore walks the store's log from its start, or from the
-// checkpoint at or before entry from.
-func (p program) verifyStore(ctx context.Context, cfg Config, pub ed25519.PublicKey, from string) (store.AuditReport, error) {
-	st, err := openStore(ctx, cfg)
+// checkpoint at or before entry from, holding it to what is kept outside
+// it. A break before the store's newest reset, when the reset was signed
+// over a chain that did not hold (Unlinked), is what the reset
+// acknowledged: the log is then verified from the reset on, and the
+// break noted.
+func (p program) verifyStore(ctx context.Context, cfg Config, pub ed25519.PublicKey, from string, expect expectFlag) (store.AuditReport, outside, error) {
+	st, err := openExistingStore(ctx, cfg)
 	if err != nil {
-		return store.AuditReport{}, err
+		return store.AuditReport{}, outside{}, err
 	}
 	defer st.Close()
 	cps, err := st.AuditCheckpoints(ctx, 0)
 	if err != nil {
-		return store.AuditReport{}, err
+		return store.AuditReport{}, outside{}, err
 	}
-	after := ""
-	if from != "" {
-		anchor, err := anchorBefore(ctx, st, cps, from)
-		if err != nil {
-			return store.AuditReport{}, err
+	var reset *store.AuditCheckpoint
+	for i := range cps {
+		if cps[i].Reset {
+			reset = &cps[i]
 		}
-		after = anchor.Entry
-		cps = slices.DeleteFunc(cps, func(cp store.AuditCheckpoint) bool { return cp.Seq < anchor.Seq })
 	}
-	v := store.NewAuditVerifier(pub, cps)
-	err = walkAudit(ctx, st, after, func(e store.AuditEntry) (bool, error) { return v.Entry(e), nil })
+	out, err := p.anchorsOutside(ctx, cfg, reset)
 	if err != nil {
-		return store.AuditReport{}, err
+		return store.AuditReport{}, out, err
 	}
-	return v.Finish(), nil
+	if len(expect) > 0 {
+		out.checks = append(out.checks, fmt.Sprintf("%d hashes given with -expect", len(expect)))
+	}
+	walk := func(anchor store.AuditCheckpoint) (store.AuditReport, error) {
+		v := store.NewAuditVerifier(pub, slices.DeleteFunc(slices.Clone(cps), func(cp store.AuditCheckpoint) bool { return cp.Seq < anchor.Seq }))
+		for _, e := range expect {
+			v.Expect(e.Seq, e.Hash, "-expect")
+		}
+		brk := out.hold(v)
+		err := walkAudit(ctx, st, anchor.Entry, func(e store.AuditEntry) (bool, error) { return v.Entry(e), nil })
+		rep := v.Finish()
+		if rep.Break == nil {
+			rep.Break = brk
+		}
+		return rep, err
+	}
+	var anchor store.AuditCheckpoint
+	if from != "" {
+		if anchor, err = anchorBefore(ctx, st, cps, from); err != nil {
+			return store.AuditReport{}, out, err
+		}
+	}
+	rep, err := walk(anchor)
+	if err == nil && from == "" && reset != nil && reset.Unlinked && rep.Break != nil && rep.Break.Seq <= reset.Seq {
+		out.notes = append(out.notes, fmt.Sprintf("before the reset at seq %d the log does not hold (%v); the reset acknowledged it, and the log was verified from it on", reset.Seq, rep.Break))
+		rep, err = walk(*reset)
+	}
+	return rep, out, err
 }
 
 // anchorBefore finds the newest checkpoint at or before entry id (the
@@ -118,21 +161,11 @@ type exportRecord struct {
 	Record string `json:"record"`
 }
 
-// Lines of a jsonl export: every line is an object whose "record" says
-// what it is, the rest its fields.
+// Lines of a jsonl export (see store.AuditRecordEntry).
 type (
-	exportEntry struct {
-		Record string `json:"record"` // "entry"
-		store.AuditEntry
-	}
-	exportOmitted struct {
-		Record string `json:"record"` // "omitted"
-		store.AuditOmitted
-	}
-	exportCheckpoint struct {
-		Record string `json:"record"` // "checkpoint"
-		store.AuditCheckpoint
-	}
+	exportEntry      = store.AuditEntryRecord
+	exportOmitted    = store.AuditOmittedRecord
+	exportCheckpoint = store.AuditCheckpointRecord
 )
 
 // maxExportLine bounds one line of an export read back.
@@ -140,10 +173,10 @@ const maxExportLine = 16 << 20
 
 // verifyExport verifies an export on its own: its checkpoints first (they
 // may stand anywhere in it), then its entries in the file's order.
-func verifyExport(path string, pub ed25519.PublicKey) (store.AuditReport, error) {
+func verifyExport(path string, pub ed25519.PublicKey, expect expectFlag) (store.AuditReport, error) {
 	var cps []store.AuditCheckpoint
 	err := readExport(path, func(rec string, line []byte) error {
-		if rec != "checkpoint" {
+		if rec != store.AuditRecordCheckpoint {
 			return nil
 		}
 		var c exportCheckpoint
@@ -155,15 +188,18 @@ func verifyExport(path string, pub ed25519.PublicKey) (store.AuditReport, error)
 		return store.AuditReport{}, err
 	}
 	v := store.NewAuditVerifier(pub, cps)
+	for _, e := range expect {
+		v.Expect(e.Seq, e.Hash, "-expect")
+	}
 	err = readExport(path, func(rec string, line []byte) error {
 		switch rec {
-		case "entry":
+		case store.AuditRecordEntry:
 			var e exportEntry
 			if err := json.Unmarshal(line, &e); err != nil {
 				return err
 			}
 			v.Entry(e.AuditEntry)
-		case "omitted":
+		case store.AuditRecordOmitted:
 			var o exportOmitted
 			if err := json.Unmarshal(line, &o); err != nil {
 				return err
@@ -192,7 +228,7 @@ func readExport(path string, fn func(rec string, line []byte) error) error {
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
 			return fmt.Errorf("%s line %d: %w", path, n, err)
 		}
-		if r.Record != "entry" && r.Record != "omitted" && r.Record != "checkpoint" {
+		if r.Record != store.AuditRecordEntry && r.Record != store.AuditRecordOmitted && r.Record != store.AuditRecordCheckpoint {
 			return fmt.Errorf("%s line %d: unknown record %q (want entry, omitted or checkpoint)", path, n, r.Record)
 		}
 		if err := fn(r.Record, sc.Bytes()); err != nil {
@@ -218,6 +254,10 @@ func printReport(w io.Writer, rep store.AuditReport, now time.Time) {
 	}
 	if rep.Legacy > 0 {
 		fmt.Fprintf(w, "%d entries from before the chain began carry no link: not verified\n", rep.Legacy)
+	}
+	for _, r := range rep.Resets {
+		fmt.Fprintf(w, "note: an operator reset the chain at seq %d on %s, superseding the checkpoint at seq %d: what came before it was acknowledged, not verified\n",
+			r.Seq, r.At.UTC().Format(time.RFC3339), r.PrevSeq)
 	}
 	if rep.Break != nil {
 		fmt.Fprintf(w, "BROKEN: %v\n", rep.Break)

@@ -7,6 +7,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -107,9 +108,16 @@ func TestAlwaysAllowSkipsTheSecondIdenticalCommand(t *testing.T) {
 	thread := a.mention("check curl twice")
 	card := a.card(thread, "curl --version")
 
-	// "Always allow" is the card's "Approve and allow for this session…" menu.
+	// "Always allow" is the card's "Approve and allow…" menu, then the
+	// scope in its second step.
 	label := firstOption(t, card, "sg_always")
 	if err := a.slack.Select(a.ctx, lee, card.Ref(), "sg_always", label); err != nil {
+		t.Fatal(err)
+	}
+	if v := a.view(lee); !slices.Contains(v.Buttons(), "This session") {
+		t.Fatalf("the second step offers %q", v.Buttons())
+	}
+	if err := a.slack.ClickView(a.ctx, lee, "This session"); err != nil {
 		t.Fatal(err)
 	}
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -360,26 +359,4 @@ func owner(fi os.FileInfo) uint32 {
 		return st.Uid
 	}
 	return 0
-}
-
-// claudeReadsCheck is doctor's line on what the CLI reads: the sources
-// and the operator's files, checked as a worker checks them at start.
-func claudeReadsCheck(cfg Config, environ []string) finding {
-	const name = "Claude Code settings"
-	var runAs *relay.RunAs
-	if cfg.ClaudeUser != "" {
-		if u, err := relay.LookupRunAs(cfg.ClaudeUser); err == nil {
-			runAs = u // a lookup that fails is the CLI check's to report
-		}
-	}
-	if err := checkClaudeFiles(cfg, runAs, environ); err != nil {
-		return finding{name: name, detail: strings.TrimPrefix(err.Error(), "config: "),
-			fix: "keep the files CLAUDE_SETTINGS, CLAUDE_MCP_CONFIG and CLAUDE_ARGS name outside every working directory and the CLI's config directory, owned by root"}
-	}
-	sources, _ := cfg.settingSources() // validated by loadConfig
-	detail := "setting sources: " + cmp.Or(strings.Join(sources, ","), "none")
-	for _, f := range claudeFiles(cfg) {
-		detail += "; " + f.name + " " + f.path
-	}
-	return finding{ok: true, name: name, detail: detail}
 }

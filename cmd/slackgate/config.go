@@ -24,6 +24,11 @@ import (
 // takes at most store.MaxTranscriptBytes of it compressed.
 const maxTranscriptBytes = 128 << 20
 
+// minCardClaim is the least CARD_CLAIM_TIMEOUT: longer than a Slack call
+// may take (bot's call timeout, 15 s), with room for the store write
+// that records the card.
+const minCardClaim = 20 * time.Second
+
 // Config is every setting slackgate reads, all from the environment. It is
 // read here and nowhere else; packages get plain structs built from it.
 type Config struct {
@@ -39,6 +44,9 @@ type Config struct {
 	WorkerID       string        `env:"WORKER_ID"`
 	ClaudeEnv      string        `env:"CLAUDE_ENV"`
 	ClaudeUser     string        `env:"CLAUDE_USER"`
+	// ClaudeAsRoot lets a worker running as root start Claude as root
+	// without CLAUDE_USER (refused otherwise: see program.claudeUser).
+	ClaudeAsRoot bool `env:"CLAUDE_AS_ROOT"`
 
 	// What the Claude Code CLI reads (see claudeconfig.go): nothing by
 	// default but the operator's settings file and MCP servers, when set;
@@ -82,20 +90,26 @@ type Config struct {
 	// APITokens turns on the approval API on HTTP_ADDR (in Socket Mode
 	// too): name:channel:token entries, separated by commas.
 	APITokens string `env:"API_TOKENS"`
-	// Each API token's limits (see bot.APILimits): sessions open at once
-	// (used within the last hour), requests waiting for a person, and
+	// Each API token's limits (see approvalapi.Limits): sessions open at
+	// once (used within the last hour), requests waiting for a person, and
 	// requests and tool results a minute (per bot replica).
 	APIMaxSessions          int `env:"API_MAX_SESSIONS" envDefault:"100"`
 	APIMaxPending           int `env:"API_MAX_PENDING" envDefault:"100"`
 	APIRequestsPerMinute    int `env:"API_REQUESTS_PER_MINUTE" envDefault:"60"`
 	APIToolResultsPerMinute int `env:"API_TOOL_RESULTS_PER_MINUTE" envDefault:"120"`
 
-	// Slack's rate limits as the outbox spends them (see bot.Budgets).
+	// Slack's rate limits as the outbox spends them (see outbox.Budgets).
 	SlackPostsPerSecond   float64       `env:"SLACK_POSTS_PER_SECOND" envDefault:"1"`
 	SlackPostBurst        int           `env:"SLACK_POST_BURST" envDefault:"4"`
 	SlackUpdatesPerMinute float64       `env:"SLACK_UPDATES_PER_MINUTE" envDefault:"50"`
 	SlackUpdateBurst      int           `env:"SLACK_UPDATE_BURST" envDefault:"20"`
 	SlackLiveEditInterval time.Duration `env:"SLACK_LIVE_EDIT_INTERVAL" envDefault:"3s"`
+
+	// A card whose bot died while posting it: other bots leave it to the
+	// claim's holder this long, then the reconciler (every
+	// ReconcileInterval) posts it, or records it when Slack had it.
+	CardClaimTimeout  time.Duration `env:"CARD_CLAIM_TIMEOUT" envDefault:"60s"`
+	ReconcileInterval time.Duration `env:"RECONCILE_INTERVAL" envDefault:"30s"`
 
 	// Decision signing (see keys.go): the bots hold the private half, the
 	// workers the public one.
@@ -202,6 +216,12 @@ func (c Config) validate() error {
 	}
 	if c.MaxTranscriptBytes < 0 || c.MaxTranscriptBytes > maxTranscriptBytes {
 		errs = append(errs, fmt.Errorf("MAX_TRANSCRIPT_BYTES=%d: must be between 0 (save no transcripts) and %d (33554432, 32 MiB, is the default)", c.MaxTranscriptBytes, int64(maxTranscriptBytes)))
+	}
+	if c.CardClaimTimeout < minCardClaim {
+		errs = append(errs, fmt.Errorf("CARD_CLAIM_TIMEOUT=%s: at least %s, so a live bot still posting the card is not doubled", c.CardClaimTimeout, minCardClaim))
+	}
+	if c.ReconcileInterval < time.Second {
+		errs = append(errs, fmt.Errorf("RECONCILE_INTERVAL=%s: at least 1s", c.ReconcileInterval))
 	}
 	if c.SlackPostsPerSecond <= 0 || c.SlackPostBurst < 1 || c.SlackUpdatesPerMinute <= 0 || c.SlackUpdateBurst < 1 || c.SlackLiveEditInterval <= 0 {
 		errs = append(errs, errors.New("SLACK_POSTS_PER_SECOND, SLACK_POST_BURST, SLACK_UPDATES_PER_MINUTE, SLACK_UPDATE_BURST and SLACK_LIVE_EDIT_INTERVAL must be positive"))
@@ -462,6 +482,8 @@ type HookConfig struct {
 	ClaudeSession string `env:"CLAUDE_CODE_SESSION_ID"`
 	// Warnings say what works but should change; the caller prints them.
 	Warnings []string `env:"-"`
+	// waitSet: SLACKGATE_WAIT was set, not defaulted.
+	waitSet bool
 }
 
 // loadHookConfig parses the hook's environment given as KEY=VALUE pairs
@@ -477,9 +499,12 @@ func loadHookConfig(environ []string) (HookConfig, error) {
 	if err != nil {
 		return HookConfig{}, fmt.Errorf("config: %w", nameVariables(err, vars))
 	}
+	cfg.waitSet = vars["SLACKGATE_WAIT"] != ""
 	switch {
 	case cfg.URL == "":
 		return cfg, errors.New("config: SLACKGATE_URL is required (the bot's approval API, e.g. https://slackgate.example.com)")
+	case checkAPIURL(cfg.URL) != nil:
+		return cfg, fmt.Errorf("config: SLACKGATE_URL=%s: %w", cfg.URL, checkAPIURL(cfg.URL))
 	case cfg.Wait <= 0 || cfg.Wait > maxHookWait:
 		return cfg, fmt.Errorf("config: SLACKGATE_WAIT=%s: must be positive and at most %s", cfg.Wait, maxHookWait)
 	case cfg.Token != "" && cfg.TokenFile != "":

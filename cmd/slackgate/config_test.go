@@ -19,6 +19,7 @@ func TestLoadConfigDefaults(t *testing.T) {
 		MaxSessions: 8, IdleTimeout: 10 * time.Minute, WorkerTimeout: 30 * time.Second, MaxTranscriptBytes: 32 << 20, DataDir: "./data", RedisKeyPrefix: "slackgate", HTTPAddr: ":3000",
 		LogLevel: "info", LogFormat: "json", HealthAddr: "127.0.0.1:9090",
 		SlackPostsPerSecond: 1, SlackPostBurst: 4, SlackUpdatesPerMinute: 50, SlackUpdateBurst: 20, SlackLiveEditInterval: 3 * time.Second,
+		CardClaimTimeout: time.Minute, ReconcileInterval: 30 * time.Second,
 		Retention: 30 * 24 * time.Hour, AuditRetention: 365 * 24 * time.Hour, AuditMaxBacklog: 1000,
 		MaxSessionsPerUser: 3, MaxQueuedInputs: 20, MaxPromptBytes: 16 << 10,
 		APIMaxSessions: 100, APIMaxPending: 100, APIRequestsPerMinute: 60, APIToolResultsPerMinute: 120,
@@ -41,6 +42,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		"SLACK_API_URL=http://127.0.0.1:1/api/", "HTTP_ADDR=:8080", "HEALTH_ADDR=127.0.0.1:9191", "APPROVERS=U1,S2",
 		"CHANNEL_WORKDIRS=C1=/a", "UNRELATED=x",
 		"SLACK_POSTS_PER_SECOND=2", "SLACK_POST_BURST=3", "SLACK_UPDATES_PER_MINUTE=100", "SLACK_UPDATE_BURST=5", "SLACK_LIVE_EDIT_INTERVAL=1s",
+		"CARD_CLAIM_TIMEOUT=2m", "RECONCILE_INTERVAL=10s",
 		"RETENTION=48h", "AUDIT_RETENTION=0",
 		"AUDIT_CHANNEL=C9", "AUDIT_WEBHOOK_URL=https://logs.example.com/sg?token=t", "AUDIT_WEBHOOK_SECRET=" + strings.Repeat("s", 32), "AUDIT_MAX_BACKLOG=50",
 		"STARTERS=U3", "ALLOWED_TEAMS=T9,E9", "ALLOWED_CHANNELS=C1", "ALLOW_DMS=true", "DM_WORKDIR=/srv/dm",
@@ -59,6 +61,7 @@ func TestLoadConfigReadsEveryVariable(t *testing.T) {
 		SlackSigningSecret: "s", SlackAPIURL: "http://127.0.0.1:1/api/", HTTPAddr: ":8080", Approvers: "U1,S2",
 		ChannelWorkDirs: "C1=/a", LogLevel: "debug", LogFormat: "console", HealthAddr: "127.0.0.1:9191",
 		SlackPostsPerSecond: 2, SlackPostBurst: 3, SlackUpdatesPerMinute: 100, SlackUpdateBurst: 5, SlackLiveEditInterval: time.Second,
+		CardClaimTimeout: 2 * time.Minute, ReconcileInterval: 10 * time.Second,
 		Retention: 48 * time.Hour, AuditRetention: 0,
 		AuditChannel: "C9", AuditWebhookURL: "https://logs.example.com/sg?token=t", AuditWebhookSecret: strings.Repeat("s", 32), AuditMaxBacklog: 50,
 		Starters: "U3", AllowedTeams: "T9,E9", AllowedChannels: "C1",
@@ -80,6 +83,8 @@ func TestLoadConfigRejectsBadValuesNamingTheVariable(t *testing.T) {
 		{"CLAUDE_PERMISSION_MODE=nonsense", "CLAUDE_PERMISSION_MODE"},
 		{"REQUEST_TIMEOUT=-1s", "REQUEST_TIMEOUT"},
 		{"REQUEST_TIMEOUT=soon", "REQUEST_TIMEOUT"},
+		{"CARD_CLAIM_TIMEOUT=15s", "CARD_CLAIM_TIMEOUT"},
+		{"RECONCILE_INTERVAL=0s", "RECONCILE_INTERVAL"},
 		{"MAX_SESSIONS=0", "MAX_SESSIONS"},
 		{"RETENTION=-1h", "RETENTION"},
 		{"RETENTION=a month", "RETENTION"},
@@ -256,5 +261,29 @@ func TestConfigEnvironReadsBackTheSame(t *testing.T) {
 	var zero Config
 	if back, err := parseConfig(zero.environ()); err != nil || back.MaxSessions != 0 || back.DataDir != "./data" {
 		t.Errorf("zero config read back as %+v (%v): want zero numbers kept and defaults for empty strings", back, err)
+	}
+}
+
+// TestMisspeltSettingsAreNamed: a variable that looks like one of
+// slackgate's settings and is not gets a warning naming the closest one;
+// Claude Code's, the system's, the hook's and a Kubernetes service's
+// variables do not.
+func TestMisspeltSettingsAreNamed(t *testing.T) {
+	got := misspeltSettings([]string{"APROVERS=U1", "SLACK_BOT_TOKN=xoxb-1", "CLAUDE_WORKIDR=/srv/repo", "SLACK_TEAM=T1",
+		"APPROVERS=U1", "PATH=/bin", "HOME=/root", "HTTPS_PROXY=x", "CLAUDE_CODE_USE_BEDROCK=1", "CLAUDE_CONFIG_DIR=/x", "ANTHROPIC_API_KEY=k",
+		"MAX_THINKING_TOKENS=1", "API_TIMEOUT_MS=1", "SLACKGATE_URL=https://x", "REDIS_SERVICE_HOST=10.0.0.1", "REDIS_PORT=tcp://10.0.0.1:6379",
+		"REDIS_PORT_6379_TCP_ADDR=10.0.0.1", "HOSTNAME=box", "GOFLAGS=-x", "CLAUDECODE=1"})
+	want := []string{
+		"APROVERS is not a setting slackgate reads: did you mean APPROVERS?",
+		"CLAUDE_WORKIDR is not a setting slackgate reads: did you mean CLAUDE_WORKDIR?",
+		"SLACK_BOT_TOKN is not a setting slackgate reads: did you mean SLACK_BOT_TOKEN?",
+		"SLACK_TEAM looks like a setting of slackgate's, but is none it reads (README.md lists them)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("warnings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	out, _ := doctor(t, []string{"APROVERS=U1", "DATA_DIR=" + t.TempDir()}, "-offline")
+	if !strings.Contains(out, "! APROVERS is not a setting slackgate reads: did you mean APPROVERS?") {
+		t.Errorf("doctor does not warn about APROVERS:\n%s", out)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -227,4 +228,284 @@ func containsAll(have, want []string) bool {
 		}
 	}
 	return true
+}
+
+// TestIgnoreFilesKeepSecretsAndBuildsOut: git never offers to commit, and
+// a docker build of deploy/Dockerfile never sends, the tokens (.env,
+// deploy/*.env), keys, the embedded store, the tool cache or a built
+// binary, wherever go build left it; the examples and the sources stay in.
+func TestIgnoreFilesKeepSecretsAndBuildsOut(t *testing.T) {
+	root := docsRoot(t)
+	out := []string{".env", ".env.local", "deploy/bot.env", "deploy/worker.env", "deploy/slackgate.env", "deploy/redis.env",
+		"data/slackgate.db", "data/decision-signing-key", "signing.key", "bin/slackgate", "slackgate",
+		"cmd/slackgate/slackgate", "relay/relay.test", "cpu.prof", ".cache"}
+	in := []string{"deploy/bot.env.example", "deploy/slackgate.env.example", "cmd/slackgate/main.go", "cmd/slackgate/new.go",
+		"deploy/Dockerfile", "go.mod", "Makefile"}
+	for _, p := range out {
+		if !gitIgnores(t, root, p) {
+			t.Errorf(".gitignore lets %s be committed", p)
+		}
+	}
+	for _, p := range in {
+		if gitIgnores(t, root, p) {
+			t.Errorf(".gitignore ignores %s, which belongs in the repository", p)
+		}
+	}
+	// Docker's own matcher is not ours to import: the lines that keep each
+	// of those out must be there as Docker reads them (relative to the
+	// context, ** for any depth).
+	lines := strings.Fields(docText(t, filepath.Join(root, ".dockerignore")))
+	for _, want := range []string{".git", ".cache", "data", "bin", ".env", "**/*.env", "**/*.key", "**/decision-signing-key",
+		"cmd/slackgate/slackgate", "**/*.test"} {
+		if !slices.Contains(lines, want) {
+			t.Errorf(".dockerignore lacks %q: a docker build would send it to the daemon", want)
+		}
+	}
+	if tracked, err := exec.Command("git", "-C", root, "ls-files", "cmd/slackgate/slackgate", "bin", "data").Output(); err != nil || len(tracked) > 0 {
+		t.Errorf("git ls-files of build outputs = %q, %v; want none committed", tracked, err)
+	}
+}
+
+// gitIgnores reports whether git would ignore path (relative to root),
+// whether or not it exists.
+func gitIgnores(t *testing.T, root, path string) bool {
+	t.Helper()
+	cmd := exec.Command("git", "-C", root, "check-ignore", "-q", "--no-index", path)
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &exit) && exit.ExitCode() == 1:
+		return false
+	}
+	t.Fatalf("git check-ignore %s: %v (the test reads the repository's .gitignore through git)", path, err)
+	return false
+}
+
+// TestMakeDoctorStartsAsMakeRun: make doctor reads .env and finds the CLI
+// where make run installs it, so it checks what make run will start; make
+// run checks the settings offline before it spends minutes installing the
+// CLI.
+func TestMakeDoctorStartsAsMakeRun(t *testing.T) {
+	recipes := map[string]string{}
+	var target string
+	for line := range strings.Lines(docText(t, filepath.Join(docsRoot(t), "Makefile"))) {
+		switch {
+		case strings.HasPrefix(line, "\t") && target != "":
+			recipes[target] += line
+		case regexp.MustCompile(`^[a-z0-9-]+:`).MatchString(line):
+			target, _, _ = strings.Cut(line, ":")
+		default:
+			target = ""
+		}
+	}
+	run, doctor := recipes["run"], recipes["doctor"]
+	for name, r := range map[string]string{"run": run, "doctor": doctor} {
+		if !strings.HasPrefix(r, "\t$(DOTENV);") {
+			t.Errorf("make %s does not start by reading .env as the other does:\n%s", name, r)
+		}
+	}
+	if !strings.Contains(doctor, "$(PINNED_CLI)") || !strings.Contains(doctor, "./bin/slackgate doctor") {
+		t.Errorf("make doctor does not run slackgate doctor with the CLI make run installs:\n%s", doctor)
+	}
+	offline, install := strings.Index(run, "doctor -offline run"), strings.Index(run, ".ci/claude-code.sh")
+	if offline < 0 || install < 0 || offline > install {
+		t.Errorf("make run does not check the settings offline before it installs the CLI:\n%s", run)
+	}
+}
+
+// envExample is the value a deploy/*.env.example file gives name.
+func envExample(t *testing.T, file, name string) string {
+	t.Helper()
+	for line := range strings.Lines(readDeploy(t, file)) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+"="); ok {
+			return v
+		}
+	}
+	t.Fatalf("deploy/%s does not set %s", file, name)
+	return ""
+}
+
+// pinnedCLI is the Claude Code version the Makefile pins.
+func pinnedCLI(t *testing.T) string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^CLAUDE_CODE_VERSION \?= (\S+)$`).FindStringSubmatch(docText(t, filepath.Join(docsRoot(t), "Makefile")))
+	if m == nil {
+		t.Fatal("the Makefile pins no CLAUDE_CODE_VERSION")
+	}
+	return m[1]
+}
+
+// TestDockerfileSaysWhereTheRepositoryGoes: the example run mounts the
+// repository where the example settings say Claude works, and the store
+// in a volume; the image installs the CLI the Makefile pins.
+func TestDockerfileSaysWhereTheRepositoryGoes(t *testing.T) {
+	text := readDeploy(t, "Dockerfile")
+	workdir := envExample(t, "slackgate.env.example", "CLAUDE_WORKDIR")
+	run := regexp.MustCompile(`(?m)^#\s+docker run .*$`).FindString(text)
+	if !regexp.MustCompile(`-v \S+:`+regexp.QuoteMeta(workdir)+`\s`).MatchString(run) || !strings.Contains(run, ":/data ") {
+		t.Errorf("the Dockerfile's example run %q mounts no repository at CLAUDE_WORKDIR=%s, or no /data", run, workdir)
+	}
+	if !strings.Contains(text, "ARG CLAUDE_CODE_VERSION="+pinnedCLI(t)+"\n") {
+		t.Errorf("the image does not install the CLI the Makefile pins (%s)", pinnedCLI(t))
+	}
+}
+
+// TestComposeWorkersShareTheRepository: every worker bind-mounts the same
+// host directory at the same path, the one the bots hand out; none gets
+// a volume of its own.
+func TestComposeWorkersShareTheRepository(t *testing.T) {
+	var compose struct {
+		Services map[string]struct {
+			Command []string `yaml:"command"`
+			Volumes []string `yaml:"volumes"`
+		} `yaml:"services"`
+		Volumes map[string]any `yaml:"volumes"`
+	}
+	if err := yaml.Unmarshal([]byte(readDeploy(t, "compose.yaml")), &compose); err != nil {
+		t.Fatal(err)
+	}
+	workdir := envExample(t, "bot.env.example", "CLAUDE_WORKDIR")
+	mounts := map[string]bool{}
+	for name, s := range compose.Services {
+		if !slices.Equal(s.Command, []string{"worker"}) {
+			continue
+		}
+		var found string
+		for _, v := range s.Volumes {
+			// SOURCE:TARGET[:MODE], where SOURCE may be ${VAR:?message}.
+			end := strings.Index(v, ":")
+			if strings.HasPrefix(v, "${") {
+				end = strings.Index(v, "}") + 1
+			}
+			if dst, _, _ := strings.Cut(v[end+1:], ":"); dst == workdir {
+				found = v[:end]
+			}
+		}
+		switch {
+		case found == "":
+			t.Errorf("%s mounts nothing at %s, where the bots' sessions run", name, workdir)
+		case !strings.HasPrefix(found, "/") && !strings.HasPrefix(found, "${") && !strings.HasPrefix(found, "."):
+			t.Errorf("%s mounts the named volume %q at %s: an empty directory, not the repository", name, found, workdir)
+		}
+		mounts[found] = true
+	}
+	if len(mounts) != 1 {
+		t.Errorf("the workers mount %v at %s; want one and the same repository", mounts, workdir)
+	}
+}
+
+// TestKubernetesWorkersShareTheRepository: every worker mounts one
+// ReadWriteMany claim at the bots' CLAUDE_WORKDIR (never an emptyDir of
+// its own); a local image is not pulled; the header says what Pod
+// Security level the pods need.
+func TestKubernetesWorkersShareTheRepository(t *testing.T) {
+	text := readDeploy(t, "kubernetes/slackgate.yaml")
+	if !strings.Contains(text, "pod-security.kubernetes.io/enforce=baseline") {
+		t.Error("the Kubernetes manifest does not say its pods need Pod Security baseline")
+	}
+	type volume struct {
+		Name string
+		PVC  *struct {
+			ClaimName string `yaml:"claimName"`
+		} `yaml:"persistentVolumeClaim"`
+		EmptyDir any `yaml:"emptyDir"`
+	}
+	var workers []volume
+	claims := map[string][]string{}
+	dec := yaml.NewDecoder(strings.NewReader(text))
+	for {
+		var doc struct {
+			Kind     string
+			Metadata struct{ Name string }
+			Spec     struct {
+				AccessModes []string `yaml:"accessModes"`
+				Template    struct {
+					Spec struct {
+						Containers []struct {
+							Image           string
+							ImagePullPolicy string `yaml:"imagePullPolicy"`
+							Args            []string
+							VolumeMounts    []struct {
+								Name      string
+								MountPath string `yaml:"mountPath"`
+							} `yaml:"volumeMounts"`
+						}
+						Volumes []volume
+					}
+				}
+			}
+		}
+		if err := dec.Decode(&doc); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if doc.Kind == "PersistentVolumeClaim" {
+			claims[doc.Metadata.Name] = doc.Spec.AccessModes
+		}
+		for _, c := range doc.Spec.Template.Spec.Containers {
+			if strings.HasSuffix(c.Image, ":latest") || (c.ImagePullPolicy != "IfNotPresent" && c.ImagePullPolicy != "Never") {
+				t.Errorf("%s: image %s with pull policy %q: a locally built image would be pulled, and fail", c.Args, c.Image, c.ImagePullPolicy)
+			}
+			if c.Args[0] != "worker" {
+				continue
+			}
+			for _, m := range c.VolumeMounts {
+				if m.MountPath != "/work" {
+					continue
+				}
+				for _, v := range doc.Spec.Template.Spec.Volumes {
+					if v.Name == m.Name {
+						workers = append(workers, v)
+					}
+				}
+			}
+		}
+	}
+	if len(workers) == 0 {
+		t.Fatal("no worker mounts anything at /work, the image's CLAUDE_WORKDIR")
+	}
+	for _, v := range workers {
+		if v.EmptyDir != nil || v.PVC == nil || !slices.Contains(claims[v.PVC.ClaimName], "ReadWriteMany") {
+			t.Errorf("the workers' /work is %+v; want a ReadWriteMany claim the manifest declares (claims: %v)", v, claims)
+		}
+	}
+}
+
+// TestSystemdStepsRunAsWritten: the unit's setup steps are shell that
+// parses, create /etc/slackgate before writing into it, clone the
+// repository where the example settings say Claude works before giving
+// it to claude, install the CLI the Makefile pins, and reload systemd
+// before enabling the unit.
+func TestSystemdStepsRunAsWritten(t *testing.T) {
+	var steps []string
+	for line := range strings.Lines(readDeploy(t, "systemd/slackgate.service")) {
+		if cmd, ok := strings.CutPrefix(line, "#   "); ok {
+			steps = append(steps, strings.TrimSpace(cmd))
+		} else if !strings.HasPrefix(line, "#") {
+			break
+		}
+	}
+	script := strings.Join(steps, "\n")
+	if out, err := exec.Command("bash", "-n", "-c", script).CombinedOutput(); err != nil {
+		t.Fatalf("the steps do not parse as shell: %v\n%s\n%s", err, out, script)
+	}
+	workdir := envExample(t, "slackgate.env.example", "CLAUDE_WORKDIR")
+	order := func(first, then string) {
+		t.Helper()
+		i, j := strings.Index(script, first), strings.Index(script, then)
+		if i < 0 || j < 0 || i > j {
+			t.Errorf("the steps do not %q before %q:\n%s", first, then, script)
+		}
+	}
+	order("useradd --create-home claude", "chown -R claude: "+workdir)
+	order("git clone ", "chown -R claude: "+workdir)
+	order("install -D -m 0600 deploy/slackgate.env.example /etc/slackgate/slackgate.env", "systemctl enable")
+	order("npm install -g @anthropic-ai/claude-code@"+pinnedCLI(t)+" ", "systemctl enable")
+	order("systemctl daemon-reload", "systemctl enable --now slackgate")
+	if !strings.Contains(script, "git clone https://example.com/your/repo.git "+workdir+" ") {
+		t.Errorf("the steps do not put a repository at CLAUDE_WORKDIR=%s:\n%s", workdir, script)
+	}
 }

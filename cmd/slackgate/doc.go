@@ -5,24 +5,35 @@
 //	slackgate worker    only the Claude Code side; any number of them on one REDIS_URL
 //	slackgate keygen    print a decision key pair: DECISION_SIGNING_KEY (bots), DECISION_VERIFY_KEY (workers)
 //	slackgate audit     the audit log as JSON lines [-after ID] [-limit N];
-//	                    audit verify [-from ID] [-file F] checks its chain and signed checkpoints;
+//	                    audit verify [-from ID] [-file F] [-expect SEQ:HASH] [-allow-unsealed] checks its
+//	                    chain, signed checkpoints and anchors (AUDIT_CHANNEL, DATA_DIR);
 //	                    audit export [-since T] [-until T] [-channel C] [-user U] [-tool NAME]
-//	                    [-outcome O] [-format jsonl|csv] writes a period of it
+//	                    [-outcome O] [-format jsonl|csv] writes a period of it;
+//	                    audit reset -reason WHY [-by NAME] acknowledges a break, signed and logged
 //	slackgate answers   list [-json] | forget [-by NAME] ID: the remembered answers
 //	slackgate rules     list [-json] | forget [-by NAME] ID: the grants from cards
 //	slackgate doctor    [run|bot|worker]: check what that command needs, one ✓/✗ line each
-//	slackgate hook      a Claude Code hook asking through a bot's approval API;
+//	slackgate hook      a Claude Code hook asking through a bot's approval API [-wait D];
 //	                    hook install [-write FILE] [-wait D] [-command PATH] prints or merges its settings
 //	slackgate mcp       an MCP stdio server whose tool "approve" is a permission prompt tool
 //	slackgate policy    check [FILE] | explain -tool T -input JSON ...: the team policy file, offline
+//	slackgate version   the version and the commit it was built from
+//
+// Every command answers -h, -help and --help (and `slackgate help COMMAND`)
+// with its usage (help.go), without reading its configuration or acting.
 //
 // The commands that read the store (audit, answers, rules, doctor) open the one
 // the service uses: REDIS_URL, or DATA_DIR once `slackgate run` has
-// stopped, since the embedded file takes one process at a time. doctor
-// checks the bot token (auth.test) and its scopes against the manifest's,
-// Socket Mode or the signing secret, the store (a key written and read
-// back), CLAUDE_BIN --version and the working directories; a worker skips
-// the Slack checks, a bot the CLI's.
+// stopped, since the embedded file takes one process at a time.
+//
+// What run, bot and worker check before they start is one list
+// (preflight.go): the configuration, the decision keys, the Slack
+// settings and team policy, the working directories, CLAUDE_USER, the
+// files the CLI reads and the credential it would use (relay.CheckLogin).
+// A command refuses to start at the first that fails; doctor prints each
+// as a ✓/✗ line, with checks of its own between (auth.test and the
+// manifest's scopes, Socket Mode, a store round trip, CLAUDE_BIN
+// --version), so it passes only what a start would.
 //
 // Before anything else, main locks the process down (lockdown): not
 // dumpable, so a process of the same user reads neither its environment
@@ -36,9 +47,10 @@
 // TestREADMEConfigurationMatchesConfig keeps the two in step), builds
 // loggers and picks a store backend. It hands the other packages plain
 // config structs, a zerolog.Logger and a store.Store, and runs the bot and
-// the worker under one errgroup. It also serves /healthz, /readyz and
-// /metrics (health.go, metrics.go): bot and relay know nothing of
-// Prometheus.
+// the worker under one errgroup. A variable that looks like a setting and
+// is none (APROVERS) is warned about (misspelt.go). It also serves
+// /healthz, /readyz and /metrics (health.go, metrics.go): bot and relay
+// know nothing of Prometheus.
 //
 // # How the parts fit
 //
@@ -75,8 +87,11 @@
 //	relay/relaytest             tests: a scripted Messages API for the real CLI relay, store
 //	relay/relaytest/standin     a stand-in CLI for load runs                    relay, store
 //	blocks                      what Slack shows and what a click means; pure   store
-//	bot                         the Slack side: transports, sessions, outbox    store, blocks, bot/approvalapi, bot/policy
-//	bot/approvalapi             the approval API's wire, for both ends          store
+//	bot                         the Slack side: transports, sessions, cards     store, blocks, bot/approvalapi, bot/auditsink, bot/decide, bot/outbox, bot/policy
+//	bot/approvalapi             the approval API: server, wire and client       store, blocks, bot/outbox
+//	bot/auditsink               the audit log beyond the store: seal, deliver   store, blocks, bot/decide, bot/outbox, bot/policy
+//	bot/decide                  the one path that signs and settles a request   store, bot/policy
+//	bot/outbox                  every write to Slack: paced, in lanes, retried  store
 //	bot/policy                  the team policy file; pure                      store
 //	bot/fakeslack               tests: an in-process Slack enforcing limits     store, blocks
 //	cmd/slackgate               configuration, wiring, the subcommands          everything
@@ -90,6 +105,30 @@
 // Every long-running part is Run(ctx) error, returns nil when ctx ends and
 // is started under an errgroup; time that matters comes from an injected
 // clock.
+//
+// # One request, hop by hop
+//
+// A tool approval, from the CLI's question to its answer, in order:
+//
+//	relay/conn.go             reads control_request can_use_tool off the CLI's stdout (wire.go)
+//	relay/bridge.go           makes it a store.Request (its store.ToolCall) and CreateRequest:
+//	                          the store adds request_created to the bus and an audit entry
+//	bot/store_events.go       the bot's consumer takes the event and hands it to cards.post
+//	bot/decide/standing.go    deny rule, allow rule, grant, remembered answer: one that
+//	                          applies settles it now, signed, and one thread line stands for a card
+//	bot/cards.go              claims the post on the request (store.CardClaimed), renders it
+//	                          (blocks/card.go), posts it through bot/outbox, records it (SetCard)
+//	bot/reach.go              copies where approvers look; a reminder, an escalation
+//	bot/socket.go, http.go    a click arrives and is acked
+//	bot/interactions.go       clicks: the team gate, the answer decoded (blocks/decide.go)
+//	bot/decide/who.go         who may decide (May: the rule's approvers, not_self, an
+//	                          escalation), one of several approvals counted (Approve)
+//	bot/decide/settle.go      signs the decision (store/sign.go) and store.Decide settles it once
+//	bot/responseurl.go        the click's response_url shows the outcome; the request_settled
+//	                          event edits the card otherwise (cards.outcome)
+//	relay/bridge.go           WaitDecision wakes the worker, which verifies the signature and
+//	                          the rules it passes on, and writes control_response (conn.go)
+//	bot/auditsink/channel.go  the audit entry's line; bot/auditsink seals and publishes the chain
 //
 // # Tests
 //

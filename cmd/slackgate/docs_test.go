@@ -502,3 +502,20 @@ func TestPackageCommentsOpenWithOneLine(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestREADMENamesEveryMetric: every metric this package registers is in
+// README.md's table of metrics.
+func TestREADMENamesEveryMetric(t *testing.T) {
+	root := docsRoot(t)
+	readme := docText(t, filepath.Join(root, "README.md"))
+	src := docText(t, filepath.Join(root, "cmd", "slackgate", "metrics.go"))
+	registered := regexp.MustCompile(`(?:counter|histogram|gauge)\("([a-z_]+)"|Name: "([a-z_]+)"`).FindAllStringSubmatch(src, -1)
+	if len(registered) < 10 {
+		t.Fatalf("found %d metrics in metrics.go: the test no longer reads it right", len(registered))
+	}
+	for _, m := range registered {
+		if name := "slackgate_" + m[1] + m[2]; !strings.Contains(readme, "| `"+name+"`") && !strings.Contains(readme, ", `"+name+"`") {
+			t.Errorf("README.md's metrics table does not list %s", name)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -211,6 +212,10 @@ func (a *app) testConfig(o options) Config {
 	case httpMode:
 		cfg.SlackSigningSecret = signingSecret
 	}
+	// Claude runs as whoever runs the tests, often root in a container,
+	// which production refuses without CLAUDE_USER: here the machine is
+	// Claude's alone. Tests of CLAUDE_USER run Claude as another user.
+	cfg.ClaudeAsRoot = os.Geteuid() == 0
 	if o.configure != nil {
 		o.configure(&cfg)
 	}
@@ -260,6 +265,20 @@ func (a *app) waitServing(tr transport) {
 			a.tb.Fatalf("slackgate never connected over Socket Mode: %v", err)
 		}
 	case httpMode:
+		// Slack verifies the URL of an app that runs, within 3 s; this
+		// one serves once its start checks pass (the CLI asked for its
+		// credential among them: seconds on a loaded machine). The ops
+		// listener is bound already, so /healthz waits in its backlog
+		// until then.
+		req, err := http.NewRequestWithContext(a.ctx, http.MethodGet, a.ops+"/healthz", nil)
+		if err != nil {
+			a.tb.Fatal(err)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			a.tb.Fatalf("slackgate never served /healthz: %v", err)
+		}
+		_ = resp.Body.Close()
 		if err := a.slack.VerifyURL(a.ctx); err != nil {
 			a.tb.Fatalf("slackgate did not answer url_verification: %v", err)
 		}

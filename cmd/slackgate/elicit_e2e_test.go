@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -25,7 +28,10 @@ const (
 	elicitSwitch = "SLACKGATE_TEST_RUN_ELICIT_SERVER"
 	// elicitURLMode makes the server ask for a visit to loginURL instead.
 	elicitURLMode = "SLACKGATE_TEST_ELICIT_URL"
-	loginURL      = "https://login.example.com/device?code=AB12"
+	// elicitReadyURL is where the server says the CLI has listed its
+	// tools (a GET), so the scripted model calls one only then.
+	elicitReadyURL = "SLACKGATE_TEST_ELICIT_READY_URL"
+	loginURL       = "https://login.example.com/device?code=AB12"
 )
 
 // deployElicitation is the form the test server asks for.
@@ -46,6 +52,17 @@ func runElicitServerIfAsked() {
 		return
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "deployer", Version: "1"}, nil)
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			if method == "tools/list" {
+				if resp, gerr := http.Get(os.Getenv(elicitReadyURL)); gerr == nil {
+					_ = resp.Body.Close()
+				}
+			}
+			return res, err
+		}
+	})
 	s.AddTool(&mcp.Tool{Name: "deploy", Description: "Deploys, asking where.", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			got, ok := req.Params.InputResponses["where"]
@@ -74,7 +91,16 @@ func startElicitApp(t *testing.T, serverEnv ...string) *app {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{elicitSwitch: "1"}
+	// The CLI connects its MCP servers while the first turn starts: on a
+	// busy machine the model's call could come before the server (this
+	// test binary, built with -race) has listed its tools. The model
+	// answers once it has; 2.1.197 may still not have taken the tool on
+	// (noSuchTool), and the model then calls it again.
+	ready := make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { once.Do(func() { close(ready) }) }))
+	t.Cleanup(srv.Close)
+	env := map[string]string{elicitSwitch: "1", elicitReadyURL: srv.URL}
 	for _, kv := range serverEnv {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
@@ -85,8 +111,29 @@ func startElicitApp(t *testing.T, serverEnv ...string) *app {
 	}})
 	settings := writeJSON(t, filepath.Join(ops, "settings.json"), map[string]any{"permissions": map[string]any{"allow": []string{"mcp__deployer__deploy"}}})
 	return startApp(t, options{approvers: lee + "," + kim, configure: func(c *Config) { c.ClaudeMCPConfig, c.ClaudeSettings = mcp, settings }},
-		relaytest.ToolUse("toolu_el", "mcp__deployer__deploy", map[string]any{}),
+		relaytest.Hold(ready, relaytest.ToolUse("toolu_el", "mcp__deployer__deploy", map[string]any{})),
+		relaytest.Func(func(req relaytest.Request) relaytest.Reply {
+			if tr, _ := req.ToolResult("toolu_el"); strings.Contains(tr.Content, noSuchTool) {
+				return relaytest.ToolUse("toolu_el2", "mcp__deployer__deploy", map[string]any{})
+			}
+			return relaytest.Text("deployed")
+		}),
 		relaytest.Text("deployed"))
+}
+
+// noSuchTool is what 2.1.197 answers a call of an MCP tool it has not
+// taken on yet, though its server listed it: the model calls it again, as
+// a model would.
+const noSuchTool = "No such tool available"
+
+// elicitResult is what the model was told the deploy tool returned, on
+// its second call when the first came too early (noSuchTool).
+func elicitResult(a *app) relaytest.ToolResult {
+	a.tb.Helper()
+	if tr := a.toolResult("toolu_el"); !strings.Contains(tr.Content, noSuchTool) {
+		return tr
+	}
+	return a.toolResult("toolu_el2")
 }
 
 // writeJSON writes v to path and returns path.
@@ -131,7 +178,7 @@ func TestElicitationFormSubmittedInSlackReachesTheMCPServerTyped(t *testing.T) {
 	if resp, err = a.slack.SubmitView(a.ctx, lee, view.ID, map[string]string{"Region": "Europe", "Replicas": "3", "Notify the team": "Yes"}); err != nil || resp.Action != "" {
 		t.Fatalf("submitting a good form: %+v, %v", resp, err)
 	}
-	res := a.toolResult("toolu_el")
+	res := elicitResult(a)
 	want := `elicitation result: {"action":"accept","content":{"notify":true,"region":"eu-west-1","replicas":3}}`
 	if res.IsError || res.Content != want {
 		t.Errorf("the MCP server got %q (is_error %v), want %q", res.Content, res.IsError, want)
@@ -149,7 +196,7 @@ func TestElicitationDeclinedInSlackTellsTheMCPServer(t *testing.T) {
 	thread := a.mention("deploy it")
 	card := a.card(thread, "asks for input")
 	a.click(kim, card.Ref(), "Decline")
-	if res := a.toolResult("toolu_el"); res.Content != `elicitation result: {"action":"decline"}` {
+	if res := elicitResult(a); res.Content != `elicitation result: {"action":"decline"}` {
 		t.Errorf("the MCP server got %q, want a decline", res.Content)
 	}
 	a.settled(card.Ref(), "Declined")
@@ -166,7 +213,7 @@ func TestElicitationLinkShowsItsHostAndDoneAcceptsIt(t *testing.T) {
 	}
 	a.click(lee, card.Ref(), "Open login.example.com") // Slack opens the URL; nothing is decided
 	a.click(lee, card.Ref(), "Done")
-	if res := a.toolResult("toolu_el"); res.Content != `elicitation result: {"action":"accept"}` {
+	if res := elicitResult(a); res.Content != `elicitation result: {"action":"accept"}` {
 		t.Errorf("the MCP server got %q, want an accept", res.Content)
 	}
 	a.settled(card.Ref(), "Done")

@@ -50,16 +50,24 @@ func TestClaudeEnvNamesAreCheckedAtStartup(t *testing.T) {
 }
 
 // Every variable Config reads is kept from Claude, including ones added
-// after this test was written, even when CLAUDE_ENV would name it.
+// after this test was written, even when CLAUDE_ENV would name it: the
+// worker's configuration, as the program builds it, denies them.
 func TestEverySettingIsKeptFromClaude(t *testing.T) {
+	cfg, err := loadConfig(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc := program{}.relayConfig(cfg, nil, nil)
 	ty := reflect.TypeFor[Config]()
 	for i := range ty.NumField() {
 		name := ty.Field(i).Tag.Get("env")
 		if name == "" {
 			t.Fatalf("field %s has no env tag", ty.Field(i).Name)
 		}
-		if got := relay.ClaudeEnv([]string{name + "=x", "CLAUDE_CODE_USE_BEDROCK=1"}, []string{name}, slackgateSetting); slices.ContainsFunc(got, func(kv string) bool { return strings.HasPrefix(kv, name+"=") }) {
-			t.Errorf("%s reaches Claude: %q", name, got)
+		for _, name := range []string{name, "SLACK_OTHER_TOKEN", "REDIS_OTHER_URL"} {
+			if got := relay.ClaudeEnv([]string{name + "=x", "CLAUDE_CODE_USE_BEDROCK=1"}, append(rc.PassEnv, name), rc.DenyEnv); slices.ContainsFunc(got, func(kv string) bool { return strings.HasPrefix(kv, name+"=") }) {
+				t.Errorf("%s reaches Claude: %q", name, got)
+			}
 		}
 	}
 }

@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/slackgate/slackgate/bot"
+	"github.com/slackgate/slackgate/blocks"
 	"github.com/slackgate/slackgate/bot/fakeslack"
 	"github.com/slackgate/slackgate/relay/relaytest"
+	"github.com/slackgate/slackgate/store/redisstore/redistest"
 )
 
 // The command every fault test asks Claude to run: each run appends a line,
@@ -26,7 +27,10 @@ func ranSteps(after ...relaytest.Step) []relaytest.Step {
 
 // isCardPost matches the chat.postMessage of the card for ranCmd.
 func isCardPost(c fakeslack.Call) bool {
-	return strings.Contains(c.Params.Get("blocks"), "echo ran")
+	b := c.Params.Get("blocks")
+	// The tool's progress line names the command too, and may reach Slack
+	// first; only the card carries an Approve button.
+	return strings.Contains(b, "echo ran") && strings.Contains(b, string(blocks.ActionApprove))
 }
 
 // startWithAResumableCard starts a bot, a worker and a session whose card
@@ -173,12 +177,18 @@ func TestFaultBotKilledBetweenClickAndItsResponse(t *testing.T) {
 	a.killedWithTheOutcomeHeld(b, held, thread, card)
 }
 
-// reconcileWait bounds how long a card whose poster died before Slack
-// answered takes to appear: the dead bot's claim on posting it lapses
-// (bot.DefaultCardClaimTTL) and the next reconciler pass
-// (bot.DefaultReconcileInterval) posts it, or records it when Slack had
-// it after all; a minute on top covers the Claude turn and the clicks.
-const reconcileWait = bot.DefaultCardClaimTTL + bot.DefaultReconcileInterval + time.Minute
+// The card-loss tests shorten how long a dead bot's claim stands and how
+// often the reconciler looks (CARD_CLAIM_TIMEOUT, RECONCILE_INTERVAL) to
+// their least and to 2 s: what they test is the claim lapsing and a pass
+// then posting or recording the card, not the defaults' length, which
+// would hold two of go test's slots for 90 s each. reconcileWait bounds
+// how long the card takes to appear: the claim, a pass, and a minute for
+// the Claude turn and the clicks.
+const (
+	testCardClaim     = minCardClaim
+	testReconcileTick = 2 * time.Second
+	reconcileWait     = testCardClaim + testReconcileTick + time.Minute
+)
 
 // TestFaultCardPostNeverAnswered: the bot stops with the card's post
 // unanswered, and only the reconciler of the next bot can show the card.
@@ -208,7 +218,9 @@ func TestFaultCardPostNeverAnswered(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			a := startFaults(t, options{timeout: reconcileWait}, ranSteps(relaytest.Text("Approved and done."))...)
+			a := startFaults(t, options{timeout: reconcileWait, configure: func(c *Config) {
+				c.CardClaimTimeout, c.ReconcileInterval = testCardClaim, testReconcileTick
+			}}, ranSteps(relaytest.Text("Approved and done."))...)
 			b := a.bot("bot")
 			a.worker("worker")
 			held := a.slack.Hold("chat.postMessage", isCardPost)
@@ -224,6 +236,42 @@ func TestFaultCardPostNeverAnswered(t *testing.T) {
 			a.settled(card.Ref(), "Approved")
 			a.threadText(thread, "Approved and done.")
 			a.keptPromises(thread, "echo ran", 1)
+		})
+	}
+}
+
+// TestFaultRunKilledAfterSlackTookTheCard: `slackgate run` (bot and
+// worker in one process) dies after Slack took the card but before the
+// store recorded where, so no record points at it. The restarted process
+// ends the request, finds the card in the thread the way the reconciler
+// finds a pending one's, and shows the end on it: no card is left with
+// live buttons. On the embedded store and on Redis.
+func TestFaultRunKilledAfterSlackTookTheCard(t *testing.T) {
+	for _, be := range []backend{boltBackend, redisBackend} {
+		t.Run(string(be), func(t *testing.T) {
+			t.Parallel()
+			o := options{backend: be, command: "none", approvers: lee, slackOpts: []fakeslack.Option{fakeslack.AllowDeliveryFailures()}}
+			if be == redisBackend {
+				o.redisURL = redistest.Start(t).URL()
+			}
+			a := &faultApp{app: startApp(t, o, ranSteps(relaytest.Text("Resumed after the crash."))...)}
+			r := a.spawn("run", "run")
+			if err := a.slack.WaitConnected(a.ctx); err != nil {
+				t.Fatalf("slackgate run never connected: %v", err)
+			}
+			thread, held := a.mentionHoldingTheCard()
+			a.recorded("toolu_1")
+			r.kill()
+			a.slack.DropConnections()
+			held.Release() // Slack shows the card; its answer reaches nobody
+			card := a.card(thread, "echo ran")
+			a.spawn("run, restarted", "run")
+			final := a.settled(card.Ref(), "Session ended")
+			if !final.HasText("worker restarted") {
+				t.Errorf("the ended card should say the worker restarted: %s", final.AllText())
+			}
+			a.carriesOn(thread, "Resumed after the crash.")
+			a.keptPromises(thread, "echo ran", 0)
 		})
 	}
 }

@@ -13,7 +13,7 @@ import (
 // from what it finishes first. A worker: its Claude processes, each given
 // stdin's end, then SIGTERM, then SIGKILL (relay's StopGrace and
 // KillGrace), and the store writes that end their requests. A bot: the
-// Slack call in flight (callTimeout in package bot, 15 s), the store write
+// Slack call in flight (outbox.CallTimeout, 15 s), the store write
 // that records it, and a blocking store read that checks for the stop
 // every second. The rest is the processes' own exit, with room for a
 // loaded machine.

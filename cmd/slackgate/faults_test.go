@@ -26,6 +26,10 @@ package main
 //   - Bot SIGKILLed with the card's post in flight, and Slack posts it: the
 //     first click adopts the card, decides, and shows the outcome on it; no
 //     second card. TestFaultBotKilledWhileACardIsBeingPosted.
+//   - `slackgate run` SIGKILLed there, Slack posting the card: the
+//     restarted process ends the request, finds the card in the thread
+//     and shows the end on it; no card keeps live buttons (embedded store
+//     and Redis). TestFaultRunKilledAfterSlackTookTheCard.
 //   - The same, and Slack never got it: the next bot's reconciler posts the
 //     card once the dead bot's claim lapses, within 90 s (a 60 s claim and
 //     a pass every 30 s). TestFaultCardPostNeverAnswered/killed_before_Slack_had_the_card.
@@ -105,8 +109,9 @@ package main
 //     command may have run, or half of it; Claude resumes without its result
 //     and may ask again, which is a new card.
 //   - The two TestFaultCardPostNeverAnswered cases wait out the dead bot's
-//     60 s claim and hold both of go test's parallel slots meanwhile, which
-//     is most of the suite's time; every other fault test takes seconds.
+//     claim, set to its least (CARD_CLAIM_TIMEOUT=20s) with a pass every
+//     2 s so that they take about 30 s each; every other fault test takes
+//     seconds.
 
 import (
 	"errors"

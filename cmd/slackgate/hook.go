@@ -4,8 +4,11 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -57,7 +60,7 @@ func (p program) hook(ctx context.Context, args []string) error {
 	if len(args) > 0 && args[0] == "install" {
 		return p.hookInstall(args[1:])
 	}
-	out, err := p.hookAnswer(ctx)
+	out, err := p.hookAnswer(ctx, args)
 	if err != nil {
 		fmt.Fprintln(p.stderr, "slackgate hook:", err, "(passing the prompt back to Claude Code)")
 		out = passThrough
@@ -67,9 +70,12 @@ func (p program) hook(ctx context.Context, args []string) error {
 }
 
 // hookAnswer reads the event, asks Slack and returns the hook output.
-func (p program) hookAnswer(ctx context.Context) (json.RawMessage, error) {
+func (p program) hookAnswer(ctx context.Context, args []string) (json.RawMessage, error) {
 	cfg, err := loadHookConfig(p.environ)
 	if err != nil {
+		return nil, err
+	}
+	if err := cfg.waitFlag(args, p.stderr); err != nil {
 		return nil, err
 	}
 	for _, w := range cfg.Warnings {
@@ -91,15 +97,57 @@ func (p program) hookAnswer(ctx context.Context) (json.RawMessage, error) {
 		return passThrough, nil
 	}
 	d, err := askSlack(ctx, newAPIClient(cfg), cfg, apiRequest{
-		ToolName: in.ToolName, Input: in.ToolInput, ToolUseID: in.ToolUseID, Suggestions: in.Suggestions,
-		SessionID: in.SessionID, Cwd: in.Cwd, Terminal: true,
+		ToolCall:    store.ToolCall{ToolName: in.ToolName, Input: in.ToolInput, ToolUseID: in.ToolUseID},
+		Suggestions: in.Suggestions, SessionID: in.SessionID, Cwd: in.Cwd, Terminal: true,
 	})
-	if d == nil {
-		// Nobody decided in time, Claude Code stopped waiting (the person
-		// answered in the terminal), or the API failed: pass through.
-		return passThrough, err
+	switch {
+	case d != nil:
+		return hookOutput(in.Event, *d)
+	case err == nil && ctx.Err() != nil:
+		return passThrough, errors.New("stopped: Claude Code no longer waits (the prompt was answered in the terminal)")
+	case err == nil:
+		return passThrough, fmt.Errorf("nobody answered in Slack within %s", shortDuration(cfg.Wait))
 	}
-	return hookOutput(in.Event, *d)
+	return passThrough, err // the API failed
+}
+
+// waitFlag reads the hook's one flag, -wait D: what `hook install -wait`
+// puts in the command, so the hook waits as long as the timeout installed
+// beside it allows. It wins over SLACKGATE_WAIT, which would otherwise let
+// Claude Code end the hook before it answers.
+func (c *HookConfig) waitFlag(args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("hook", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	wait := fs.Duration("wait", 0, "how long to wait for a person (default SLACKGATE_WAIT, else 10m)")
+	if err := fs.Parse(args); err != nil {
+		return fmt.Errorf("hook: %w (slackgate hook -h says how to call it)", err)
+	}
+	switch {
+	case fs.NArg() > 0:
+		return fmt.Errorf("hook: unexpected argument %q (slackgate hook -h says how to call it)", fs.Arg(0))
+	case *wait == 0:
+		return nil
+	case *wait < 0 || *wait > maxHookWait:
+		return fmt.Errorf("hook: -wait %s: must be positive and at most %s", *wait, maxHookWait)
+	}
+	if c.Wait != *wait && c.waitSet {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("SLACKGATE_WAIT=%s is not used: the hook waits %s, the -wait it was installed with "+
+			"(Claude Code's timeout for it is a minute longer); run slackgate hook install -wait again to change it", shortDuration(c.Wait), shortDuration(*wait)))
+	}
+	c.Wait = *wait
+	return nil
+}
+
+// shortDuration is d as a person writes it: 10m, not 10m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // hookSpecific is Claude Code's hookSpecificOutput for the two events the
@@ -138,11 +186,12 @@ func hookOutput(event string, d approvalapi.Decision) (json.RawMessage, error) {
 }
 
 // hookSettings is the settings.json block: PermissionRequest for every
-// tool, PreToolUse for questions, each with a timeout longer than wait.
+// tool, PreToolUse for questions, each running command with -wait wait
+// and a timeout longer than that.
 func hookSettings(command string, wait time.Duration) map[string]any {
 	entry := func(matcher string) []any {
 		return []any{map[string]any{"matcher": matcher, "hooks": []any{map[string]any{
-			"type": "command", "command": command, "timeout": int((wait + hookTimeoutMargin).Seconds()),
+			"type": "command", "command": waitingCommand(command, wait), "timeout": int((wait + hookTimeoutMargin).Seconds()),
 		}}}}
 	}
 	report := func() []any {
@@ -156,6 +205,11 @@ func hookSettings(command string, wait time.Duration) map[string]any {
 		"PostToolUse":        report(),
 		"PostToolUseFailure": report(),
 	}}
+}
+
+// waitingCommand is command told to wait up to wait for a person.
+func waitingCommand(command string, wait time.Duration) string {
+	return command + " -wait " + shortDuration(wait)
 }
 
 // reportTimeout bounds a PostToolUse report: Claude Code waits for it
@@ -175,10 +229,10 @@ func reportToolRan(ctx context.Context, c *approvalapi.Client, cfg HookConfig, i
 	if len(input) == 0 || string(input) == "null" {
 		input = json.RawMessage(`{}`)
 	}
-	return c.ReportToolRan(ctx, approvalapi.ToolRan{
+	return explainAPIError(c.ReportToolRan(ctx, approvalapi.ToolRan{
 		ToolName: in.ToolName, Input: input, ToolUseID: in.ToolUseID, Failed: failed,
 		Error: capBytes(text, maxReportedError), Session: from(cfg, in.SessionID, in.Cwd),
-	})
+	}), cfg.Token)
 }
 
 // toolFailed reads the outcome of a tool call from the hook input: a

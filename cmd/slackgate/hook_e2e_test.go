@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -82,7 +83,11 @@ func runTerminalHookTimeout(t *testing.T, a *app, base, wait string, hookTimeout
 	if err != nil {
 		t.Fatal(err)
 	}
-	hooks := hookSettings(self+" hook", 30*time.Second)["hooks"].(map[string]any)
+	w, err := time.ParseDuration(wait)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks := hookSettings(self+" hook", w)["hooks"].(map[string]any)
 	permission := hooks["PermissionRequest"].([]any)[0].(map[string]any)
 	permission["matcher"] = "Bash"
 	if hookTimeout > 0 {
@@ -306,5 +311,44 @@ func TestHookKeepsItsTokenFromTheSessionsCommands(t *testing.T) {
 	}
 	if strings.Contains(env, hookToken) || strings.Contains(env, "SLACKGATE_TOKEN=") {
 		t.Errorf("an approved command sees the hook's token:\n%s", env)
+	}
+}
+
+// TestHookSaysOnStderrWhyItPassesThrough: whatever makes the hook pass a
+// prompt back to the terminal, it says why on stderr: nobody answered
+// within its -wait (which wins over SLACKGATE_WAIT, with a warning), or
+// the bot knows no such token, with what to paste when the whole
+// API_TOKENS entry was.
+func TestHookSaysOnStderrWhyItPassesThrough(t *testing.T) {
+	t.Parallel()
+	a, base := startHookApp(t)
+	event := `{"session_id":"s-why","hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"ls"}}`
+	tests := []struct {
+		name, token string
+		args        []string
+		why         []string
+	}{
+		{"nobody answers within -wait", hookToken, []string{"-wait", "1s"},
+			[]string{"nobody answered in Slack within 1s", "SLACKGATE_WAIT=5m is not used: the hook waits 1s"}},
+		{"the whole entry pasted", "laptop:" + general + ":" + hookToken, nil,
+			[]string{"401", "whole API_TOKENS entry (name:channel:token)", "keep only the token"}},
+		{"an unknown token", "not-a-token-the-bot-knows-at-all", nil, []string{"401", "the bot knows no such token"}},
+	}
+	for _, tc := range tests {
+		var out, errb bytes.Buffer
+		p := program{environ: []string{"SLACKGATE_URL=" + base, "SLACKGATE_TOKEN_FILE=" + writeTokenFile(t, tc.token, 0o600), "SLACKGATE_WAIT=5m"},
+			stdin: strings.NewReader(event), stdout: &out, stderr: &errb}
+		start := time.Now()
+		if err := p.run(a.ctx, append([]string{"hook"}, tc.args...)); err != nil || strings.TrimSpace(out.String()) != "{}" {
+			t.Errorf("%s: hook = %v, stdout %q; want the pass-through and exit 0", tc.name, err, out.String())
+		}
+		for _, w := range tc.why {
+			if !strings.Contains(errb.String(), w) {
+				t.Errorf("%s: stderr %q does not say %q", tc.name, errb.String(), w)
+			}
+		}
+		if d := time.Since(start); d > 30*time.Second {
+			t.Errorf("%s: took %s; the hook's -wait is 1s, not SLACKGATE_WAIT's 5m", tc.name, d)
+		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -27,14 +28,20 @@ func (p program) hookInstall(args []string) error {
 	fl.SetOutput(p.stderr)
 	self, _ := os.Executable()
 	command := fl.String("command", cmp.Or(self, "slackgate")+" hook", "the command Claude Code runs")
-	wait := fl.Duration("wait", 10*time.Minute, "SLACKGATE_WAIT the hook will run with")
+	wait := fl.Duration("wait", 10*time.Minute, "how long the hook waits for a person (it runs with -wait D)")
 	write := fl.String("write", "", "merge into this settings file (~/.claude/settings.json, .claude/settings.json)")
 	if err := fl.Parse(args); err != nil {
-		return err
+		return fmt.Errorf("hook install: %w", err)
+	}
+	if fl.NArg() > 0 {
+		return fmt.Errorf("hook install: unexpected argument %q (slackgate hook install -h says how to call it)", fl.Arg(0))
+	}
+	if *wait <= 0 || *wait > maxHookWait {
+		return fmt.Errorf("hook install: -wait %s: must be positive and at most %s", *wait, maxHookWait)
 	}
 	settings := hookSettings(*command, *wait)
 	if *write != "" {
-		merged, err := mergeSettingsFile(*write, settings)
+		merged, err := mergeSettingsFile(*write, settings, *command)
 		if err != nil {
 			return fmt.Errorf("hook install: %w", err)
 		}
@@ -56,8 +63,9 @@ func (p program) hookInstall(args []string) error {
 }
 
 // mergeSettingsFile reads path (absent: empty) and adds ours to its hooks:
-// per event, entries that run the same command are replaced, others kept.
-func mergeSettingsFile(path string, ours map[string]any) (map[string]any, error) {
+// per event, entries that run command (with any -wait) are replaced,
+// others kept.
+func mergeSettingsFile(path string, ours map[string]any, command string) (map[string]any, error) {
 	cur := map[string]any{}
 	raw, err := os.ReadFile(path)
 	switch {
@@ -75,9 +83,11 @@ func mergeSettingsFile(path string, ours map[string]any) (map[string]any, error)
 	}
 	for event, entries := range ours["hooks"].(map[string]any) {
 		mine := entries.([]any)
-		cmd := commandOf(mine[0])
 		old, _ := hooks[event].([]any)
-		kept := slices.DeleteFunc(slices.Clone(old), func(e any) bool { return commandOf(e) == cmd })
+		kept := slices.DeleteFunc(slices.Clone(old), func(e any) bool {
+			c := commandOf(e)
+			return c == command || strings.HasPrefix(c, command+" -wait ")
+		})
 		hooks[event] = append(kept, mine...)
 	}
 	cur["hooks"] = hooks

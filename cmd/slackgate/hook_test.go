@@ -226,10 +226,13 @@ func TestHookInstallPrintsHooksThatOutwaitTheHook(t *testing.T) {
 	}
 	for event, entries := range s.Hooks {
 		h := entries[0].Hooks[0]
+		report := event == "PostToolUse" || event == "PostToolUseFailure"
 		switch {
-		case h.Command != "/usr/local/bin/slackgate hook":
+		case report && h.Command != "/usr/local/bin/slackgate hook":
 			t.Errorf("%s hook = %+v, want the command", event, h)
-		case event == "PostToolUse" || event == "PostToolUseFailure":
+		case !report && h.Command != "/usr/local/bin/slackgate hook -wait 5m":
+			t.Errorf("%s hook = %+v, want the command told to wait the 5m it was installed with", event, h)
+		case report:
 			// A report answers at once: a timeout just above its own bound.
 			if h.Timeout <= int(reportTimeout.Seconds()) || entries[0].Matcher != "*" {
 				t.Errorf("%s hook = %+v (matcher %q), want every tool, a timeout above %s", event, h, entries[0].Matcher, reportTimeout)
@@ -267,7 +270,8 @@ func TestHookInstallWriteMergesIntoSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := `{"model":"opus","hooks":{"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"/bin/audit"}]},
-		{"matcher":"old","hooks":[{"type":"command","command":"/usr/local/bin/slackgate hook","timeout":5}]}]}}`
+		{"matcher":"old","hooks":[{"type":"command","command":"/usr/local/bin/slackgate hook","timeout":5}]}],
+		"PermissionRequest":[{"matcher":"*","hooks":[{"type":"command","command":"/usr/local/bin/slackgate hook -wait 2h","timeout":7260}]}]}}`
 	if err := os.WriteFile(path, []byte(before), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -282,8 +286,8 @@ func TestHookInstallWriteMergesIntoSettings(t *testing.T) {
 	}
 	want := `{"model":"opus","hooks":{
 		"PreToolUse":[{"matcher":"Bash","hooks":[{"type":"command","command":"/bin/audit"}]},
-			{"matcher":"(AskUserQuestion|mcp__.*__AskUserQuestion)","hooks":[{"type":"command","command":"/usr/local/bin/slackgate hook","timeout":660}]}],
-		"PermissionRequest":[{"matcher":"*","hooks":[{"type":"command","command":"/usr/local/bin/slackgate hook","timeout":660}]}],
+			{"matcher":"(AskUserQuestion|mcp__.*__AskUserQuestion)","hooks":[{"type":"command","command":"/usr/local/bin/slackgate hook -wait 10m","timeout":660}]}],
+		"PermissionRequest":[{"matcher":"*","hooks":[{"type":"command","command":"/usr/local/bin/slackgate hook -wait 10m","timeout":660}]}],
 		"PostToolUse":[{"matcher":"*","hooks":[{"type":"command","command":"/usr/local/bin/slackgate hook","timeout":20}]}],
 		"PostToolUseFailure":[{"matcher":"*","hooks":[{"type":"command","command":"/usr/local/bin/slackgate hook","timeout":20}]}]}}`
 	if !jsonSame(t, raw, want) {
@@ -291,5 +295,26 @@ func TestHookInstallWriteMergesIntoSettings(t *testing.T) {
 	}
 	if st, _ := os.Stat(path); st.Mode().Perm() != 0o644 {
 		t.Errorf("mode = %v, want the file's own 0644 kept", st.Mode().Perm())
+	}
+}
+
+// TestHookRefusesPlainHTTPToAnotherHost: the token is a bearer secret, so
+// the hook and the MCP server send it over https, or over http to this
+// machine only.
+func TestHookRefusesPlainHTTPToAnotherHost(t *testing.T) {
+	token := "SLACKGATE_TOKEN_FILE=" + writeTokenFile(t, "x", 0o600)
+	for _, u := range []string{"https://slackgate.example.com", "http://localhost:3000", "http://127.0.0.1:3000", "http://[::1]:3000"} {
+		if _, err := loadHookConfig([]string{"SLACKGATE_URL=" + u, token}); err != nil {
+			t.Errorf("SLACKGATE_URL=%s refused: %v", u, err)
+		}
+	}
+	for _, u := range []string{"http://slackgate.example.com", "http://10.0.0.5:3000", "ftp://x", "slackgate.example.com"} {
+		_, err := loadHookConfig([]string{"SLACKGATE_URL=" + u, token})
+		if err == nil || !strings.Contains(err.Error(), "SLACKGATE_URL="+u) || !strings.Contains(err.Error(), "https://") {
+			t.Errorf("SLACKGATE_URL=%s = %v; want a refusal naming it and https://", u, err)
+		}
+	}
+	if _, err := loadHookConfig([]string{"SLACKGATE_URL=http://10.0.0.5:3000", token}); err == nil || !strings.Contains(err.Error(), "in clear") {
+		t.Errorf("http:// to a remote host = %v; want it to say the token would cross the network in clear", err)
 	}
 }

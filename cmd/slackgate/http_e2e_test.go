@@ -172,8 +172,8 @@ func TestUnansweredRequestExpiresAndALateClickChangesNothing(t *testing.T) {
 
 	// Nobody clicks: the 2 s timeout is the feature under test.
 	final := a.settled(card.Ref(), "Expired")
-	if !final.HasText("nobody answered in time") {
-		t.Errorf("the expired card should say why: %s", final.AllText())
+	if !final.HasText("nobody answered within 2 seconds") || final.HasText("within the timeout") {
+		t.Errorf("the expired card should say why in people's words, not Claude's: %s", final.AllText())
 	}
 	res := a.toolResult("toolu_1")
 	if !res.IsError || !strings.Contains(res.Content, "Nobody answered") || !strings.Contains(res.Content, "within the timeout (2s)") {

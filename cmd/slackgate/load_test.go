@@ -209,6 +209,7 @@ func (r *loadRun) config() Config {
 	cfg.Approvers, cfg.Starters = lee, "*"
 	cfg.ClaudeBin, cfg.WorkDir, cfg.MaxSessions = r.cfg.standin, r.bench.TempDir(), r.cfg.sessions
 	cfg.HealthAddr = "off"
+	cfg.ClaudeAsRoot = os.Geteuid() == 0 // the stand-in runs as whoever runs the load (testConfig)
 	// The bots' own Slack pacing, out of the way (see the benchmark's doc).
 	const high = 1000000
 	cfg.SlackPostsPerSecond, cfg.SlackPostBurst, cfg.SlackUpdatesPerMinute, cfg.SlackUpdateBurst = high, high, high, high

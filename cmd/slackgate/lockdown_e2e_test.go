@@ -297,9 +297,11 @@ func capableSession(t *testing.T, svc, claude *relay.RunAs, bin string, ambient 
 }
 
 // stuckCLI stands in for a Claude that no longer listens: it answers
-// --version, then ignores its input closing and SIGTERM.
+// --version and auth status (what startup asks), then ignores its input
+// closing and SIGTERM.
 const stuckCLI = `#!/bin/sh
 if [ "$1" = --version ]; then echo "0.0.0 (a CLI that will not stop)"; exit 0; fi
+case "$*" in *"auth status --json") echo '{"loggedIn":true,"authMethod":"api_key"}'; exit 0;; esac
 trap '' TERM
 exec sleep 3600
 `

@@ -20,6 +20,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/slackgate/slackgate/bot"
+	"github.com/slackgate/slackgate/bot/approvalapi"
+	"github.com/slackgate/slackgate/bot/outbox"
 	"github.com/slackgate/slackgate/relay"
 	"github.com/slackgate/slackgate/store"
 	"github.com/slackgate/slackgate/store/boltstore"
@@ -36,20 +38,24 @@ commands:
   keygen   print a new decision signing key pair as two lines,
            DECISION_SIGNING_KEY (for bots) and DECISION_VERIFY_KEY (for workers)
   audit    print the audit log (requests and who decided them) as JSON lines:
-           slackgate audit [-after ID] [-limit N]; check its chain and signed
-           checkpoints (DECISION_VERIFY_KEY): slackgate audit verify [-from ID]
-           [-file F]; write a period of it: slackgate audit export [-since T]
-           [-until T] [-channel C] [-user U] [-tool NAME] [-outcome O] [-format jsonl|csv]
+           slackgate audit [-after ID] [-limit N]; check its chain, signed
+           checkpoints and anchors (AUDIT_CHANNEL, DATA_DIR): slackgate audit
+           verify [-from ID] [-file F] [-expect SEQ:HASH] [-allow-unsealed];
+           write a period of it: slackgate audit export [-since T] [-until T]
+           [-channel C] [-user U] [-tool NAME] [-outcome O] [-format jsonl|csv];
+           acknowledge a break so the bots seal again: slackgate audit reset
+           -reason WHY [-by NAME]
   answers  the remembered answers ("Always answer this way") in the store:
            slackgate answers list [-json] | slackgate answers forget [-by NAME] ID
   rules    the rules approvers allowed from a card (grants) in the store:
            slackgate rules list [-json] | slackgate rules forget [-by NAME] ID
-  doctor   check the tokens, scopes, Socket Mode, the store, the CLI and the
-           working directories, one line each, saying what to fix:
-           slackgate doctor [run|bot|worker]
+  doctor   check the configuration, tokens, scopes, Socket Mode, the store,
+           the CLI and its credential and the working directories, one line
+           each, saying what to fix: slackgate doctor [run|bot|worker]
   hook     a Claude Code hook command: asks Slack through a bot's approval API
-           (SLACKGATE_URL, SLACKGATE_TOKEN); "slackgate hook install [-write FILE]"
-           prints (or merges into a settings file) the block that registers it
+           (SLACKGATE_URL; the token in ~/.config/slackgate/token);
+           slackgate hook install [-write FILE] [-wait D] prints (or merges
+           into a settings file) the block that registers it
   mcp      an MCP stdio server whose tool "approve" asks Slack through the same
            API, for claude -p --mcp-config FILE
            --permission-prompt-tool mcp__slackgate__approve
@@ -58,7 +64,8 @@ commands:
                                            every problem as file:line
            slackgate policy explain -tool T -input JSON [-channel C] [-cwd DIR]
                                     [-token NAME]   which rule decides, and how
-  help     this text
+  version  print the version and the commit it was built from
+  help     this text; slackgate help COMMAND (or COMMAND -h) for one command
 
 Configuration comes from the environment; README.md lists every variable.
 `
@@ -104,71 +111,82 @@ type program struct {
 	// is told how each reload of POLICY_FILE ended.
 	hup         chan os.Signal
 	afterReload func(error)
+	// geteuid, when set, stands for os.Geteuid (tests of what root may do).
+	geteuid func() int
 }
 
 func (p program) run(ctx context.Context, args []string) error {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		_, err := io.WriteString(p.stdout, usage)
-		if len(args) == 0 {
-			return errors.New("no command given")
-		}
-		return err
+	if len(args) == 0 {
+		fmt.Fprint(p.stderr, usage)
+		return errors.New("no command given")
+	}
+	if topic, ok := helpTopic(args); ok {
+		return help(p.stdout, topic)
 	}
 	cmd := args[0]
 	switch cmd {
+	case "version":
+		_, err := io.WriteString(p.stdout, versionLine())
+		return err
 	case "keygen":
 		return keygen(p.stdout)
 	case "hook":
 		return p.hook(ctx, args[1:])
 	case "mcp":
 		return p.mcp(ctx)
+	case "doctor":
+		return p.doctor(ctx, args[1:])
 	}
-	if cmd != "run" && cmd != "bot" && cmd != "worker" && cmd != "audit" && cmd != "answers" && cmd != "rules" && cmd != "doctor" && cmd != "policy" {
+	if cmd != "run" && cmd != "bot" && cmd != "worker" && cmd != "audit" && cmd != "answers" && cmd != "rules" && cmd != "policy" {
 		fmt.Fprint(p.stderr, usage)
 		return fmt.Errorf("unknown command %q", cmd)
 	}
 	cfg, err := p.configuration()
-	if err != nil {
-		return err
+	if err != nil && (cmd != "run" && cmd != "bot" && cmd != "worker" || cfg == (Config{})) {
+		return err // the commands' own check below says it among the rest
 	}
-	if cmd == "audit" {
+	switch cmd {
+	case "audit":
 		return p.audit(ctx, args[1:], cfg)
-	}
-	if cmd == "doctor" {
-		return p.doctor(ctx, args[1:], cfg)
-	}
-	if cmd == "answers" {
+	case "answers":
 		return p.answers(ctx, args[1:], cfg)
-	}
-	if cmd == "rules" {
+	case "rules":
 		return p.rules(ctx, args[1:], cfg)
-	}
-	if cmd == "policy" {
+	case "policy":
 		return p.policyCmd(args[1:], cfg)
 	}
-	if cmd != "run" && cfg.RedisURL == "" {
-		return fmt.Errorf("slackgate %s runs beside other processes and needs REDIS_URL; use `slackgate run` for one machine", cmd)
-	}
-	botCfg, keys, err := p.sides(cmd, cfg)
-	if err != nil {
+	s := &preflight{cmd: cmd, cfg: cfg, cfgErr: err, environ: p.environ}
+	if err := p.preflight(ctx, s, false); err != nil {
 		return err
 	}
-	log := newLogger(cfg, p.stderr).With().Str("cmd", cmd).Logger()
-	redis.SetLogger(redisLogger{log.With().Str("component", "go-redis").Logger()})
+	return p.start(ctx, s)
+}
 
+// start runs cmd once its preflight passed: it opens the store, checks
+// the worker's side, and serves until ctx ends or a part fails.
+func (p program) start(ctx context.Context, s *preflight) error {
+	cfg, keys := s.cfg, s.keys
+	log := newLogger(cfg, p.stderr).With().Str("cmd", s.cmd).Logger()
+	redis.SetLogger(redisLogger{log.With().Str("component", "go-redis").Logger()})
+	for _, w := range misspeltSettings(p.environ) {
+		log.Warn().Msg(w)
+	}
 	st, err := openStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
+	if err := p.preflight(ctx, s, true); err != nil {
+		return err
+	}
 	if keys.generated && cfg.RedisURL == "" {
 		// DATA_DIR exists, private, and is this process's alone now.
 		if keys, err = keepKeys(keys, cfg.DataDir); err != nil {
 			return fmt.Errorf("config: %w", err)
 		}
-		botCfg.SigningKey = keys.sign
+		s.botCfg.SigningKey = keys.sign
 	}
-	return p.serve(ctx, cmd, cfg, botCfg, keys, st, log)
+	return p.serve(ctx, s.cmd, cfg, s.botCfg, keys, s.runAs, st, log)
 }
 
 // configuration is the program's Config: the one it was given, or the one
@@ -182,11 +200,11 @@ func (p program) configuration() (Config, error) {
 
 // serve runs what cmd runs over st, with the health and metrics endpoints,
 // until ctx ends or a part fails.
-func (p program) serve(ctx context.Context, cmd string, cfg Config, botCfg bot.Config, keys decisionKeys, st store.Store, log zerolog.Logger) error {
+func (p program) serve(ctx context.Context, cmd string, cfg Config, botCfg bot.Config, keys decisionKeys, runAs *relay.RunAs, st store.Store, log zerolog.Logger) error {
 	m := newMetrics()
 	m.watchPending(st)
 	m.watchQueued(st)
-	runs, checks, notes, err := p.parts(ctx, cmd, cfg, botCfg, keys, timedStore{Store: st, metrics: m}, m, log)
+	runs, checks, notes, err := p.parts(cmd, cfg, botCfg, keys, runAs, timedStore{Store: st, metrics: m}, m, log)
 	if err != nil {
 		return err
 	}
@@ -217,26 +235,19 @@ func (p program) serve(ctx context.Context, cmd string, cfg Config, botCfg bot.C
 		log.Warn().Msg("the audit log is not sealed (no signed checkpoints, so nothing is trimmed from it): set DECISION_SIGNING_KEY from `slackgate keygen` to seal it")
 	}
 	log.Info().Str("store", storeName(cfg)).Str("workdir", cfg.WorkDir).Msg("slackgate started")
-	err = g.Wait()
-	log.Info().Err(err).Msg("slackgate stopped")
-	return err
+	if err = g.Wait(); err != nil {
+		log.Error().Err(err).Msg("slackgate stopped: a part failed")
+		return err
+	}
+	log.Info().Msg("slackgate stopped")
+	return nil
 }
 
 // parts builds the halves cmd runs, measured by m, over st: what to run,
 // and the readiness checks and notes they add to the store's.
-func (p program) parts(ctx context.Context, cmd string, cfg Config, botCfg bot.Config, keys decisionKeys, st store.Store, m *metrics, log zerolog.Logger) (
+func (p program) parts(cmd string, cfg Config, botCfg bot.Config, keys decisionKeys, runAs *relay.RunAs, st store.Store, m *metrics, log zerolog.Logger) (
 	runs []func(context.Context) error, checks, notes []healthCheck, err error) {
 	if cmd == "run" || cmd == "worker" {
-		if err := keepOut(cfg); err != nil {
-			return nil, nil, nil, err
-		}
-		runAs, err := p.claudeUser(ctx, cfg)
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if err := checkClaudeFiles(cfg, runAs, p.environ); err != nil {
-			return nil, nil, nil, err
-		}
 		w, err := relay.NewWorker(p.relayConfig(cfg, runAs, keys.verify), st, log.With().Str("component", "worker").Logger())
 		if err != nil {
 			return nil, nil, nil, err
@@ -250,6 +261,7 @@ func (p program) parts(ctx context.Context, cmd string, cfg Config, botCfg bot.C
 		// checked: `run` without DECISION_SIGNING_KEY leaves the audit
 		// log unsealed, and so untrimmed.
 		botCfg.SealAudit = !keys.generated
+		botCfg.AuditAnchorFile = auditAnchorFile(cfg)
 		b, err := bot.New(botCfg, st, log.With().Str("component", "bot").Logger())
 		if err != nil {
 			return nil, nil, nil, err
@@ -257,14 +269,19 @@ func (p program) parts(ctx context.Context, cmd string, cfg Config, botCfg bot.C
 		m.watchOutbox(b.OutboxDepth)
 		checks = append(checks, healthCheck{"slack", func(context.Context) error { return b.SlackReady() }})
 		runs = append(runs, b.Run)
-		webhook, err := auditWebhook(cfg, st, log)
+		webhook, err := auditWebhook(cfg, st, keys.sign, log)
 		if err != nil {
 			return nil, nil, nil, err
 		}
 		if webhook != nil {
 			runs = append(runs, webhook.Run)
 		}
-		notes = auditSinks(cfg, b, webhook, m)
+		notes = append(auditSinks(cfg, b, webhook, m), healthCheck{"audit_chain", func(context.Context) error {
+			if why := b.AuditChainBroken(); why != "" {
+				return errors.New(why)
+			}
+			return nil
+		}})
 		if cfg.PolicyFile != "" {
 			r := &policyReloader{file: cfg.PolicyFile, cfg: cfg, set: b.SetPolicy, hup: p.hup, after: p.afterReload,
 				log: log.With().Str("component", "policy").Logger()}
@@ -273,31 +290,6 @@ func (p program) parts(ctx context.Context, cmd string, cfg Config, botCfg bot.C
 		}
 	}
 	return runs, checks, notes, nil
-}
-
-// sides checks the configuration of the halves cmd runs: the Slack side's
-// (not for a worker) and the decision keys each half holds.
-func (p program) sides(cmd string, cfg Config) (bot.Config, decisionKeys, error) {
-	keys, err := resolveKeys(cmd, cfg)
-	if err != nil {
-		return bot.Config{}, keys, fmt.Errorf("config: %w", err)
-	}
-	if cmd == "worker" {
-		return bot.Config{}, keys, nil
-	}
-	if err := cfg.validateSlack(); err != nil {
-		return bot.Config{}, keys, err
-	}
-	pol, err := startPolicy(cfg)
-	if err != nil {
-		return bot.Config{}, keys, err
-	}
-	botCfg, err := p.botConfig(cfg, keys.sign)
-	if err != nil {
-		return bot.Config{}, keys, fmt.Errorf("config: %w", err)
-	}
-	botCfg.Policy = pol
-	return botCfg, keys, nil
 }
 
 // openStore picks the backend: Redis when REDIS_URL is set, else the
@@ -315,6 +307,36 @@ func openStore(ctx context.Context, cfg Config) (store.Store, error) {
 	st, err := boltstore.Open(path, boltstore.WithRetention(cfg.Retention), boltstore.WithAuditRetention(cfg.AuditRetention))
 	if err != nil {
 		return nil, fmt.Errorf("DATA_DIR=%s: %w", cfg.DataDir, err)
+	}
+	return st, nil
+}
+
+// openExistingStore opens the store a service made, for a command that
+// reads or edits what is in it: a DATA_DIR without one, or a Redis
+// prefix nothing was ever written under, is an error naming where it
+// looked, never a new empty store that answers nothing.
+func openExistingStore(ctx context.Context, cfg Config) (store.Store, error) {
+	if cfg.RedisURL == "" {
+		path := filepath.Join(cfg.DataDir, "slackgate.db")
+		if _, err := os.Stat(path); err != nil {
+			abs, _ := filepath.Abs(path)
+			return nil, fmt.Errorf("no store at %s (DATA_DIR=%s): slackgate run makes it there; "+
+				"set DATA_DIR to the service's (the systemd unit's is /var/lib/slackgate), or REDIS_URL to its Redis: %w", abs, cfg.DataDir, err)
+		}
+	}
+	st, err := openStore(ctx, cfg)
+	rs, ok := st.(*redisstore.Store)
+	if err != nil || !ok {
+		return st, err
+	}
+	used, err := rs.Used(ctx)
+	if err == nil && !used {
+		err = fmt.Errorf("no store in %s under REDIS_KEY_PREFIX=%s: slackgate bot or run makes it there; "+
+			"set REDIS_KEY_PREFIX to the service's (the default is slackgate)", redisstore.MaskURL(cfg.RedisURL), cfg.RedisKeyPrefix)
+	}
+	if err != nil {
+		_ = st.Close()
+		return nil, err
 	}
 	return st, nil
 }
@@ -369,8 +391,22 @@ func (p program) relayConfig(cfg Config, runAs *relay.RunAs, verify ed25519.Publ
 
 // claudeUser resolves CLAUDE_USER and proves, before any session, that the
 // CLI starts as that user in every working directory slackgate knows of.
+// Without CLAUDE_USER, Claude runs as slackgate's own user; when that is
+// root it could write /etc/claude-code/managed-settings.json, which
+// Claude Code reads whatever its setting sources say (a command approved
+// once would then allow everything after it), so that is refused unless
+// CLAUDE_AS_ROOT says the machine is Claude's alone.
 func (p program) claudeUser(ctx context.Context, cfg Config) (*relay.RunAs, error) {
 	if cfg.ClaudeUser == "" {
+		geteuid := os.Geteuid
+		if p.geteuid != nil {
+			geteuid = p.geteuid
+		}
+		if geteuid() == 0 && !cfg.ClaudeAsRoot {
+			return nil, errors.New("config: slackgate runs as root and CLAUDE_USER is not set, so Claude would run as root " +
+				"and could write /etc/claude-code/managed-settings.json, which Claude Code reads whatever CLAUDE_SETTING_SOURCES says; " +
+				"set CLAUDE_USER to a user of Claude's own (deploy/README.md), or CLAUDE_AS_ROOT=true where the machine is Claude's alone")
+		}
 		return nil, nil
 	}
 	u, err := relay.LookupRunAs(cfg.ClaudeUser)
@@ -472,7 +508,7 @@ func (p program) botConfig(cfg Config, sign ed25519.PrivateKey) (bot.Config, err
 		HTTPAddr:      cfg.HTTPAddr,
 		Listener:      p.listener,
 		APITokens:     tokens,
-		APILimits: bot.APILimits{
+		APILimits: approvalapi.Limits{
 			MaxSessions:          cfg.APIMaxSessions,
 			MaxPending:           cfg.APIMaxPending,
 			RequestsPerMinute:    cfg.APIRequestsPerMinute,
@@ -491,7 +527,9 @@ func (p program) botConfig(cfg Config, sign ed25519.PrivateKey) (bot.Config, err
 		ChannelWorkDirs:    dirs,
 		PermissionMode:     cfg.PermissionMode,
 		Model:              cfg.Model,
-		Budgets: bot.Budgets{
+		CardClaimTTL:       cfg.CardClaimTimeout,
+		ReconcileInterval:  cfg.ReconcileInterval,
+		Budgets: outbox.Budgets{
 			PostsPerSecond:   cfg.SlackPostsPerSecond,
 			PostBurst:        cfg.SlackPostBurst,
 			UpdatesPerMinute: cfg.SlackUpdatesPerMinute,

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,8 +32,9 @@ func runProgram(t *testing.T, environ []string, args ...string) (string, error) 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var out bytes.Buffer
-	// First, so a test's own HEALTH_ADDR wins.
-	environ = append([]string{"HEALTH_ADDR=127.0.0.1:0"}, environ...)
+	// First, so a test's own HEALTH_ADDR wins; Claude runs as whoever
+	// runs the tests, as testConfig says.
+	environ = append([]string{"HEALTH_ADDR=127.0.0.1:0", claudeAsRoot()}, environ...)
 	err := program{environ: environ, stdout: &out, stderr: &out}.run(ctx, args)
 	return out.String(), err
 }
@@ -258,5 +261,28 @@ func TestWorkDirHoldingSlackgatesOwnFilesIsRefused(t *testing.T) {
 				t.Fatalf("run = %v; want a refusal naming %q and CLAUDE_WORKDIR", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestAPartThatFailsIsLoggedAsAnError: a part failing after "slackgate
+// started" (here Slack refusing the token) ends the process with an
+// error-level line saying why, never an info one.
+func TestAPartThatFailsIsLoggedAsAnError(t *testing.T) {
+	slack := fakeslack.New(t, fakeslack.AllowRejections())
+	environ := append(cliEnviron(t), "SLACK_BOT_TOKEN=xoxb-revoked", "SLACK_APP_TOKEN="+fakeslack.AppToken, "SLACK_API_URL="+slack.APIURL(),
+		"APPROVERS=*", "DATA_DIR="+t.TempDir(), "CLAUDE_WORKDIR="+t.TempDir(), "LOG_FORMAT=json")
+	out, err := runProgram(t, environ, "run")
+	if err == nil || !strings.Contains(err.Error(), "Slack refused SLACK_BOT_TOKEN") {
+		t.Fatalf("run with a revoked token = %v; want Slack's refusal", err)
+	}
+	var stopped map[string]any
+	for line := range strings.Lines(out) {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && strings.HasPrefix(fmt.Sprint(m["message"]), "slackgate stopped") {
+			stopped = m
+		}
+	}
+	if stopped == nil || stopped["level"] != "error" || !strings.Contains(fmt.Sprint(stopped["error"]), "Slack refused SLACK_BOT_TOKEN") {
+		t.Errorf("the last line = %v; want an error-level \"slackgate stopped\" naming the cause\n%s", stopped, out)
 	}
 }

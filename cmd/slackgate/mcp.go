@@ -62,7 +62,7 @@ func (p program) mcp(ctx context.Context) error {
 			return promptResult(deny("slackgate could not read the permission request: " + cmp.Or(fmt.Sprint(err), "no tool name or input"))), nil
 		}
 		d, err := askSlack(ctx, client, cfg, apiRequest{
-			ToolName: args.ToolName, Input: args.Input, ToolUseID: args.ToolUseID, SessionID: session, Cwd: cwd,
+			ToolCall: store.ToolCall{ToolName: args.ToolName, Input: args.Input, ToolUseID: args.ToolUseID}, SessionID: session, Cwd: cwd,
 		})
 		if err != nil {
 			fmt.Fprintln(p.stderr, "slackgate mcp:", err)

@@ -89,6 +89,13 @@ func (m *metrics) OutboxWait(lane string, d time.Duration) {
 	m.outboxWait.WithLabelValues(lane).Observe(d.Seconds())
 }
 
+// deciderLabels are the decider label's values: the metric's names
+// predate store.Decider's.
+var deciderLabels = map[store.DeciderKind]string{
+	store.DecidedByPerson: "person", store.DecidedByAnswer: "memory", store.DecidedByRule: "policy",
+	store.DecidedByGrant: "grant", store.DecidedBySystem: "system",
+}
+
 // decided counts a settled request; only a person's decision measures the
 // approval time (a deadline, an ended process or a remembered answer says
 // nothing about it).
@@ -96,21 +103,11 @@ func (m *metrics) decided(r store.Request) {
 	if r.Decision == nil {
 		return
 	}
-	decider := "system"
-	switch {
-	case r.Decision.Remembered != "":
-		decider = "memory"
-	case r.Decision.Rule != "":
-		decider = "policy"
-	case r.Decision.Grant != "":
-		decider = "grant"
-	case r.Decision.By != "":
-		decider = "person"
-		if !r.CreatedAt.IsZero() {
-			m.decisionTime.WithLabelValues(string(r.Kind)).Observe(r.Decision.At.Sub(r.CreatedAt).Seconds())
-		}
+	kind := r.Decision.Decider().Kind
+	if kind == store.DecidedByPerson && !r.CreatedAt.IsZero() {
+		m.decisionTime.WithLabelValues(string(r.Kind)).Observe(r.Decision.At.Sub(r.CreatedAt).Seconds())
 	}
-	m.decisions.WithLabelValues(string(r.Decision.Outcome), decider).Inc()
+	m.decisions.WithLabelValues(string(r.Decision.Outcome), deciderLabels[kind]).Inc()
 }
 
 // gaugeFunc is a labelled gauge read when scraped.

@@ -117,11 +117,14 @@ func TestWorkerServesHealthAndReadiness(t *testing.T) {
 	cfg.RedisURL, cfg.RedisKeyPrefix = redistest.URL(t), testPrefix("ops")
 	cfg.ClaudeBin, cfg.WorkDir, cfg.WorkerID = relaytest.CLI(t), t.TempDir(), "ops-worker"
 	cfg.DecisionVerifyKey = testKeys.verify
+	cfg.ClaudeAsRoot = os.Geteuid() == 0 // Claude runs as whoever runs the tests (testConfig)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := program{config: &cfg, stdout: io.Discard, stderr: io.Discard, healthListener: ln}
+	// The CLI's environment: a key for the scripted model, which the
+	// worker's start asks the CLI about.
+	p := program{environ: relaytest.NewServer(t).Env(t), config: &cfg, stdout: io.Discard, stderr: io.Discard, healthListener: ln}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	done := make(chan error, 1)

@@ -209,6 +209,9 @@ func describePolicy(w io.Writer, pol *policy.Policy, cfg Config) {
 	for _, warn := range pol.Warnings() {
 		fmt.Fprintf(w, "warning: %s\n", warn)
 	}
+	for _, r := range pol.ModeWidensAnywhere(cfg.PermissionMode) {
+		fmt.Fprintf(w, "warning: CLAUDE_PERMISSION_MODE=%s runs without asking what rule %q (line %d) is for; run and bot refuse to start so\n", cfg.PermissionMode, r.Name, r.Line)
+	}
 }
 
 // approversLine says whom a request no rule matches asks.
@@ -313,6 +316,7 @@ func explain(w io.Writer, pol *policy.Policy, req policy.Request, v policy.Verdi
 	}
 	fmt.Fprintf(w, "  channel %s, working directory %s, home %s, %s\n",
 		cmp.Or(req.Channel, "(none)"), cmp.Or(req.Cwd, "(unknown)"), cmp.Or(req.Home, "(unknown)"), token)
+	defer explainParts(w, pol, req)
 	if v.Rule == nil {
 		fmt.Fprintf(w, "no rule matches: asks APPROVERS (one approval is enough)\n")
 		return
@@ -325,4 +329,23 @@ func explain(w io.Writer, pol *policy.Policy, req policy.Request, v policy.Verdi
 	}
 	fmt.Fprintf(w, "decides: rule %q (%s:%d): %s\n", v.Rule.Name, pol.File(), v.Rule.Line, what)
 	fmt.Fprintf(w, "  %s matched %q\n", v.Matcher, v.Subject)
+}
+
+// explainParts writes, for a Bash command, what took each part or why
+// nothing did, and what of it the reader did not model.
+func explainParts(w io.Writer, pol *policy.Policy, req policy.Request) {
+	notes, whole := pol.Parts(req, time.Now())
+	if whole != "" {
+		fmt.Fprintf(w, "not modeled: %s; no allow rule matches the command\n", whole)
+	}
+	if len(notes) < 2 && whole == "" && (len(notes) == 0 || notes[0].Why == "") {
+		return
+	}
+	for _, n := range notes {
+		if n.Rule != "" {
+			fmt.Fprintf(w, "  part %q: rule %q (%s)\n", n.Part, n.Rule, n.Matcher)
+			continue
+		}
+		fmt.Fprintf(w, "  part %q: no rule: %s\n", n.Part, n.Why)
+	}
 }

@@ -206,3 +206,58 @@ func TestMCPSessionObeysThePolicy(t *testing.T) {
 	}
 	a.noCardsIn(line.ThreadTS)
 }
+
+// readsPolicy allows a handful of programs that only read, as a team
+// would, and denies touch.
+const readsPolicy = `rules:
+  - name: no-touch
+    match: ["Bash(touch:*)"]
+    deny: {message: "No touching."}
+  - name: reads
+    match: ["Bash(echo:*)", "Bash(printf:*)", "Bash(cat:*)", "Bash(git diff:*)", "Bash(sort:*)", "Bash(mkdir -p:*)"]
+    allow: {}
+`
+
+// An allow rule runs nothing but what it names, on the real CLI with the
+// production arguments: a command hiding a touch inside quoting bash does
+// not treat as quoting, inside a builtin that evaluates its argument, or
+// behind a program's own option that writes gets a card (here denied)
+// and never runs; the deny rule for touch still sees the hidden touch
+// where the text spells it; a plain read runs with no card.
+func TestAnAllowRuleRunsNothingHidden(t *testing.T) {
+	t.Parallel()
+	file := writePolicy(t, t.TempDir(), readsPolicy)
+	a := startApp(t, options{configure: func(c *Config) { c.PolicyFile = file }},
+		relaytest.ToolUse("toolu_h1", "Bash", bash(`echo "${x:-'$(touch hidden1.txt)'}"`, "Say")),
+		relaytest.ToolUse("toolu_h2", "Bash", bash(`printf -v 'a[$(date > hidden2.txt)]' x`, "Print")),
+		relaytest.ToolUse("toolu_h3", "Bash", bash(`sort -o hidden3.txt /dev/null`, "Sort")),
+		relaytest.ToolUse("toolu_h4", "Bash", bash(`mkdir -p made && echo ok > /dev/null`, "Make a directory")),
+		relaytest.Text("done"))
+	thread := a.mention("look around")
+
+	line := a.threadText(thread, "denied by rule *no-touch*")
+	if !line.HasText("touch hidden1.txt") {
+		t.Errorf("the deny line does not name the hidden touch: %s", line.AllText())
+	}
+	for _, c := range []struct{ id, text string }{{"toolu_h2", "printf -v"}, {"toolu_h3", "sort -o"}} {
+		card := a.card(thread, c.text)
+		a.click(lee, card.Ref(), "Deny")
+		if _, err := a.slack.SubmitView(a.ctx, lee, a.view(lee).ID, map[string]string{"Reason (Claude reads it)": "no"}); err != nil {
+			t.Fatalf("submitting the deny modal: %v", err)
+		}
+		if res := a.toolResult(c.id); !res.IsError {
+			t.Errorf("%s: the model got %q, want a deny", c.id, res.Content)
+		}
+	}
+	a.threadText(thread, "allowed by rule *reads*")
+	if res := a.toolResult("toolu_h4"); res.IsError {
+		t.Errorf("the allowed command failed: %q", res.Content)
+	}
+	if info, err := os.Stat(filepath.Join(a.workdir, "made")); err != nil || !info.IsDir() {
+		t.Errorf("the allowed mkdir did not run: %v", err)
+	}
+	a.threadText(thread, "done")
+	for _, f := range []string{"hidden1.txt", "hidden2.txt", "hidden3.txt"} {
+		a.noFile(f)
+	}
+}

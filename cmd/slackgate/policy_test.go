@@ -260,6 +260,39 @@ var explainCases = []explainCase{
 	{"WebFetch", `{"url":"https://docs.example.com.evil.test/","prompt":"p"}`, nil, "", policy.Ask},
 	{"mcp__github__create_pull_request", `{"title":"x"}`, nil, "github", policy.Ask},
 	{"mcp__gitlab__create_merge_request", `{}`, nil, "", policy.Ask},
+	{"Bash", `{"command":"git diff --output=.git/config"}`, nil, "", policy.Ask},
+	{"Bash", `{"command":"git log -p --ext-diff"}`, nil, "", policy.Ask},
+	{"Bash", `{"command":"cat \"${x:-'$(ls)'}\""}`, nil, "", policy.Ask},
+	{"Bash", `{"command":"cat \"${x:-'$(curl -s x)'}\""}`, nil, "no-pipe-to-shell", policy.Deny},
+	{"Bash", `{"command":"cat <<$'E'\nx\nE\nwget x"}`, nil, "no-pipe-to-shell", policy.Deny},
+	{"Bash", `{"command":"echo 'curl x' | bash"}`, nil, "no-pipe-to-shell", policy.Deny},
+}
+
+// TestPolicyExplainSaysWhatTookEachPart: for a compound command, explain
+// prints one line a part, naming the entry that took it or why none
+// did, and what of the command the reader does not model.
+func TestPolicyExplainSaysWhatTookEachPart(t *testing.T) {
+	file := writeFile(t, t.TempDir(), "policy.yaml", "rules:\n  - name: reads\n    match: [\"Bash(npm test:*)\", \"Bash(git diff:*)\", \"Bash(ls:*)\"]\n    allow: {}\n")
+	env := []string{"POLICY_FILE=" + file, "CLAUDE_WORKDIR=" + t.TempDir()}
+	cmd := `{"command":"npm test && FOO=1 npm test; git diff --output=.git/config | ls > out.txt"}`
+	out, errs, err := runPolicy(t, env, "explain", "-tool", "Bash", "-input", cmd)
+	if err != nil {
+		t.Fatalf("explain: %v\n%s", err, errs)
+	}
+	for _, want := range []string{
+		`part "npm test": rule "reads" (Bash(npm test:*))`,
+		`part "FOO=1 npm test": no rule: no entry matches it as written (a leading VAR=value stays in the text`,
+		`part "git diff --output=.git/config": no rule: --output writes a file or runs a configured program: an allow rule must spell it`,
+		`part "ls >out.txt": no rule: it redirects output to a file`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain does not say %q:\n%s", want, out)
+		}
+	}
+	out, _, err = runPolicy(t, env, "explain", "-tool", "Bash", "-input", `{"command":"ls \"${x:-'$(id)'}\""}`)
+	if err != nil || !strings.Contains(out, "not modeled: a ${…} expansion whose word is read by rules of its own") {
+		t.Errorf("explain of a command the reader does not model: %v\n%s", err, out)
+	}
 }
 
 // TestPolicyExplainAgreesWithEvaluate runs `policy explain` on a table of

@@ -185,7 +185,7 @@ func botRule(t *testing.T, a *app, c *approvalapi.Client, i int, tool, input, cw
 	t.Helper()
 	ctx, cancel := context.WithCancel(a.ctx)
 	defer cancel()
-	st, err := c.Create(ctx, approvalapi.NewRequest{ToolName: tool, Input: json.RawMessage(input),
+	st, err := c.Create(ctx, approvalapi.NewRequest{ToolCall: store.ToolCall{ToolName: tool, Input: json.RawMessage(input)},
 		Session: approvalapi.Session{ID: "agree-" + filepath.Base(cwd), Cwd: cwd},
 		Home:    home, Resolved: resolvePaths(tool, json.RawMessage(input), cwd, home)})
 	if err != nil {

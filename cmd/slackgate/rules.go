@@ -36,12 +36,15 @@ func (p program) rules(ctx context.Context, args []string, cfg Config) error {
 	case sub == "forget" && fs.NArg() != 1:
 		return errors.New("rules forget: give the id of one rule (slackgate rules list shows them)")
 	}
-	st, err := openStore(ctx, cfg)
+	st, err := openExistingStore(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	if sub == "forget" {
+		if err := p.buryForget(ctx, st, cfg, store.TombGrant, fs.Arg(0), cliUser(*by)); err != nil {
+			return fmt.Errorf("rules forget: %w", err)
+		}
 		g, err := st.ForgetGrant(ctx, fs.Arg(0), cliUser(*by), cliUser(*by))
 		if errors.Is(err, store.ErrNotFound) {
 			return fmt.Errorf("rules forget: no rule %q (slackgate rules list shows them)", fs.Arg(0))

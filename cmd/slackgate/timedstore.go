@@ -129,14 +129,14 @@ func (t timedStore) Publish(ctx context.Context, e store.Event) (string, error) 
 	return id, err
 }
 
+func (t timedStore) MoveCard(ctx context.Context, id string, m store.CardMove) (bool, error) {
+	defer t.time("move_card")()
+	return t.Store.MoveCard(ctx, id, m)
+}
+
 func (t timedStore) FirstSeen(ctx context.Context, key string, ttl time.Duration) (bool, error) {
 	defer t.time("first_seen")()
 	return t.Store.FirstSeen(ctx, key, ttl)
-}
-
-func (t timedStore) Seen(ctx context.Context, key string) (bool, error) {
-	defer t.time("seen")()
-	return t.Store.Seen(ctx, key)
 }
 
 func (t timedStore) ActiveSessionsBy(ctx context.Context, user string) (int, error) {

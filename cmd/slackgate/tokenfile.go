@@ -14,9 +14,10 @@ import (
 // Code's environment, where every command Claude runs would inherit it.
 // A command running as the same user can still read the file once a
 // person approves it; what the token then allows is only a hook's job
-// (see bot/api.go). The file must be the user's own and private, as ssh
-// insists for its keys: one others can read has leaked already, and one
-// others can write lets them choose whose requests the hook makes.
+// (see package approvalapi). The file must be the user's own and
+// private, as ssh insists for its keys: one others can read has leaked
+// already, and one others can write lets them choose whose requests the
+// hook makes.
 
 // tokenFileDefault is where the token is looked for without
 // SLACKGATE_TOKEN_FILE, as a person writes it.

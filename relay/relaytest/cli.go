@@ -69,3 +69,9 @@ func missing(tb testing.TB, msg string) {
 	}
 	tb.Skip(msg)
 }
+
+// StoredLogin is what `claude auth login` keeps in the CLI's config
+// directory on Linux (.credentials.json), with made-up tokens: the CLI
+// counts it as a claude.ai login without asking anyone.
+const StoredLogin = `{"claudeAiOauth":{"accessToken":"sk-ant-oat01-test","refreshToken":"sk-ant-ort01-test",` +
+	`"expiresAt":9999999999999,"scopes":["user:inference"],"subscriptionType":"pro"}}`

@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"sort"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -94,21 +93,10 @@ func (s *Store) LookupAnswer(ctx context.Context, scope store.AnswerScope, finge
 
 // ListAnswers implements store.Answers.
 func (s *Store) ListAnswers(ctx context.Context) ([]store.RememberedAnswer, error) {
-	var out []store.RememberedAnswer
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bktAnswers).ForEach(func(_, v []byte) error {
-			var a store.RememberedAnswer
-			if err := jsonUnmarshal(v, &a); err != nil {
-				return err
-			}
-			out = append(out, a)
-			return nil
-		})
-	})
+	out, err := listKept(s, bktAnswers, func(a store.RememberedAnswer) time.Time { return a.At })
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: list answers: %w", err)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].At.After(out[j].At) })
 	return out, nil
 }
 

@@ -2,9 +2,11 @@ package boltstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -24,12 +26,16 @@ var (
 )
 
 // appendAudit appends a inside tx, linked to the chain's head: it takes
-// the thread of a's session when a names none, and the next sequence
-// number, the head's hash as Prev, and its own Hash.
+// the thread and working directory of a's session when a names none, and
+// the next sequence number, the head's hash as Prev, and its own Hash.
 func appendAudit(tx *bolt.Tx, a store.AuditEntry) error {
-	if a.SessionID != "" && a.Channel == "" && a.ThreadTS == "" {
+	noThread := a.Channel == "" && a.ThreadTS == ""
+	if a.SessionID != "" && (noThread || a.WorkDir == "") {
 		if sess, err := getSession(tx, a.SessionID); err == nil {
-			a.Channel, a.ThreadTS = sess.Thread.Channel, sess.Thread.TS
+			if noThread {
+				a.Channel, a.ThreadTS = sess.Thread.Channel, sess.Thread.TS
+			}
+			a.WorkDir = cmp.Or(a.WorkDir, sess.WorkDir)
 		}
 	}
 	_, digest, err := store.AuditBody(a)
@@ -123,7 +129,7 @@ func (s *Store) PutAuditCheckpoint(ctx context.Context, cp store.AuditCheckpoint
 	if err := cp.Validate(); err != nil {
 		return fmt.Errorf("boltstore: put audit checkpoint: %w", err)
 	}
-	if cp.Seq <= prev {
+	if cp.Seq <= prev && !cp.Reset {
 		return fmt.Errorf("boltstore: put audit checkpoint at %d: %w: not past the one at %d", cp.Seq, store.ErrInvalid, prev)
 	}
 	n, err := parseSeqID(cp.Entry)
@@ -149,6 +155,11 @@ func (s *Store) PutAuditCheckpoint(ctx context.Context, cp store.AuditCheckpoint
 		}
 		if !found || e.Seq != cp.Seq || e.Hash != cp.Hash {
 			return fmt.Errorf("%w: entry %s is not the chain's entry %d with hash %s", store.ErrInvalid, cp.Entry, cp.Seq, cp.Hash)
+		}
+		if cp.Reset {
+			if err := dropCheckpointsBefore(tx, math.MaxUint64); err != nil {
+				return err
+			}
 		}
 		return putJSON(cps, be64(cp.Seq), cp)
 	})

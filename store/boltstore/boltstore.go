@@ -155,7 +155,7 @@ func Open(path string, opts ...Option) (*Store, error) {
 		return nil, fmt.Errorf("boltstore: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, name := range [][]byte{bktRequests, bktPending, bktSessions, bktThreads, bktQState, bktReady, bktInbox, bktOwned, bktEvents, bktGroups, bktAudit, bktDedup, bktDedupExpiry, bktExpiry, bktExpiryOf, bktAuditMarks, bktHeartbeats, bktTranscripts, bktAnswers, bktAnswerIndex, bktGrants, bktAuditChain, bktAuditCheckpoints, bktAuditSinks} {
+		for _, name := range [][]byte{bktRequests, bktPending, bktSessions, bktThreads, bktQState, bktReady, bktInbox, bktOwned, bktEvents, bktGroups, bktAudit, bktDedup, bktDedupExpiry, bktExpiry, bktExpiryOf, bktAuditMarks, bktHeartbeats, bktTranscripts, bktAnswers, bktAnswerIndex, bktGrants, bktTombstones, bktAuditChain, bktAuditCheckpoints, bktAuditSinks} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return err
 			}

@@ -37,7 +37,12 @@ func TestConformance(t *testing.T) {
 	const redelivery = 5 * time.Millisecond
 	storetest.Run(t, func(tb testing.TB) store.Store {
 		return open(tb, filepath.Join(tb.TempDir(), "slackgate.db"), boltstore.WithRedeliveryDelay(redelivery))
-	}, storetest.WithRedeliveryDelay(redelivery))
+	}, storetest.WithRedeliveryDelay(redelivery), storetest.WithApprovalsWriter(
+		func(tb testing.TB, s store.Store, id string, as []store.Approval) {
+			if err := boltstore.WriteApprovals(s.(*boltstore.Store), id, as); err != nil {
+				tb.Fatal(err)
+			}
+		}))
 }
 
 // BenchmarkStore is the default: every commit is fsynced (twice, by bbolt).
@@ -137,7 +142,7 @@ func TestReopenKeepsEverything(t *testing.T) {
 	}
 	defer s1.Close()
 
-	req := store.Request{ID: "r1", SessionID: "s1", Kind: store.KindTool, ToolName: "Bash", CreatedAt: time.Now()}
+	req := store.Request{ID: "r1", SessionID: "s1", Kind: store.KindTool, ToolCall: store.ToolCall{ToolName: "Bash"}, CreatedAt: time.Now()}
 	must(t, s1.CreateRequest(ctx, req))
 	sess := store.Session{ID: "s1", Thread: store.MessageRef{Channel: "C1", TS: "1.1"}, State: store.SessionIdle}
 	must(t, s1.CreateSession(ctx, sess))

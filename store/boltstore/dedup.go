@@ -61,28 +61,6 @@ func (s *Store) FirstSeen(ctx context.Context, key string, ttl time.Duration) (b
 	return first, nil
 }
 
-// Seen implements store.Dedup: a key whose expiry has passed is not seen,
-// swept or not.
-func (s *Store) Seen(ctx context.Context, key string) (bool, error) {
-	if key == "" {
-		return false, fmt.Errorf("boltstore: seen: %w: empty key", store.ErrInvalid)
-	}
-	if err := ctx.Err(); err != nil {
-		return false, fmt.Errorf("boltstore: seen %s: %w", key, err)
-	}
-	seen := false
-	err := s.db.View(func(tx *bolt.Tx) error {
-		if v := tx.Bucket(bktDedup).Get([]byte(key)); v != nil {
-			seen = int64(binary.BigEndian.Uint64(v)) > s.opts.clock.Now().UnixNano()
-		}
-		return nil
-	})
-	if err != nil {
-		return false, fmt.Errorf("boltstore: seen %s: %w", key, err)
-	}
-	return seen, nil
-}
-
 // expiryKey orders the index by expiry: be64(expiry) ‖ key.
 func expiryKey(exp int64, key string) []byte {
 	return append(be64(uint64(exp)), key...)

@@ -40,22 +40,29 @@ func (s *Store) AddGrant(ctx context.Context, g store.Grant) error {
 
 // ListGrants implements store.Grants.
 func (s *Store) ListGrants(ctx context.Context) ([]store.Grant, error) {
-	var out []store.Grant
-	err := s.db.View(func(tx *bolt.Tx) error {
-		return tx.Bucket(bktGrants).ForEach(func(_, v []byte) error {
-			var g store.Grant
-			if err := jsonUnmarshal(v, &g); err != nil {
-				return err
-			}
-			out = append(out, g)
-			return nil
-		})
-	})
+	out, err := listKept(s, bktGrants, func(g store.Grant) time.Time { return g.At })
 	if err != nil {
 		return nil, fmt.Errorf("boltstore: list grants: %w", err)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].At.After(out[j].At) })
 	return out, nil
+}
+
+// listKept returns every record in bucket (grants, remembered answers:
+// what approvers keep for later), newest first by at.
+func listKept[T any](s *Store, bucket []byte, at func(T) time.Time) ([]T, error) {
+	var out []T
+	err := s.db.View(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucket).ForEach(func(_, v []byte) error {
+			var rec T
+			if err := jsonUnmarshal(v, &rec); err != nil {
+				return err
+			}
+			out = append(out, rec)
+			return nil
+		})
+	})
+	sort.SliceStable(out, func(i, j int) bool { return at(out[i]).After(at(out[j])) })
+	return out, err
 }
 
 // ForgetGrant implements store.Grants.

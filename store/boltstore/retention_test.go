@@ -43,7 +43,7 @@ func TestSweeperRunsOnItsOwn(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "slackgate.db"), boltstore.WithNoSync(),
 		boltstore.WithClock(c), boltstore.WithSweepEvery(time.Millisecond), boltstore.WithRetention(time.Hour))
 	ctx := t.Context()
-	r := store.Request{ID: "r1", SessionID: "s1", Kind: store.KindTool, ToolName: "Bash"}
+	r := store.Request{ID: "r1", SessionID: "s1", Kind: store.KindTool, ToolCall: store.ToolCall{ToolName: "Bash"}}
 	must(t, s.CreateRequest(ctx, r))
 	_, err := s.Decide(ctx, r.ID, store.Decision{Outcome: store.OutcomeAllow, At: c.Now()})
 	must(t, err)

@@ -78,5 +78,5 @@ func TestConformanceAsTheDeployACLUser(t *testing.T) {
 		l, _ := urls.Load(s)
 		return open(tb, l.(login).url, l.(login).prefix, testOptions...)
 	})
-	storetest.Run(t, newStore, second, storetest.WithRedeliveryDelay(testRedelivery))
+	storetest.Run(t, newStore, second, storetest.WithRedeliveryDelay(testRedelivery), writeApprovals)
 }

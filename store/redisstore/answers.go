@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -17,6 +16,47 @@ import (
 // answerTries bounds how often Remember reads the index again when another
 // Remember of the same form and scope changed it in between.
 const answerTries = 10
+
+// Replies of rememberAnswerScript.
+const (
+	rememberChanged = 0
+	rememberStored  = 1
+	rememberTaken   = -1
+)
+
+// rememberAnswerScript stores a remembered answer, indexes it by scope and
+// fingerprint, drops the answer it replaces and records it. The Go caller
+// read the index first: the script replaces only while the index still
+// names what it read (compare-and-set), so the answer it drops is the one
+// whose key it was given.
+//
+// KEYS[1] answer key     KEYS[2] index key      KEYS[3] answers zset
+// KEYS[4] audit stream   KEYS[5] the replaced answer's key (any key when ARGV[5] is "")
+// KEYS[6] chain head     KEYS[7] checkpoints
+// ARGV[1] answer id      ARGV[2] answer JSON    ARGV[3] zset score
+// ARGV[4] audit JSON     ARGV[5] the id the caller read from the index ("" for none)
+// ARGV[6] audit cutoff, as appendRecordsScript's       ARGV[7] the entry's link midstate
+//
+// Returns 0 when the index changed since it was read (the caller reads
+// again), -1 when the id names another answer (ErrExists), 1 when stored.
+var rememberAnswerScript = redis.NewScript(chainLua + `
+local old = redis.call('GET', KEYS[2]) or ''
+if old ~= ARGV[5] then
+	return 0
+end
+if old ~= ARGV[1] and redis.call('EXISTS', KEYS[1]) == 1 then
+	return -1
+end
+if old ~= '' then
+	redis.call('DEL', KEYS[5])
+	redis.call('ZREM', KEYS[3], old)
+end
+redis.call('SET', KEYS[1], ARGV[2])
+redis.call('SET', KEYS[2], ARGV[1])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[1])
+appendAudit(KEYS[4], KEYS[6], KEYS[7], ARGV[4], ARGV[7], ARGV[6])
+return 1
+`)
 
 // Remember implements store.Answers.
 func (s *Store) Remember(ctx context.Context, a store.RememberedAnswer) (store.RememberedAnswer, error) {
@@ -34,9 +74,11 @@ func (s *Store) Remember(ctx context.Context, a store.RememberedAnswer) (store.R
 		return a, fmt.Errorf("redisstore: remember answer: %w", err)
 	}
 	entry := store.RememberedAudit(a)
-	if entry.Channel, entry.ThreadTS, err = s.sessionThread(ctx, a.SessionID); err != nil {
+	w, err := s.sessionWhere(ctx, a.SessionID)
+	if err != nil {
 		return a, fmt.Errorf("redisstore: remember answer: %w", err)
 	}
+	w.fill(&entry)
 	audit, mid, err := auditArgs(entry)
 	if err != nil {
 		return a, fmt.Errorf("redisstore: remember answer: %w", err)
@@ -51,7 +93,7 @@ func (s *Store) Remember(ctx context.Context, a store.RememberedAnswer) (store.R
 		if old != "" {
 			oldKey = s.keys.answer(old)
 		}
-		n, err := s.run(ctx, rememberAnswer,
+		n, err := s.run(ctx, rememberAnswerScript,
 			[]string{s.keys.answer(a.ID), idx, s.keys.answers(), s.keys.audit(), oldKey, s.keys.auditHead(), s.keys.auditCheckpoints()},
 			a.ID, body, strconv.FormatInt(a.At.UnixMicro(), 10), audit, old, s.auditCutoff(), mid,
 		).Int()
@@ -59,9 +101,9 @@ func (s *Store) Remember(ctx context.Context, a store.RememberedAnswer) (store.R
 			return a, fmt.Errorf("redisstore: remember answer for %s: %w", a.Scope.Key(), err)
 		}
 		switch n {
-		case 1:
+		case rememberStored:
 			return a, nil
-		case -1:
+		case rememberTaken:
 			return a, fmt.Errorf("redisstore: remember answer %s: %w", a.ID, store.ErrExists)
 		}
 	}
@@ -102,60 +144,25 @@ func (s *Store) LookupAnswer(ctx context.Context, scope store.AnswerScope, finge
 
 // ListAnswers implements store.Answers.
 func (s *Store) ListAnswers(ctx context.Context) ([]store.RememberedAnswer, error) {
-	ids, err := s.rdb.ZRange(ctx, s.keys.answers(), 0, -1).Result()
+	out, err := listKept[store.RememberedAnswer](ctx, s, s.keys.answers(), s.keys.answer)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: list answers: %w", err)
-	}
-	slices.Reverse(ids) // newest first
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	keys := make([]string, len(ids))
-	for i, id := range ids {
-		keys[i] = s.keys.answer(id)
-	}
-	vals, err := s.rdb.MGet(ctx, keys...).Result()
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: list answers: %w", err)
-	}
-	out := make([]store.RememberedAnswer, 0, len(vals))
-	for i, v := range vals {
-		raw, ok := v.(string)
-		if !ok {
-			continue // forgotten between the two reads
-		}
-		var a store.RememberedAnswer
-		if err := json.Unmarshal([]byte(raw), &a); err != nil {
-			return nil, fmt.Errorf("redisstore: list answers: answer %s: %w", ids[i], err)
-		}
-		out = append(out, a)
 	}
 	return out, nil
 }
 
-// ForgetAnswer implements store.Answers.
+// ForgetAnswer implements store.Answers (forgetKeptScript).
 func (s *Store) ForgetAnswer(ctx context.Context, id, by, byName string) (store.RememberedAnswer, error) {
 	if by == "" {
 		return store.RememberedAnswer{}, fmt.Errorf("redisstore: forget answer %s: %w: who forgets it is required", id, store.ErrInvalid)
 	}
 	a, raw, err := s.getAnswer(ctx, id)
+	if err == nil {
+		err = s.forgetKept(ctx, s.keys.answer(id), s.keys.answers(), s.keys.answerIndex(a.Scope.Key(), a.Fingerprint), id, raw,
+			store.ForgottenAudit(a, by, byName, time.Now()))
+	}
 	if err != nil {
 		return store.RememberedAnswer{}, fmt.Errorf("redisstore: forget answer %s: %w", id, err)
-	}
-	audit, mid, err := auditArgs(store.ForgottenAudit(a, by, byName, time.Now()))
-	if err != nil {
-		return store.RememberedAnswer{}, fmt.Errorf("redisstore: forget answer %s: %w", id, err)
-	}
-	n, err := s.run(ctx, forgetAnswer,
-		[]string{s.keys.answer(id), s.keys.answerIndex(a.Scope.Key(), a.Fingerprint), s.keys.answers(), s.keys.audit(),
-			s.keys.auditHead(), s.keys.auditCheckpoints()},
-		id, raw, audit, s.auditCutoff(), mid,
-	).Int()
-	if err != nil {
-		return store.RememberedAnswer{}, fmt.Errorf("redisstore: forget answer %s: %w", id, err)
-	}
-	if n == 0 {
-		return store.RememberedAnswer{}, fmt.Errorf("redisstore: forget answer %s: %w", id, store.ErrNotFound)
 	}
 	return a, nil
 }

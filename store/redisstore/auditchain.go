@@ -124,62 +124,6 @@ local function appendAudit(stream, head, cps, body, mid, cutoff)
 end
 `
 
-// appendAuditScript appends an entry no transition writes (AppendAudit).
-//
-// KEYS[1] audit stream   KEYS[2] chain head     KEYS[3] checkpoints
-// ARGV[1] entry JSON     ARGV[2] link midstate  ARGV[3] audit cutoff (unix ms; "0" keeps all)
-//
-// Returns the entry's stream id.
-var appendAuditScript = redis.NewScript(chainLua + `
-return appendAudit(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3])
-`)
-
-// Replies of putCheckpointScript.
-const (
-	checkpointLate    = 0
-	checkpointStored  = 1
-	checkpointNoEntry = 2
-)
-
-// putCheckpointScript stores a checkpoint while the newest one is still
-// the one the caller read, and only for the chain's entry it names.
-//
-// KEYS[1] checkpoints    KEYS[2] audit stream
-// ARGV[1] member ("<entry id> <JSON>")          ARGV[2] seq
-// ARGV[3] the newest checkpoint's seq the caller read (0: none)
-// ARGV[4] the entry's id ARGV[5] its hash       ARGV[6] audit cutoff, as appendAudit's
-//
-// Returns {0, newest seq} when another checkpoint came first; {1} when
-// stored; {2} when the stream holds no such entry with that seq and hash.
-var putCheckpointScript = redis.NewScript(chainLua + `
-local last = redis.call('ZREVRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-local lastSeq = '0'
-if last[2] then
-	lastSeq = string.format('%.0f', tonumber(last[2]))
-end
-if lastSeq ~= ARGV[3] then
-	return {0, lastSeq}
-end
-local e = redis.call('XRANGE', KEYS[2], ARGV[4], ARGV[4])
-if #e == 0 then
-	return {2}
-end
-local f, n, h = e[1][2], nil, nil
-for i = 1, #f, 2 do
-	if f[i] == 'n' then
-		n = f[i + 1]
-	elseif f[i] == 'h' then
-		h = f[i + 1]
-	end
-end
-if n ~= ARGV[2] or h ~= ARGV[5] then
-	return {2}
-end
-redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
-trimAudit(KEYS[2], KEYS[1], ARGV[6])
-return {1}
-`)
-
 // auditArgs is what a script needs to append entry a: its JSON and the
 // midstate of its link.
 func auditArgs(a store.AuditEntry) (body []byte, midstate string, err error) {
@@ -196,47 +140,75 @@ func (s *Store) chainKeys() []string {
 	return []string{s.keys.audit(), s.keys.auditHead(), s.keys.auditCheckpoints()}
 }
 
-// threadOf returns the channel and thread of a session's JSON ("", "" for
-// none or a session that is gone).
-func threadOf(raw []byte) (channel, ts string) {
+// where is where a session's audit entries happened: its thread and
+// working directory.
+type where struct{ channel, ts, workdir string }
+
+// whereOf reads where from a session's JSON (zero for none or a session
+// that is gone).
+func whereOf(raw []byte) where {
 	var sess struct {
-		Thread store.MessageRef `json:"thread"`
+		Thread  store.MessageRef `json:"thread"`
+		WorkDir string           `json:"workdir"`
 	}
 	if len(raw) == 0 || json.Unmarshal(raw, &sess) != nil {
-		return "", ""
+		return where{}
 	}
-	return sess.Thread.Channel, sess.Thread.TS
+	return where{sess.Thread.Channel, sess.Thread.TS, sess.WorkDir}
 }
 
-// encodeThread is a request's thread field: "<channel> <ts>".
-func encodeThread(channel, ts string) string {
-	if channel == "" && ts == "" {
+// fill gives a the thread and working directory it does not name.
+func (w where) fill(a *store.AuditEntry) {
+	if a.Channel == "" && a.ThreadTS == "" {
+		a.Channel, a.ThreadTS = w.channel, w.ts
+	}
+	if a.WorkDir == "" {
+		a.WorkDir = w.workdir
+	}
+}
+
+// encode is a request's thread field: "<channel> <ts> <workdir>" (a
+// request stored before the working directory was kept has only the
+// first two).
+func (w where) encode() string {
+	if w == (where{}) {
 		return ""
 	}
-	return channel + " " + ts
+	return w.channel + " " + w.ts + " " + w.workdir
 }
 
-func decodeThread(v string) (channel, ts string) {
-	channel, ts, _ = strings.Cut(v, " ")
-	return channel, ts
+func decodeWhere(v string) where {
+	var w where
+	w.channel, v, _ = strings.Cut(v, " ")
+	w.ts, w.workdir, _ = strings.Cut(v, " ")
+	return w
 }
 
-// sessionThread reads the thread of a session for an entry appended on
-// its own; "" when it has none or is gone.
-func (s *Store) sessionThread(ctx context.Context, sessionID string) (channel, ts string, err error) {
+// sessionWhere reads where a session is for an entry appended on its
+// own; zero when it is gone.
+func (s *Store) sessionWhere(ctx context.Context, sessionID string) (where, error) {
 	if sessionID == "" {
-		return "", "", nil
+		return where{}, nil
 	}
 	raw, err := s.rdb.Get(ctx, s.keys.session(sessionID)).Bytes()
 	if errors.Is(err, redis.Nil) {
-		return "", "", nil
+		return where{}, nil
 	}
 	if err != nil {
-		return "", "", fmt.Errorf("read session %s: %w", sessionID, err)
+		return where{}, fmt.Errorf("read session %s: %w", sessionID, err)
 	}
-	channel, ts = threadOf(raw)
-	return channel, ts, nil
+	return whereOf(raw), nil
 }
+
+// appendAuditScript appends an entry no transition writes (AppendAudit).
+//
+// KEYS[1] audit stream   KEYS[2] chain head     KEYS[3] checkpoints
+// ARGV[1] entry JSON     ARGV[2] link midstate  ARGV[3] audit cutoff (unix ms; "0" keeps all)
+//
+// Returns the entry's stream id.
+var appendAuditScript = redis.NewScript(chainLua + `
+return appendAudit(KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2], ARGV[3])
+`)
 
 // AppendAudit implements store.Store: the entry takes its session's
 // thread, then one script links and appends it.
@@ -247,11 +219,12 @@ func (s *Store) AppendAudit(ctx context.Context, a store.AuditEntry) error {
 	if err := a.ValidateAppend(); err != nil {
 		return fmt.Errorf("redisstore: append audit: %w", err)
 	}
-	if a.Channel == "" && a.ThreadTS == "" {
-		var err error
-		if a.Channel, a.ThreadTS, err = s.sessionThread(ctx, a.SessionID); err != nil {
+	if a.Channel == "" && a.ThreadTS == "" || a.WorkDir == "" {
+		w, err := s.sessionWhere(ctx, a.SessionID)
+		if err != nil {
 			return fmt.Errorf("redisstore: append audit: %w", err)
 		}
+		w.fill(&a)
 	}
 	body, mid, err := auditArgs(a)
 	if err != nil {
@@ -372,12 +345,62 @@ func (s *Store) AuditCheckpoints(ctx context.Context, from uint64) ([]store.Audi
 // streamID matches a stream entry's id.
 var streamID = regexp.MustCompile(`^[0-9]+-[0-9]+$`)
 
+// Replies of putCheckpointScript.
+const (
+	checkpointLate    = 0
+	checkpointStored  = 1
+	checkpointNoEntry = 2
+)
+
+// putCheckpointScript stores a checkpoint while the newest one is still
+// the one the caller read, and only for the chain's entry it names.
+//
+// KEYS[1] checkpoints    KEYS[2] audit stream
+// ARGV[1] member ("<entry id> <JSON>")          ARGV[2] seq
+// ARGV[3] the newest checkpoint's seq the caller read (0: none)
+// ARGV[4] the entry's id ARGV[5] its hash       ARGV[6] audit cutoff, as appendAudit's
+// ARGV[7] "1" for a reset, which replaces every kept checkpoint, else "0"
+//
+// Returns {0, newest seq} when another checkpoint came first; {1} when
+// stored; {2} when the stream holds no such entry with that seq and hash.
+var putCheckpointScript = redis.NewScript(chainLua + `
+local last = redis.call('ZREVRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local lastSeq = '0'
+if last[2] then
+	lastSeq = string.format('%.0f', tonumber(last[2]))
+end
+if lastSeq ~= ARGV[3] then
+	return {0, lastSeq}
+end
+local e = redis.call('XRANGE', KEYS[2], ARGV[4], ARGV[4])
+if #e == 0 then
+	return {2}
+end
+local f, n, h = e[1][2], nil, nil
+for i = 1, #f, 2 do
+	if f[i] == 'n' then
+		n = f[i + 1]
+	elseif f[i] == 'h' then
+		h = f[i + 1]
+	end
+end
+if n ~= ARGV[2] or h ~= ARGV[5] then
+	return {2}
+end
+if ARGV[7] == '1' then
+	redis.call('DEL', KEYS[1])
+end
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+trimAudit(KEYS[2], KEYS[1], ARGV[6])
+return {1}
+`)
+
 // PutAuditCheckpoint implements store.AuditChain.
 func (s *Store) PutAuditCheckpoint(ctx context.Context, cp store.AuditCheckpoint, prev uint64) error {
 	if err := cp.Validate(); err != nil {
 		return fmt.Errorf("redisstore: put audit checkpoint: %w", err)
 	}
-	if cp.Seq <= prev || !streamID.MatchString(cp.Entry) {
+	if (cp.Seq <= prev && !cp.Reset) || !streamID.MatchString(cp.Entry) {
 		return fmt.Errorf("redisstore: put audit checkpoint at %d: %w: entry %q after the one at %d", cp.Seq, store.ErrInvalid, cp.Entry, prev)
 	}
 	member, err := checkpointMember(cp)
@@ -385,7 +408,7 @@ func (s *Store) PutAuditCheckpoint(ctx context.Context, cp store.AuditCheckpoint
 		return fmt.Errorf("redisstore: put audit checkpoint at %d: %w", cp.Seq, err)
 	}
 	res, err := s.run(ctx, putCheckpointScript, []string{s.keys.auditCheckpoints(), s.keys.audit()},
-		member, strconv.FormatUint(cp.Seq, 10), strconv.FormatUint(prev, 10), cp.Entry, cp.Hash, s.auditCutoff()).Slice()
+		member, strconv.FormatUint(cp.Seq, 10), strconv.FormatUint(prev, 10), cp.Entry, cp.Hash, s.auditCutoff(), resetArg(cp.Reset)).Slice()
 	if err != nil {
 		return fmt.Errorf("redisstore: put audit checkpoint at %d: %w", cp.Seq, err)
 	}
@@ -397,4 +420,11 @@ func (s *Store) PutAuditCheckpoint(ctx context.Context, cp store.AuditCheckpoint
 	default:
 		return fmt.Errorf("redisstore: put audit checkpoint at %d: %w: entry %s is not the chain's entry %d with hash %s", cp.Seq, store.ErrInvalid, cp.Entry, cp.Seq, cp.Hash)
 	}
+}
+
+func resetArg(reset bool) string {
+	if reset {
+		return "1"
+	}
+	return "0"
 }

@@ -28,18 +28,3 @@ func (s *Store) FirstSeen(ctx context.Context, key string, ttl time.Duration) (b
 	}
 	return first, nil
 }
-
-// Seen implements store.Dedup with EXISTS.
-func (s *Store) Seen(ctx context.Context, key string) (bool, error) {
-	if key == "" {
-		return false, fmt.Errorf("redisstore: seen: %w: empty key", store.ErrInvalid)
-	}
-	if err := s.stopped(ctx); err != nil {
-		return false, fmt.Errorf("redisstore: seen %s: %w", key, err)
-	}
-	n, err := s.rdb.Exists(ctx, s.keys.dedup(key)).Result()
-	if err != nil {
-		return false, fmt.Errorf("redisstore: seen %s: %w", key, err)
-	}
-	return n == 1, nil
-}

@@ -7,7 +7,8 @@
 // (keys.go), hash-tagged per session, per request and per pending-index
 // shard so a cluster spreads them, with the few single ordered logs (the
 // events and audit streams, the ready list) and the worker bookkeeping in
-// one shared slot; one Lua script per atomic step (scripts.go), each
+// one shared slot; one Lua script per atomic step, right above the method
+// that runs it and written one way (scripts.go says how), each
 // documenting its KEYS, ARGV and reply, all of a script's keys in one slot
 // (checked on every call), the audit chain linked by the scripts that append
 // to the audit stream (auditchain.go); a Stream with consumer groups for events; pub/sub

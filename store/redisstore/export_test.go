@@ -2,9 +2,12 @@ package redisstore
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/slackgate/slackgate/store"
 )
 
 // Waiters reports how many WaitDecision calls are registered, so tests can
@@ -87,4 +90,14 @@ return auditLink(ARGV[1], ARGV[2], tonumber(ARGV[3]))
 // AuditLinkByScript finishes a link in Redis as every audit append does.
 func AuditLinkByScript(ctx context.Context, s *Store, midstate, prev string, seq uint64) (string, error) {
 	return s.run(ctx, linkScript, []string{s.keys.auditHead()}, midstate, prev, strconv.FormatUint(seq, 10)).Text()
+}
+
+// WriteApprovals writes a request's approvals straight into its hash, as
+// text, the way someone with access to Redis but no bot's key could.
+func WriteApprovals(ctx context.Context, s *Store, id string, as []store.Approval) error {
+	text, err := json.Marshal(as)
+	if err != nil {
+		return err
+	}
+	return s.rdb.HSet(ctx, s.keys.request(id), "approvals", text).Err()
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -14,7 +13,30 @@ import (
 	"github.com/slackgate/slackgate/store"
 )
 
-// AddGrant implements store.Grants (addGrant).
+// addGrantScript stores a grant, lists it and records it.
+//
+// KEYS[1] grant key      KEYS[2] grants zset    KEYS[3] audit stream
+// KEYS[4] chain head     KEYS[5] checkpoints
+// ARGV[1] grant id       ARGV[2] grant JSON     ARGV[3] zset score
+// ARGV[4] ms until it expires ("0": never)      ARGV[5] audit JSON
+// ARGV[6] audit cutoff, as appendRecordsScript's       ARGV[7] the entry's link midstate
+//
+// Returns 0 when the id is taken (ErrExists), 1 when stored.
+var addGrantScript = redis.NewScript(chainLua + `
+if redis.call('EXISTS', KEYS[1]) == 1 then
+	return 0
+end
+if tonumber(ARGV[4]) > 0 then
+	redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[4])
+else
+	redis.call('SET', KEYS[1], ARGV[2])
+end
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+appendAudit(KEYS[3], KEYS[4], KEYS[5], ARGV[5], ARGV[7], ARGV[6])
+return 1
+`)
+
+// AddGrant implements store.Grants (addGrantScript).
 func (s *Store) AddGrant(ctx context.Context, g store.Grant) error {
 	if err := g.Validate(); err != nil {
 		return fmt.Errorf("redisstore: add grant: %w", err)
@@ -33,7 +55,7 @@ func (s *Store) AddGrant(ctx context.Context, g store.Grant) error {
 	if err != nil {
 		return fmt.Errorf("redisstore: add grant %s: %w", g.ID, err)
 	}
-	n, err := s.run(ctx, addGrant,
+	n, err := s.run(ctx, addGrantScript,
 		[]string{s.keys.grant(g.ID), s.keys.grants(), s.keys.audit(), s.keys.auditHead(), s.keys.auditCheckpoints()},
 		g.ID, body, strconv.FormatInt(g.At.UnixMicro(), 10), ttl, audit, s.auditCutoff(), mid,
 	).Int()
@@ -48,43 +70,14 @@ func (s *Store) AddGrant(ctx context.Context, g store.Grant) error {
 
 // ListGrants implements store.Grants.
 func (s *Store) ListGrants(ctx context.Context) ([]store.Grant, error) {
-	ids, err := s.rdb.ZRange(ctx, s.keys.grants(), 0, -1).Result()
+	out, err := listKept[store.Grant](ctx, s, s.keys.grants(), s.keys.grant)
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: list grants: %w", err)
-	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	slices.Reverse(ids) // newest first
-	keys := make([]string, len(ids))
-	for i, id := range ids {
-		keys[i] = s.keys.grant(id)
-	}
-	vals, err := s.rdb.MGet(ctx, keys...).Result()
-	if err != nil {
-		return nil, fmt.Errorf("redisstore: list grants: %w", err)
-	}
-	out := make([]store.Grant, 0, len(vals))
-	var gone []any
-	for i, v := range vals {
-		raw, ok := v.(string)
-		if !ok {
-			gone = append(gone, ids[i]) // expired (or forgotten between the reads)
-			continue
-		}
-		var g store.Grant
-		if err := json.Unmarshal([]byte(raw), &g); err != nil {
-			return nil, fmt.Errorf("redisstore: list grants: grant %s: %w", ids[i], err)
-		}
-		out = append(out, g)
-	}
-	if len(gone) > 0 {
-		_ = s.rdb.ZRem(ctx, s.keys.grants(), gone...).Err() // best effort: the next list tries again
 	}
 	return out, nil
 }
 
-// ForgetGrant implements store.Grants (forgetGrant).
+// ForgetGrant implements store.Grants (forgetKeptScript).
 func (s *Store) ForgetGrant(ctx context.Context, id, by, byName string) (store.Grant, error) {
 	if by == "" {
 		return store.Grant{}, fmt.Errorf("redisstore: forget grant %s: %w: who forgets it is required", id, store.ErrInvalid)
@@ -100,19 +93,9 @@ func (s *Store) ForgetGrant(ctx context.Context, id, by, byName string) (store.G
 	if err := json.Unmarshal([]byte(raw), &g); err != nil {
 		return store.Grant{}, fmt.Errorf("redisstore: forget grant %s: %w", id, err)
 	}
-	audit, mid, err := auditArgs(store.GrantForgottenAudit(g, by, byName, time.Now()))
+	err = s.forgetKept(ctx, s.keys.grant(id), s.keys.grants(), "", id, raw, store.GrantForgottenAudit(g, by, byName, time.Now()))
 	if err != nil {
 		return store.Grant{}, fmt.Errorf("redisstore: forget grant %s: %w", id, err)
-	}
-	n, err := s.run(ctx, forgetGrant,
-		[]string{s.keys.grant(id), s.keys.grants(), s.keys.audit(), s.keys.auditHead(), s.keys.auditCheckpoints()},
-		id, raw, audit, s.auditCutoff(), mid,
-	).Int()
-	if err != nil {
-		return store.Grant{}, fmt.Errorf("redisstore: forget grant %s: %w", id, err)
-	}
-	if n == 0 {
-		return store.Grant{}, fmt.Errorf("redisstore: forget grant %s: %w", id, store.ErrNotFound)
 	}
 	return g, nil
 }

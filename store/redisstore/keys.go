@@ -99,7 +99,8 @@ func (k keys) sess(sessionID, name string) string { return k.in("s", sessionID, 
 func (k keys) req(requestID, name string) string { return k.in("r", requestID, name) }
 
 // request is a hash: body (the Request's JSON without Card and Decision),
-// card, decision (JSON, absent while pending), session, kind, tool.
+// card, decision (JSON, absent while pending), session, kind, tool, and
+// the fields of its reach (reach.go) and its card's state (cards.go).
 func (k keys) request(id string) string { return k.req(id, "req") }
 
 // pendingShard is the shard of the pending index a request id belongs to.
@@ -253,7 +254,7 @@ func (k keys) answerIndex(scopeKey, fingerprint string) string {
 // were remembered (unix microseconds), for listing them without a scan.
 func (k keys) answers() string { return k.global("answers") }
 
-// Grants live in the global slot too, for the same reasons.
+// Grants and tombstones live in the global slot too, for the same reasons.
 
 // grant is a grant's JSON (store.Grant); it expires with the grant.
 func (k keys) grant(id string) string { return k.global("grant:" + id) }
@@ -261,3 +262,7 @@ func (k keys) grant(id string) string { return k.global("grant:" + id) }
 // grants is a sorted set of grant ids scored by when they were added (unix
 // microseconds); an id whose grant expired is skipped and dropped.
 func (k keys) grants() string { return k.global("grants") }
+
+// tombstones is a hash of one kind's tombstones: id → Tombstone JSON
+// (store.Tombstones), kept forever.
+func (k keys) tombstones(kind string) string { return k.global("tombstones:" + kind) }

@@ -87,7 +87,7 @@ func TestOutage(t *testing.T) {
 		defer cancel()
 		prefix := uniquePrefix()
 		waiter := open(t, srv.URL(), prefix)
-		r := store.Request{ID: "req-outage", SessionID: "sess-outage", Kind: store.KindTool, ToolName: "Bash", CreatedAt: time.Now()}
+		r := store.Request{ID: "req-outage", SessionID: "sess-outage", Kind: store.KindTool, ToolCall: store.ToolCall{ToolName: "Bash"}, CreatedAt: time.Now()}
 		if err := waiter.CreateRequest(ctx, r); err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +124,7 @@ func TestOutage(t *testing.T) {
 		prefix := uniquePrefix()
 		waiter := open(t, srv.URL(), prefix)
 		decider := open(t, srv.URL(), prefix)
-		r := store.Request{ID: "req-drop", SessionID: "sess-drop", Kind: store.KindTool, ToolName: "Bash", CreatedAt: time.Now()}
+		r := store.Request{ID: "req-drop", SessionID: "sess-drop", Kind: store.KindTool, ToolCall: store.ToolCall{ToolName: "Bash"}, CreatedAt: time.Now()}
 		if err := waiter.CreateRequest(ctx, r); err != nil {
 			t.Fatal(err)
 		}

@@ -56,7 +56,7 @@ func (s *Store) countIndexed(ctx context.Context, indexes []string, sessionID, p
 	for i, cmd := range cmds {
 		e := entries[i]
 		// Every request hash has its session field from its creation on
-		// (the createRequest script), so a missing one is a missing request.
+		// (createRequestScript), so a missing one is a missing request.
 		vals := cmd.Val()
 		session, _ := vals[0].(string)
 		switch {

@@ -15,6 +15,39 @@ import (
 	"github.com/slackgate/slackgate/store"
 )
 
+// enqueueScript appends an input to a session's inbox. The caller then marks the
+// session ready (markReadyScript) when the reply says no worker owns it.
+//
+// KEYS[1] inbox list     KEYS[2] owner key
+// ARGV[1] input JSON
+//
+// Returns 1 when no worker owns the session, 0 otherwise.
+var enqueueScript = redis.NewScript(`
+redis.call('RPUSH', KEYS[1], ARGV[1])
+if redis.call('EXISTS', KEYS[2]) == 0 then
+	return 1
+end
+return 0
+`)
+
+// markReadyScript ends an input's (or a repair's) work in the global slot: puts
+// the session on the ready list when asked and it is not there already, and
+// strikes the operation's note from the arriving set.
+//
+// KEYS[1] ready list     KEYS[2] arriving set
+// ARGV[1] session id     ARGV[2] "1" to mark it ready
+// ARGV[3] the operation's member of the arriving set
+//
+// Returns 1 when added to the ready list, 0 otherwise.
+var markReadyScript = redis.NewScript(`
+redis.call('ZREM', KEYS[2], ARGV[3])
+if ARGV[2] ~= '1' or redis.call('LPOS', KEYS[1], ARGV[1]) then
+	return 0
+end
+redis.call('RPUSH', KEYS[1], ARGV[1])
+return 1
+`)
+
 // Enqueue implements store.Queue.
 func (s *Store) Enqueue(ctx context.Context, in store.Input) (store.Input, error) {
 	if err := in.Validate(); err != nil {
@@ -36,11 +69,11 @@ func (s *Store) Enqueue(ctx context.Context, in store.Input) (store.Input, error
 	if err != nil {
 		return store.Input{}, fmt.Errorf("redisstore: enqueue for %s: %w", in.SessionID, err)
 	}
-	unowned, err := s.run(ctx, enqueue, []string{s.keys.inbox(in.SessionID), s.keys.owner(in.SessionID)}, b).Int()
+	unowned, err := s.run(ctx, enqueueScript, []string{s.keys.inbox(in.SessionID), s.keys.owner(in.SessionID)}, b).Int()
 	if err != nil {
 		return store.Input{}, fmt.Errorf("redisstore: enqueue for %s: %w", in.SessionID, err)
 	}
-	err = s.run(ctx, markReady, []string{s.keys.ready(), s.keys.arriving()}, in.SessionID, flag(unowned == 1), note).Err()
+	err = s.run(ctx, markReadyScript, []string{s.keys.ready(), s.keys.arriving()}, in.SessionID, flag(unowned == 1), note).Err()
 	if err != nil {
 		return in, fmt.Errorf("redisstore: enqueue for %s: queued, but mark ready: %w", in.SessionID, err)
 	}
@@ -108,6 +141,34 @@ func (s *Store) Claim(ctx context.Context, worker string) (string, error) {
 	}
 }
 
+// Replies of takeInputScript.
+const (
+	takeNotOwner = 0
+	takeEmpty    = 1
+	takeInput    = 2
+)
+
+// takeInputScript pops the oldest input of a session for its owner. NextInput waits
+// for input with BLMOVE inbox→inbox (LEFT LEFT: a blocking peek that leaves
+// the list as it was) and then runs this script, so an input is only removed
+// by the worker that owns the session at that instant.
+//
+// KEYS[1] owner key      KEYS[2] inbox list
+// ARGV[1] worker
+//
+// Returns {0} when the worker does not own the session (ErrNotOwner), {1}
+// when the inbox is empty, {2, input JSON} otherwise.
+var takeInputScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+	return {0}
+end
+local v = redis.call('LPOP', KEYS[2])
+if not v then
+	return {1}
+end
+return {2, v}
+`)
+
 // NextInput implements store.Queue. Ownership is checked atomically with the
 // pop; while the inbox is empty it waits with BLMOVE inbox→inbox, which
 // leaves the list unchanged, and checks again.
@@ -149,13 +210,29 @@ func (s *Store) NextInput(ctx context.Context, sessionID, worker string) (store.
 	}
 }
 
+// requeueScript puts an input its owner took but could not deliver back at the
+// head of the session's inbox.
+//
+// KEYS[1] owner key      KEYS[2] inbox list
+// ARGV[1] worker         ARGV[2] input JSON
+//
+// Returns 0 when the worker does not own the session (ErrNotOwner), 1 when
+// the input is back.
+var requeueScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+	return 0
+end
+redis.call('LPUSH', KEYS[2], ARGV[2])
+return 1
+`)
+
 // Requeue implements store.Queue.
 func (s *Store) Requeue(ctx context.Context, in store.Input, worker string) error {
 	b, err := json.Marshal(in)
 	if err != nil {
 		return fmt.Errorf("redisstore: requeue %s: %w", in.ID, err)
 	}
-	n, err := s.run(ctx, requeue, []string{s.keys.owner(in.SessionID), s.keys.inbox(in.SessionID)}, worker, b).Int()
+	n, err := s.run(ctx, requeueScript, []string{s.keys.owner(in.SessionID), s.keys.inbox(in.SessionID)}, worker, b).Int()
 	if err != nil {
 		return fmt.Errorf("redisstore: requeue %s for %s: %w", in.ID, in.SessionID, err)
 	}
@@ -165,13 +242,61 @@ func (s *Store) Requeue(ctx context.Context, in store.Input, worker string) erro
 	return nil
 }
 
+// Replies of releaseScript.
+const (
+	releaseNotOwner  = 0
+	releaseEmpty     = 1
+	releaseWithInput = 2
+)
+
+// releaseScript gives up a worker's ownership of a session, in the session's
+// slot. The caller then drops it from the worker's owned set and, when input
+// is left, marks it ready (releaseOwnedScript).
+//
+// KEYS[1] owner key      KEYS[2] inbox list
+// ARGV[1] worker
+//
+// Returns 0 when the worker does not own the session (ErrNotOwner), 1 when
+// released with an empty inbox, 2 when released with input left.
+var releaseScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+	return 0
+end
+redis.call('DEL', KEYS[1])
+if redis.call('LLEN', KEYS[2]) > 0 then
+	return 2
+end
+return 1
+`)
+
+// releaseOwnedScript finishes a release in the global slot, striking its note
+// from the arriving set.
+//
+// KEYS[1] owned set of the worker   KEYS[2] set of workers owning sessions
+// KEYS[3] ready list     KEYS[4] arriving set
+// ARGV[1] worker         ARGV[2] session id     ARGV[3] "1" when input is left
+// ARGV[4] the release's member of the arriving set
+//
+// Returns 1.
+var releaseOwnedScript = redis.NewScript(`
+redis.call('ZREM', KEYS[4], ARGV[4])
+redis.call('SREM', KEYS[1], ARGV[2])
+if redis.call('SCARD', KEYS[1]) == 0 then
+	redis.call('SREM', KEYS[2], ARGV[1])
+end
+if ARGV[3] == '1' and not redis.call('LPOS', KEYS[3], ARGV[2]) then
+	redis.call('RPUSH', KEYS[3], ARGV[2])
+end
+return 1
+`)
+
 // Release implements store.Queue.
 func (s *Store) Release(ctx context.Context, sessionID, worker string) error {
 	note, err := s.noteArrival(ctx, sessionID)
 	if err != nil {
 		return fmt.Errorf("redisstore: release %s: %w", sessionID, err)
 	}
-	n, err := s.run(ctx, release, []string{s.keys.owner(sessionID), s.keys.inbox(sessionID)}, worker).Int()
+	n, err := s.run(ctx, releaseScript, []string{s.keys.owner(sessionID), s.keys.inbox(sessionID)}, worker).Int()
 	if err != nil {
 		return fmt.Errorf("redisstore: release %s: %w", sessionID, err)
 	}
@@ -184,7 +309,7 @@ func (s *Store) Release(ctx context.Context, sessionID, worker string) error {
 	// Then the global slot: a process dying before this leaves the session
 	// in the worker's owned set (a take-over of the dead worker drops it)
 	// and the note by which an idle Claim marks it ready if input is left.
-	err = s.run(ctx, releaseOwned, []string{s.keys.owned(worker), s.keys.owners(), s.keys.ready(), s.keys.arriving()},
+	err = s.run(ctx, releaseOwnedScript, []string{s.keys.owned(worker), s.keys.owners(), s.keys.ready(), s.keys.arriving()},
 		worker, sessionID, flag(n == releaseWithInput), note).Err()
 	if err != nil {
 		return fmt.Errorf("redisstore: release %s: released, but %w", sessionID, err)
@@ -228,7 +353,7 @@ func (s *Store) repairArrivals(ctx context.Context) error {
 			return fmt.Errorf("repair arrival of %s: %w", sessionID, err)
 		}
 		ready := owner.Val() == 0 && queued.Val() > 0
-		err := s.run(ctx, markReady, []string{s.keys.ready(), s.keys.arriving()}, sessionID, flag(ready), note).Err()
+		err := s.run(ctx, markReadyScript, []string{s.keys.ready(), s.keys.arriving()}, sessionID, flag(ready), note).Err()
 		if err != nil {
 			return fmt.Errorf("repair arrival of %s: %w", sessionID, err)
 		}
@@ -236,8 +361,82 @@ func (s *Store) repairArrivals(ctx context.Context) error {
 	return nil
 }
 
+// addOwnedScript records, before a worker tries to own a session, that it may:
+// the session joins the worker's owned set and the worker the owners set,
+// so a worker that dies between this and claiming is still found dead with
+// the session. For a take-over, the dead worker's heartbeat is checked in
+// the same step, so a worker that beats again keeps what it owns.
+//
+// KEYS[1] owned set of the worker   KEYS[2] set of workers owning sessions
+// KEYS[3] heartbeat of the worker taken over from (a take-over), or KEYS[1]
+// ARGV[1] worker         ARGV[2] session id     ARGV[3] "1" for a take-over
+//
+// Returns 0 when the worker taken over from is alive (ErrNotOwner), 1 when recorded.
+var addOwnedScript = redis.NewScript(`
+if ARGV[3] == '1' and redis.call('EXISTS', KEYS[3]) == 1 then
+	return 0
+end
+redis.call('SADD', KEYS[1], ARGV[2])
+redis.call('SADD', KEYS[2], ARGV[1])
+return 1
+`)
+
+// setOwnerScript is the compare-and-set that decides who owns a session: claim
+// (ARGV[2] = "", the session must be unowned and have input) or take-over
+// (ARGV[2] = the dead worker, who must still own it).
+//
+// KEYS[1] owner key      KEYS[2] inbox list
+// ARGV[1] new owner      ARGV[2] expected owner ("" for none)
+//
+// Returns {1} when ARGV[1] now owns the session, {0, current owner or ""}
+// otherwise.
+var setOwnerScript = redis.NewScript(`
+local cur = redis.call('GET', KEYS[1])
+if ARGV[2] == '' then
+	if cur or redis.call('LLEN', KEYS[2]) == 0 then
+		return {0, cur or ''}
+	end
+elseif cur ~= ARGV[2] then
+	return {0, cur or ''}
+end
+redis.call('SET', KEYS[1], ARGV[1])
+return {1}
+`)
+
+// settleOwnedScript finishes a claim or take-over in the global slot: drops the
+// session from the ready list (a claim), from the owned set of the worker
+// that lost it (a take-over; also when that worker's entry was stale), and
+// from the new worker's set when it did not get it; workers left owning
+// nothing leave the owners set.
+//
+// KEYS[1] ready list     KEYS[2] owned set of the worker claiming
+// KEYS[3] owned set of the worker taken over from (or KEYS[2])
+// KEYS[4] set of workers owning sessions
+// ARGV[1] worker claiming                ARGV[2] worker taken over from ("" for a claim)
+// ARGV[3] session id     ARGV[4] "1" when setOwnerScript made ARGV[1] the owner
+// ARGV[5] the owner setOwnerScript found ("" when none or when it won)
+//
+// Returns 1.
+var settleOwnedScript = redis.NewScript(`
+if ARGV[2] == '' then
+	redis.call('LREM', KEYS[1], 1, ARGV[3])
+elseif ARGV[5] ~= ARGV[2] then
+	redis.call('SREM', KEYS[3], ARGV[3])
+	if redis.call('SCARD', KEYS[3]) == 0 then
+		redis.call('SREM', KEYS[4], ARGV[2])
+	end
+end
+if ARGV[4] ~= '1' and ARGV[5] ~= ARGV[1] then
+	redis.call('SREM', KEYS[2], ARGV[3])
+	if redis.call('SCARD', KEYS[2]) == 0 then
+		redis.call('SREM', KEYS[4], ARGV[1])
+	end
+end
+return 1
+`)
+
 // changeOwner makes worker the owner of a session, in three steps (see the
-// scripts addOwned, setOwner and settleOwned): a claim when dead is "" (the
+// scripts addOwnedScript, setOwnerScript and settleOwnedScript): a claim when dead is "" (the
 // session must be unowned with input), else a take-over from the dead
 // worker. won reports whether worker owns the session now; a take-over from
 // a worker that is alive fails with ErrNotOwner.
@@ -246,14 +445,14 @@ func (s *Store) changeOwner(ctx context.Context, sessionID, dead, worker string)
 	if dead != "" {
 		hb, takeover = s.keys.heartbeat(dead), "1"
 	}
-	n, err := s.run(ctx, addOwned, []string{s.keys.owned(worker), s.keys.owners(), hb}, worker, sessionID, takeover).Int()
+	n, err := s.run(ctx, addOwnedScript, []string{s.keys.owned(worker), s.keys.owners(), hb}, worker, sessionID, takeover).Int()
 	if err != nil {
 		return false, err
 	}
 	if n == 0 {
 		return false, store.ErrNotOwner
 	}
-	res, err := s.run(ctx, setOwner, []string{s.keys.owner(sessionID), s.keys.inbox(sessionID)}, worker, dead).Slice()
+	res, err := s.run(ctx, setOwnerScript, []string{s.keys.owner(sessionID), s.keys.inbox(sessionID)}, worker, dead).Slice()
 	if err != nil {
 		return false, err
 	}
@@ -266,10 +465,10 @@ func (s *Store) changeOwner(ctx context.Context, sessionID, dead, worker string)
 	if dead != "" {
 		from = s.keys.owned(dead)
 	}
-	err = s.run(ctx, settleOwned, []string{s.keys.ready(), s.keys.owned(worker), from, s.keys.owners()},
+	err = s.run(ctx, settleOwnedScript, []string{s.keys.ready(), s.keys.owned(worker), from, s.keys.owners()},
 		worker, dead, sessionID, flag(code == 1), found).Err()
 	if code == 1 {
-		// Won: what settleOwned tidies is left to the next claimer to meet
+		// Won: what settleOwnedScript tidies is left to the next claimer to meet
 		// the id on the ready list, or the next take-over from the dead
 		// worker; failing now would leave a session owned by a worker that
 		// believes it is not.

@@ -14,14 +14,14 @@ import (
 // array of message references) and one field per step taken ("reminded",
 // "escalated": the store.ReachMark as JSON).
 
-// addCopy records a copy of a request.
+// addCopyScript records a copy of a request.
 //
 // KEYS[1] request hash
 // ARGV[1] the copy's reference as JSON (as Go encodes it: one spelling)
 //
 // Returns 0 for an unknown id (ErrNotFound), 1 when recorded (or there
 // already) and the request is pending, 2 when it is settled.
-var addCopy = redis.NewScript(`
+var addCopyScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then
 	return 0
 end
@@ -34,7 +34,34 @@ end
 return 1 + redis.call('HEXISTS', KEYS[1], 'decision')
 `)
 
-// markReach takes a reach step of a pending request once.
+// AddCopy implements store.Reaches.
+func (s *Store) AddCopy(ctx context.Context, id string, ref store.MessageRef) (pending bool, err error) {
+	if ref.Channel == "" || ref.TS == "" {
+		return false, fmt.Errorf("redisstore: add copy of %s: %w: empty message reference", id, store.ErrInvalid)
+	}
+	refJSON, err := json.Marshal(ref)
+	if err != nil {
+		return false, fmt.Errorf("redisstore: add copy of %s: %w", id, err)
+	}
+	n, err := s.run(ctx, addCopyScript, []string{s.keys.request(id)}, refJSON).Int()
+	if err != nil {
+		return false, fmt.Errorf("redisstore: add copy of %s: %w", id, err)
+	}
+	if n == refNotFound {
+		return false, fmt.Errorf("redisstore: add copy of %s: %w", id, store.ErrNotFound)
+	}
+	return n == refPending, nil
+}
+
+// Replies of markReachScript.
+const (
+	reachNotFound = 0
+	reachTaken    = 1
+	reachSettled  = 2
+	reachDone     = 3
+)
+
+// markReachScript takes a reach step of a pending request once.
 //
 // KEYS[1] request hash
 // ARGV[1] the step's field ("reminded", "escalated")
@@ -42,7 +69,7 @@ return 1 + redis.call('HEXISTS', KEYS[1], 'decision')
 //
 // Returns 0 for an unknown id (ErrNotFound), 1 when this call took the
 // step, 2 when the request is settled, 3 when the step was taken before.
-var markReach = redis.NewScript(`
+var markReachScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then
 	return 0
 end
@@ -55,25 +82,6 @@ end
 return 3
 `)
 
-// AddCopy implements store.Reaches.
-func (s *Store) AddCopy(ctx context.Context, id string, ref store.MessageRef) (pending bool, err error) {
-	if ref.Channel == "" || ref.TS == "" {
-		return false, fmt.Errorf("redisstore: add copy of %s: %w: empty message reference", id, store.ErrInvalid)
-	}
-	refJSON, err := json.Marshal(ref)
-	if err != nil {
-		return false, fmt.Errorf("redisstore: add copy of %s: %w", id, err)
-	}
-	n, err := s.run(ctx, addCopy, []string{s.keys.request(id)}, refJSON).Int()
-	if err != nil {
-		return false, fmt.Errorf("redisstore: add copy of %s: %w", id, err)
-	}
-	if n == 0 {
-		return false, fmt.Errorf("redisstore: add copy of %s: %w", id, store.ErrNotFound)
-	}
-	return n == 1, nil
-}
-
 // MarkReach implements store.Reaches.
 func (s *Store) MarkReach(ctx context.Context, id string, m store.ReachMark) (bool, error) {
 	if err := m.Validate(); err != nil {
@@ -83,14 +91,14 @@ func (s *Store) MarkReach(ctx context.Context, id string, m store.ReachMark) (bo
 	if err != nil {
 		return false, fmt.Errorf("redisstore: mark %s of %s: %w", m.Step, id, err)
 	}
-	n, err := s.run(ctx, markReach, []string{s.keys.request(id)}, string(m.Step), mJSON).Int()
+	n, err := s.run(ctx, markReachScript, []string{s.keys.request(id)}, string(m.Step), mJSON).Int()
 	if err != nil {
 		return false, fmt.Errorf("redisstore: mark %s of %s: %w", m.Step, id, err)
 	}
-	if n == 0 {
+	if n == reachNotFound {
 		return false, fmt.Errorf("redisstore: mark %s of %s: %w", m.Step, id, store.ErrNotFound)
 	}
-	return n == 1, nil
+	return n == reachTaken, nil
 }
 
 // reachFields are the hash fields that hold a request's reach, read after

@@ -17,7 +17,7 @@ import (
 )
 
 func newTestRequest(id, sessionID string) store.Request {
-	return store.Request{ID: id, SessionID: sessionID, Kind: store.KindTool, ToolName: "Bash", CreatedAt: time.Now()}
+	return store.Request{ID: id, SessionID: sessionID, Kind: store.KindTool, ToolCall: store.ToolCall{ToolName: "Bash"}, CreatedAt: time.Now()}
 }
 
 func TestSettledRequestsExpireAfterTheRetention(t *testing.T) {

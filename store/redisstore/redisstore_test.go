@@ -131,11 +131,19 @@ func newSuiteStore(url string) (storetest.NewFunc, storetest.Option) {
 	return newStore, second
 }
 
+// writeApprovals writes approvals into Redis past Approve, for the suite's
+// store-writer test.
+var writeApprovals = storetest.WithApprovalsWriter(func(tb testing.TB, s store.Store, id string, as []store.Approval) {
+	if err := redisstore.WriteApprovals(context.Background(), s.(*redisstore.Store), id, as); err != nil {
+		tb.Fatal(err)
+	}
+})
+
 func TestConformance(t *testing.T) {
 	for _, srv := range servers {
 		t.Run(srv.name, func(t *testing.T) {
 			newStore, second := newSuiteStore(srv.url(t))
-			storetest.Run(t, newStore, second, storetest.WithRedeliveryDelay(testRedelivery))
+			storetest.Run(t, newStore, second, storetest.WithRedeliveryDelay(testRedelivery), writeApprovals)
 		})
 	}
 }

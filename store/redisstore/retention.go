@@ -12,7 +12,7 @@ import (
 	"github.com/slackgate/slackgate/store"
 )
 
-// Retention (see store.Store) on Redis is key expiry: decideRequest gives a
+// Retention (see store.Store) on Redis is key expiry: decideRequestScript gives a
 // settled request's hash a TTL; retainSession gives a session at rest, and
 // its thread and transcript keys, a TTL, and takes it away when the session
 // is taken up again; the audit stream is trimmed on every append, up to a
@@ -39,8 +39,8 @@ func (s *Store) auditCutoff() string {
 
 // retainSessionScript gives a session at rest a TTL of the retention, or
 // removes it when the session is not at rest; the caller then applies the
-// same to its thread entry (retainThread) and its starter's set
-// (retainStarter), which live in other slots. The state is read here, so of
+// same to its thread entry (retainThreadScript) and its starter's set
+// (retainStarterScript), which live in other slots. The state is read here, so of
 // two writers the one that runs this last leaves the TTL that fits the
 // state it leaves; the reply carries this slot's time, so of two callers'
 // follow-ups on the thread entry the later decision wins there too. The
@@ -77,7 +77,7 @@ redis.call('PERSIST', KEYS[4])
 return {2, now}
 `)
 
-// retainThread applies retainSessionScript's verdict to a session's thread
+// retainThreadScript applies retainSessionScript's verdict to a session's thread
 // entry, unless a later verdict was applied already.
 //
 // KEYS[1] thread hash
@@ -85,7 +85,7 @@ return {2, now}
 // ARGV[3] retention ms   ARGV[4] the verdict's time (unix µs)
 //
 // Returns 1 when applied, 0 when the entry names another session or holds a later verdict.
-var retainThread = redis.NewScript(`
+var retainThreadScript = redis.NewScript(`
 local cur = redis.call('HMGET', KEYS[1], 'id', 'ret')
 if cur[1] ~= ARGV[1] or (cur[2] and tonumber(cur[2]) > tonumber(ARGV[4])) then
 	return 0
@@ -99,7 +99,7 @@ end
 return 1
 `)
 
-// retainStarter applies retainSessionScript's verdict to the set of
+// retainStarterScript applies retainSessionScript's verdict to the set of
 // sessions of the session's starter.
 //
 // KEYS[1] the starter's set of sessions
@@ -107,7 +107,7 @@ return 1
 // ARGV[3] retention ms
 //
 // Returns 1 when applied, 0 when the session is not in the set.
-var retainStarter = redis.NewScript(`
+var retainStarterScript = redis.NewScript(`
 if not redis.call('ZSCORE', KEYS[1], ARGV[1]) then
 	return 0
 end
@@ -146,13 +146,13 @@ func (s *Store) retainSession(ctx context.Context, sess store.Session) error {
 	at, _ := res[1].(string)
 	expire := flag(code == 1)
 	if !sess.Thread.IsZero() {
-		err := s.run(ctx, retainThread, []string{s.keys.thread(sess.Thread.Channel, sess.Thread.TS)}, sess.ID, expire, ms, at).Err()
+		err := s.run(ctx, retainThreadScript, []string{s.keys.thread(sess.Thread.Channel, sess.Thread.TS)}, sess.ID, expire, ms, at).Err()
 		if err != nil {
 			return fmt.Errorf("retain thread of session %s: %w", sess.ID, err)
 		}
 	}
 	if sess.StartedBy != "" {
-		if err := s.run(ctx, retainStarter, []string{s.keys.starter(sess.StartedBy)}, sess.ID, expire, ms).Err(); err != nil {
+		if err := s.run(ctx, retainStarterScript, []string{s.keys.starter(sess.StartedBy)}, sess.ID, expire, ms).Err(); err != nil {
 			return fmt.Errorf("retain starter set of session %s: %w", sess.ID, err)
 		}
 	}

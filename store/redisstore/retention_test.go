@@ -92,7 +92,7 @@ func everyKeyOfAFinishedSessionExpires(t *testing.T, url string) {
 		must(t, err)
 	}
 	state(store.SessionRunning)
-	r := store.Request{ID: "r1", SessionID: sess.ID, Kind: store.KindTool, ToolName: "Bash"}
+	r := store.Request{ID: "r1", SessionID: sess.ID, Kind: store.KindTool, ToolCall: store.ToolCall{ToolName: "Bash"}}
 	must(t, s.CreateRequest(ctx, r))
 	_, err = s.Decide(ctx, r.ID, store.Decision{Outcome: store.OutcomeAllow, At: time.Now()})
 	must(t, err)

@@ -12,6 +12,36 @@ import (
 	"github.com/slackgate/slackgate/store"
 )
 
+// unclaimThreadScript drops a thread entry that still names the session, after
+// the session turned out to exist already.
+//
+// KEYS[1] thread hash
+// ARGV[1] session id
+//
+// Returns 1 when dropped, 0 when it names another session.
+var unclaimThreadScript = redis.NewScript(`
+if redis.call('HGET', KEYS[1], 'id') ~= ARGV[1] then
+	return 0
+end
+redis.call('DEL', KEYS[1])
+return 1
+`)
+
+// createSessionScript stores a new session. The caller has already added it to
+// its starter's set and claimed its thread entry.
+//
+// KEYS[1] session key
+// ARGV[1] session JSON
+//
+// Returns 0 when the id is taken (ErrExists), 1 when stored.
+var createSessionScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then
+	return 0
+end
+redis.call('SET', KEYS[1], ARGV[1])
+return 1
+`)
+
 // CreateSession implements store.Sessions.
 func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
 	if err := sess.Validate(); err != nil {
@@ -42,13 +72,13 @@ func (s *Store) CreateSession(ctx context.Context, sess store.Session) error {
 			return undo(err)
 		}
 	}
-	n, err := s.run(ctx, createSession, []string{s.keys.session(sess.ID)}, b).Int()
+	n, err := s.run(ctx, createSessionScript, []string{s.keys.session(sess.ID)}, b).Int()
 	if err != nil {
 		return fmt.Errorf("redisstore: create session %s: %w", sess.ID, err)
 	}
 	if n == 0 {
 		if !sess.Thread.IsZero() {
-			if uerr := s.run(ctx, unclaimThread, []string{s.keys.thread(sess.Thread.Channel, sess.Thread.TS)}, sess.ID).Err(); uerr != nil {
+			if uerr := s.run(ctx, unclaimThreadScript, []string{s.keys.thread(sess.Thread.Channel, sess.Thread.TS)}, sess.ID).Err(); uerr != nil {
 				return undo(errors.Join(store.ErrExists, fmt.Errorf("undo thread entry: %w", uerr)))
 			}
 		}
@@ -116,6 +146,29 @@ func (s *Store) addStarter(ctx context.Context, sess store.Session) (added bool,
 	return n == 1, nil
 }
 
+// claimThreadScript claims a Slack thread's index entry for a new session, before
+// the session is written. An entry left by a creation that died before
+// writing its session (the caller saw the session missing) is taken over
+// once it is older than indexGrace.
+//
+// KEYS[1] thread hash
+// ARGV[1] session id     ARGV[2] now (unix µs)
+// ARGV[3] the id of a stale claim to take over ("" for none)
+// ARGV[4] the oldest claim time (unix µs) a stale claim may have
+//
+// Returns 1 when claimed, 0 when the thread is taken (ErrExists).
+var claimThreadScript = redis.NewScript(`
+local cur = redis.call('HMGET', KEYS[1], 'id', 'at')
+if cur[1] then
+	if ARGV[3] == '' or cur[1] ~= ARGV[3] or tonumber(cur[2] or '0') > tonumber(ARGV[4]) then
+		return 0
+	end
+	redis.call('DEL', KEYS[1])
+end
+redis.call('HSET', KEYS[1], 'id', ARGV[1], 'at', ARGV[2])
+return 1
+`)
+
 // claimThread claims the thread entry of a new session (ErrExists when it
 // is taken). An entry naming a session that does not exist, claimed more
 // than indexGrace ago, was left by a creation that died: it is taken over.
@@ -137,7 +190,7 @@ func (s *Store) claimThread(ctx context.Context, sess store.Session) error {
 			stale = cur
 		}
 	}
-	n, err := s.run(ctx, claimThread, []string{key}, sess.ID, int64(now), stale,
+	n, err := s.run(ctx, claimThreadScript, []string{key}, sess.ID, int64(now), stale,
 		time.Now().Add(-indexGrace).UnixMicro()).Int()
 	if err != nil {
 		return fmt.Errorf("claim thread: %w", err)

@@ -15,6 +15,40 @@ func (h *harness) testApprovals(t *testing.T) {
 	t.Run("OnlyOneOfConcurrentApprovalsIsTheLast", h.testApproveRace)
 	t.Run("LaterApprovalsApproveTheFirstOnesInput", h.testApproveInput)
 	t.Run("SettledUnknownAndInvalid", h.testApproveRejects)
+	t.Run("ACopiedApprovalCountsForNoOneMore", h.testApproveCopies)
+}
+
+// testApproveCopies writes, as a store writer without the key would, a
+// copy of the one signed approval into the record: the request still needs
+// as many other people as before.
+func (h *harness) testApproveCopies(t *testing.T) {
+	if h.cfg.writeApprovals == nil {
+		t.Fatal("the backend gives the suite no WithApprovalsWriter")
+	}
+	s := h.newStore(t)
+	ctx := h.ctx(t)
+	r := createRequest(t, ctx, s)
+	first, _, err := s.Approve(ctx, r.ID, approval("U1", 1), 3)
+	requireNoError(t, err, "first Approve")
+	h.cfg.writeApprovals(t, s, r.ID, append(first.Approvals, first.Approvals[0], first.Approvals[0]))
+	got, last, err := s.Approve(ctx, r.ID, approval("U2", 2), 3)
+	requireNoError(t, err, "second person's Approve")
+	if last || !got.Pending() {
+		t.Fatalf("two people of three (one approval copied twice) made it the last: request %+v", got)
+	}
+	again, last, err := s.Approve(ctx, r.ID, approval("U1", 3), 3)
+	requireNoError(t, err, "the first person again")
+	if last || len(store.Approvers(again.Approvals)) != 2 {
+		t.Fatalf("the first person's second approval: last %v, approvals %+v; want two people still", last, again.Approvals)
+	}
+	got, last, err = s.Approve(ctx, r.ID, approval("U3", 4), 3)
+	requireNoError(t, err, "third person's Approve")
+	if !last {
+		t.Fatalf("three people did not make it the last: %+v", got.Approvals)
+	}
+	if people := store.Approvers(got.Approvals); len(people) != 3 {
+		t.Errorf("approvers %q, want U1, U2, U3", people)
+	}
 }
 
 func approval(by string, minutes int) store.Approval {

@@ -28,11 +28,13 @@ func (h *harness) testAudit(t *testing.T) {
 
 	all, err := s.AuditLog(ctx, "", 100)
 	requireNoError(t, err, "AuditLog")
+	in1, sum1 := store.AuditInput(r1, r1.Input)
+	in2, sum2 := store.AuditInput(r2, r2.Input)
 	want := []store.AuditEntry{
-		{Action: store.AuditCreated, RequestID: r1.ID, SessionID: sid, Kind: r1.Kind, Tool: r1.ToolName},
+		{Action: store.AuditCreated, RequestID: r1.ID, SessionID: sid, Kind: r1.Kind, Tool: r1.ToolName, Input: in1, InputSHA256: sum1},
 		{Action: store.AuditSettled, RequestID: r1.ID, SessionID: sid, Kind: r1.Kind, Tool: r1.ToolName, Outcome: d.Outcome, By: d.By, ByName: d.ByName, Message: d.Message, At: d.At,
-			Rule: d.Rule, PolicyDigest: d.PolicyDigest},
-		{Action: store.AuditCreated, RequestID: r2.ID, SessionID: sid, Kind: r2.Kind, Tool: r2.ToolName},
+			Rule: d.Rule, PolicyDigest: d.PolicyDigest, Input: in1, InputSHA256: sum1},
+		{Action: store.AuditCreated, RequestID: r2.ID, SessionID: sid, Kind: r2.Kind, Tool: r2.ToolName, Input: in2, InputSHA256: sum2},
 	}
 	if len(all) != len(want) {
 		t.Fatalf("AuditLog = %d entries %+v, want %d", len(all), all, len(want))

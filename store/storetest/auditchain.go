@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"crypto/ed25519"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -245,8 +246,57 @@ func (h *harness) testAuditCheckpoints(t *testing.T) {
 	if rep := verifyChain(t, ctx, s); rep.Checkpoints != 2 || rep.Sealed != cp.Seq || rep.Unsealed != 1 {
 		t.Errorf("verified %+v, want 2 checkpoints sealing 3 entries, and the fourth unsealed", rep)
 	}
+
+	// An operator's reset replaces every kept checkpoint, even one at
+	// its seq or after it, still only after the newest.
+	reset := store.NextAuditCheckpoint(cp, store.AuditLink{Seq: entries[1].Seq, Hash: entries[1].Hash, Entry: entries[1].ID}, base.Add(4*time.Hour))
+	reset.Reset = true
+	requireNoError(t, store.SignAuditCheckpoint(sealKey, &reset), "SignAuditCheckpoint")
+	requireIs(t, s.PutAuditCheckpoint(ctx, reset, first.Seq), store.ErrExists, "PutAuditCheckpoint of a reset after a checkpoint that is no longer the newest")
+	requireNoError(t, s2.PutAuditCheckpoint(ctx, reset, cp.Seq), "PutAuditCheckpoint of a reset")
+	all, err = s.AuditCheckpoints(ctx, 0)
+	requireNoError(t, err, "AuditCheckpoints")
+	if len(all) != 1 || !all[0].Same(reset) || !all[0].Reset || all[0].Entry != reset.Entry {
+		t.Fatalf("AuditCheckpoints after a reset = %+v, want the reset alone", all)
+	}
+	if last, err := s.LastAuditCheckpoint(ctx); err != nil || !last.Same(reset) {
+		t.Errorf("LastAuditCheckpoint after a reset = %+v, %v", last, err)
+	}
+	if rep := verifyChain(t, ctx, s); len(rep.Resets) != 1 || rep.Sealed != entries[1].Seq {
+		t.Errorf("verified %+v, want the reset sealing 2 entries", rep)
+	}
 }
 
 func sameCheckpoint(a, b store.AuditCheckpoint) bool {
 	return a.At.Equal(b.At) && a.Seq == b.Seq && a.Hash == b.Hash && a.Entry == b.Entry && string(a.Signature) == string(b.Signature)
+}
+
+// AppendToolRan appends n tool-ran entries to st's audit log, for tests
+// of what seals and delivers it.
+func AppendToolRan(tb testing.TB, st store.Store, n int) {
+	tb.Helper()
+	for i := range n {
+		err := st.AppendAudit(tb.Context(), store.AuditEntry{Action: store.AuditToolRan, SessionID: "s1", Tool: "Bash", ReportedBy: "api:laptop",
+			Result: store.ToolSucceeded, Message: fmt.Sprint("step ", i)})
+		if err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// SealedAt is the seq of st's newest audit checkpoint (0: none), once its
+// signature by pub's key is checked.
+func SealedAt(tb testing.TB, st store.Store, pub ed25519.PublicKey) uint64 {
+	tb.Helper()
+	cp, err := st.LastAuditCheckpoint(tb.Context())
+	if errors.Is(err, store.ErrNotFound) {
+		return 0
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := store.VerifyAuditCheckpoint(pub, cp); err != nil {
+		tb.Fatalf("checkpoint at %d: %v", cp.Seq, err)
+	}
+	return cp.Seq
 }

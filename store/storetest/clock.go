@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/slackgate/slackgate/store"
@@ -109,6 +110,19 @@ func (c *Clock) WaitTimers(ctx context.Context, n int) error {
 			return ctx.Err()
 		}
 	}
+}
+
+// AwaitTimers is WaitTimers for a test: it returns, once at least n
+// timers wait, every duration a timer was asked for so far, and fails t
+// when none come within 10 s.
+func (c *Clock) AwaitTimers(t testing.TB, n int) []time.Duration {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := c.WaitTimers(ctx, n); err != nil {
+		t.Fatalf("no one waited on the clock (want %d timers): %v", n, err)
+	}
+	return c.Asked()
 }
 
 func (t *clockTimer) C() <-chan time.Time { return t.fired }

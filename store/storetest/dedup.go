@@ -30,31 +30,6 @@ func (h *harness) testDedup(t *testing.T) {
 			}
 		}
 	})
-	t.Run("SeenReadsWithoutRecording", func(t *testing.T) {
-		s1, s2 := h.pair(t)
-		ctx := h.ctx(t)
-		key := uniq("claim")
-		seen, err := s1.Seen(ctx, key)
-		requireNoError(t, err, "Seen")
-		if seen {
-			t.Fatal("Seen of a new key = true")
-		}
-		// Seen recorded nothing: the key is still first.
-		first, err := s2.FirstSeen(ctx, key, time.Hour)
-		requireNoError(t, err, "FirstSeen")
-		if !first {
-			t.Fatal("FirstSeen after Seen = false, want true: Seen must not record the key")
-		}
-		for i, s := range []store.Store{s1, s2} {
-			seen, err := s.Seen(ctx, key)
-			requireNoError(t, err, "Seen")
-			if !seen {
-				t.Fatalf("client %d: Seen after FirstSeen = false, want true", i+1)
-			}
-		}
-		_, err = s1.Seen(ctx, "")
-		requireIs(t, err, store.ErrInvalid, "Seen of an empty key")
-	})
 	t.Run("KeyIsFirstAgainAfterTTL", func(t *testing.T) {
 		s := h.newStore(t)
 		ctx := h.ctx(t)

@@ -50,8 +50,9 @@ func (h *harness) testRefuseReplaces(t *testing.T) {
 
 	entries, err := s.AuditLog(ctx, "", 100)
 	requireNoError(t, err, "AuditLog")
+	input, inputSum := store.AuditInput(r, r.Input)
 	wantEntry := store.AuditEntry{Action: store.AuditRefused, RequestID: r.ID, SessionID: sid, Kind: r.Kind, Tool: r.ToolName,
-		Outcome: store.OutcomeRefused, By: claimed.By, ByName: claimed.ByName, Message: d.Message}
+		Outcome: store.OutcomeRefused, By: claimed.By, ByName: claimed.ByName, Message: d.Message, Input: input, InputSHA256: inputSum}
 	if len(entries) != 3 {
 		t.Fatalf("AuditLog = %+v, want created, settled, refused", entries)
 	}

@@ -25,6 +25,7 @@ type Option func(*config)
 
 type config struct {
 	second          func(testing.TB, store.Store) store.Store
+	writeApprovals  func(testing.TB, store.Store, string, []store.Approval)
 	timeout         time.Duration
 	redeliveryDelay time.Duration
 }
@@ -38,6 +39,15 @@ type config struct {
 // store is closed by the suite's cleanup only if it differs from s.
 func WithSecondClient(second func(tb testing.TB, s store.Store) store.Store) Option {
 	return func(c *config) { c.second = second }
+}
+
+// WithApprovalsWriter gives the suite a way to write a request's partial
+// approvals straight into the backend's record of it (as text, past
+// Approve), as someone with access to the store but no bot's key could:
+// the suite checks that copies written so count for no one more. The
+// suite fails without it.
+func WithApprovalsWriter(write func(tb testing.TB, s store.Store, requestID string, as []store.Approval)) Option {
+	return func(c *config) { c.writeApprovals = write }
 }
 
 // WithTimeout bounds every wait for something that must happen (a delivery,
@@ -85,12 +95,15 @@ func Run(t *testing.T, newStore NewFunc, opts ...Option) {
 	t.Run("AuditChain", h.testAuditChain)
 	t.Run("AuditChainConcurrent", h.testAuditChainConcurrent)
 	t.Run("AuditCheckpoints", h.testAuditCheckpoints)
+	t.Run("AuditSaysWhatWasDecided", h.testAuditSaysWhatWasDecided)
 	t.Run("Refuse", h.testRefuse)
 	t.Run("Approvals", h.testApprovals)
 	t.Run("Grants", h.testGrants)
+	t.Run("Tombstones", h.testTombstones)
 	t.Run("Transcripts", h.testTranscripts)
 	t.Run("Answers", h.testAnswers)
 	t.Run("Reach", h.testReach)
+	t.Run("Cards", h.testCards)
 	t.Run("SignedRecords", h.testSignedRecords)
 	t.Run("Validation", h.testValidation)
 	t.Run("ZeroTimesAreTheTimeOfTheCall", h.testZeroTimes)
@@ -144,9 +157,11 @@ func newRequest(sessionID string, n int) store.Request {
 		SessionID:    sessionID,
 		CLIRequestID: uniq("cli"),
 		Kind:         store.KindTool,
-		ToolName:     "Bash",
-		Input:        json.RawMessage(`{"command":"ls -la"}`),
-		CreatedAt:    base.Add(time.Duration(n) * time.Second),
+		ToolCall: store.ToolCall{
+			ToolName: "Bash",
+			Input:    json.RawMessage(`{"command":"ls -la"}`),
+		},
+		CreatedAt: base.Add(time.Duration(n) * time.Second),
 	}
 }
 

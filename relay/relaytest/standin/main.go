@@ -16,7 +16,8 @@
 // one line per answered request to a file of its own there, "ASKED
 // ANSWERED" in unix nanoseconds (when it wrote the control_request and
 // when it read the response), so a load run can time the way back too.
-// Nothing is executed.
+// Like the CLI it answers --version and `auth status --json` (an API key
+// in the environment is a login). Nothing is executed.
 package main
 
 import (
@@ -32,6 +33,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/slackgate/slackgate/relay"
+	"github.com/slackgate/slackgate/store"
 )
 
 func main() {
@@ -58,6 +60,9 @@ func run(args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 1 && args[0] == "--version" {
 		_, err := fmt.Fprintln(stdout, "0.0.0 (Claude Code stand-in)")
 		return err
+	}
+	if len(args) >= 3 && strings.Join(args[len(args)-3:], " ") == "auth status --json" {
+		return authStatus(stdout)
 	}
 	s, err := parseFlags(args)
 	if err != nil {
@@ -200,9 +205,11 @@ func (s *session) ask(prompt string, step int) (bool, error) {
 	if err := s.emit(s.assistant(relay.ContentBlock{Type: "tool_use", ID: toolID, Name: "Bash", Input: input})); err != nil {
 		return false, err
 	}
-	body := relay.CanUseTool{Subtype: relay.SubtypeCanUseTool, ToolName: "Bash", DisplayName: "Bash", Input: input,
+	body := relay.CanUseTool{Subtype: relay.SubtypeCanUseTool, ToolCall: store.ToolCall{
+		ToolName: "Bash", DisplayName: "Bash", Input: input,
 		Description: fmt.Sprintf("step %d", step), DecisionReason: "This command requires approval",
-		DecisionReasonType: "other", ToolUseID: toolID}
+		DecisionReasonType: "other", ToolUseID: toolID,
+	}}
 	inner, err := json.Marshal(body)
 	if err != nil {
 		return false, fmt.Errorf("request: %w", err)
@@ -302,4 +309,16 @@ func (s *session) emit(v any) error {
 		return fmt.Errorf("write: %w", err)
 	}
 	return nil
+}
+
+// authStatus answers `auth status --json` as the CLI does for an API key
+// in the environment (the worker asks before it starts), and fails as it
+// does without one.
+func authStatus(stdout io.Writer) error {
+	if os.Getenv("ANTHROPIC_API_KEY") == "" {
+		_, _ = fmt.Fprintln(stdout, `{"loggedIn":false,"authMethod":"none","apiProvider":"firstParty"}`)
+		return fmt.Errorf("not logged in")
+	}
+	_, err := fmt.Fprintln(stdout, `{"loggedIn":true,"authMethod":"api_key","apiProvider":"firstParty","apiKeySource":"ANTHROPIC_API_KEY"}`)
+	return err
 }
