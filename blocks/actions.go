@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/slack-go/slack"
+
+	"github.com/slackgate/slackgate/store"
 )
 
 // Prefix starts every action_id, block_id and callback_id slackgate emits, so
@@ -39,7 +41,7 @@ const (
 	// (Action.Index; see ModeOf).
 	ActionMode ActionKind = Prefix + "mode"
 	// ActionForgetGrant is the App Home's Forget of a grant
-	// (Action.GrantID).
+	// (Action.StandingID).
 	ActionForgetGrant ActionKind = Prefix + "forget_grant"
 	// ActionAllowRules is the card's "Approve and allow…" menu: a pick
 	// names a rule set (Index, Digest) and opens AllowModal, where a
@@ -69,8 +71,10 @@ type Action struct {
 	Kind      ActionKind
 	RequestID string // every kind but ActionStop
 	SessionID string // ActionStop
-	AnswerID  string // ActionForget: the remembered answer
-	GrantID   string // ActionForgetGrant: the grant
+	// Forget and StandingID (ActionForget, ActionForgetGrant) name the
+	// standing rule the App Home's Forget button removes.
+	Forget     store.StandingKind
+	StandingID string
 	// Question is the question's index (question cards); Index is the
 	// suggestion's index (ActionAlways) or the option's (ActionAnswer).
 	Question int
@@ -119,9 +123,9 @@ func ParseAction(a *slack.BlockAction) (Action, bool) {
 	case ActionMode:
 		return Action{Kind: kind, SessionID: id, Index: o}, true
 	case ActionForget:
-		return Action{Kind: kind, AnswerID: id}, true
+		return Action{Kind: kind, Forget: store.StandingAnswer, StandingID: id}, true
 	case ActionForgetGrant:
-		return Action{Kind: kind, GrantID: id}, true
+		return Action{Kind: kind, Forget: store.StandingGrant, StandingID: id}, true
 	}
 	return Action{Kind: kind, RequestID: id, Question: q, Index: o, Digest: digest}, true
 }

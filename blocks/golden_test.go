@@ -238,21 +238,21 @@ func threadMessages() map[string][]Message {
 
 // rememberedRepo and rememberedChannel are answers remembered from the
 // cards' question forms.
-func rememberedRepo() store.RememberedAnswer {
+func rememberedRepo() store.Standing {
 	r := questionRequest(oneQuestion)
 	fp, qs, _ := store.QuestionFingerprint(r.ToolName, r.Input)
-	return store.RememberedAnswer{
-		ID: "ans-0001", Scope: store.AnswerScope{Kind: store.ScopeRepo, Value: "/srv/repo"}, Fingerprint: fp,
+	return store.Standing{Kind: store.StandingAnswer,
+		ID: "ans-0001", Scope: store.Scope{Kind: store.ScopeRepo, Value: "/srv/repo"}, Fingerprint: fp,
 		Tool: r.ToolName, Questions: qs, Answers: map[string]string{"Which database should we use?": "Postgres"},
 		By: "U0ALICE", ByName: "alice", Channel: "C0CHAN", RequestID: r.ID, SessionID: session.ID, At: t0,
 	}
 }
 
-func rememberedChannel() store.RememberedAnswer {
+func rememberedChannel() store.Standing {
 	r := questionRequest(severalQuestions)
 	fp, qs, _ := store.QuestionFingerprint(r.ToolName, r.Input)
-	return store.RememberedAnswer{
-		ID: "ans-0002", Scope: store.AnswerScope{Kind: store.ScopeChannel, Value: "C0CHAN"}, Fingerprint: fp,
+	return store.Standing{Kind: store.StandingAnswer,
+		ID: "ans-0002", Scope: store.Scope{Kind: store.ScopeChannel, Value: "C0CHAN"}, Fingerprint: fp,
 		Tool: r.ToolName, Questions: qs,
 		Answers: map[string]string{"Which database should we use?": "SQLite", "Which features do you want?": "Auth, Search"},
 		By:      "U0ALICE", ByName: "alice", Channel: "C0CHAN", RequestID: r.ID, SessionID: session.ID, At: t0.Add(time.Hour),
@@ -271,12 +271,12 @@ func rememberMessages() map[string][]Message {
 }
 
 func homeViews() map[string]slack.HomeTabViewRequest {
-	answers := []store.RememberedAnswer{rememberedChannel(), rememberedRepo()}
+	answers := []store.Standing{rememberedChannel(), rememberedRepo()}
 	return map[string]slack.HomeTabViewRequest{
-		"home_answers_approver": HomeView(answers, HomeOptions{CanForget: true, Notice: "Forgot one answer.", Grants: []store.Grant{
-			{ID: "grant-0001", Scope: store.GrantScope{Kind: store.GrantSession, Value: session.ID}, Rules: []string{"Bash(npm test:*)"},
+		"home_answers_approver": HomeView(answers, HomeOptions{CanForget: true, Notice: "Forgot one answer.", Grants: []store.Standing{
+			{ID: "grant-0001", Scope: store.Scope{Kind: store.ScopeSession, Value: session.ID}, Rules: []string{"Bash(npm test:*)"},
 				By: "U0ALICE", At: t0, Expires: t0.Add(time.Hour)},
-			{ID: "grant-0002", Scope: store.GrantScope{Kind: store.GrantRepo, Value: "/srv/repo", Token: "ci"}, Rules: []string{"Edit(src/**)", "Bash(make lint)"},
+			{ID: "grant-0002", Scope: store.Scope{Kind: store.ScopeRepo, Value: "/srv/repo", Token: "ci"}, Rules: []string{"Edit(src/**)", "Bash(make lint)"},
 				By: "U0BOB", At: t0},
 		}}),
 		"home_answers_viewer": HomeView(answers, HomeOptions{}),

@@ -15,7 +15,7 @@ import (
 // Claude suggests; its second step (AllowModal) offers, beside Claude
 // Code's own rule for the rest of the session, the same rules kept by
 // slackgate: for 1 hour in this session, or in this repository until
-// forgotten (store.Grant). Its buttons carry the choice in the value's
+// forgotten (store.Standing). Its buttons carry the choice in the value's
 // first field and the digest of the suggestion they grant beside its
 // index ("<choice>|<suggestion index>:<digest>|<request id>"); 0 is
 // Claude Code's session rule. A pick counts only while the request still
@@ -137,7 +137,7 @@ func ModalNote(title, text string) slack.ModalViewRequest {
 // when the pick is not a grant (Claude Code's own session rule, another
 // action, or a choice whose rules are not the card's: DecideAction
 // refuses those).
-func GrantChoice(a Action, r store.Request) (kind store.GrantScopeKind, rules []string, ok bool) {
+func GrantChoice(a Action, r store.Request) (kind store.ScopeKind, rules []string, ok bool) {
 	if a.Kind != ActionAlways || a.Question == choiceCLI {
 		return "", nil, false
 	}
@@ -150,9 +150,9 @@ func GrantChoice(a Action, r store.Request) (kind store.GrantScopeKind, rules []
 	}
 	switch a.Question {
 	case choiceHour:
-		return store.GrantSession, rules, true
+		return store.ScopeSession, rules, true
 	case choiceRepo:
-		return store.GrantRepo, rules, true
+		return store.ScopeRepo, rules, true
 	}
 	return "", nil, false
 }
@@ -173,7 +173,7 @@ func chosen(a Action, r store.Request) (store.Suggestion, error) {
 }
 
 // GrantWords says what a grant allows where, for people.
-func GrantWords(g store.Grant) string {
+func GrantWords(g store.Standing) string {
 	s := grantScope(g) + ", added by " + grantAuthor(g)
 	if !g.Expires.IsZero() {
 		s += ", until " + dateToken(g.Expires)
@@ -182,13 +182,13 @@ func GrantWords(g store.Grant) string {
 }
 
 // grantScope is a grant's rules and where they apply.
-func grantScope(g store.Grant) string {
+func grantScope(g store.Standing) string {
 	var rules []string
 	for _, r := range g.Rules {
 		rules = append(rules, inlineCode(r, 200))
 	}
 	where := "in " + inlineCode(g.Scope.Value, 300)
-	if g.Scope.Kind == store.GrantSession {
+	if g.Scope.Kind == store.ScopeSession {
 		where = "in session " + inlineCode(short(g.Scope.Value), 40)
 	}
 	if g.Scope.Token != "" {
@@ -199,7 +199,7 @@ func grantScope(g store.Grant) string {
 
 // grantAuthor names who added g without mentioning them: a grant runs
 // many times, and each of its lines must not buzz its author's phone.
-func grantAuthor(g store.Grant) string {
+func grantAuthor(g store.Standing) string {
 	if g.ByName != "" {
 		return boldText(g.ByName, 80)
 	}
@@ -208,7 +208,7 @@ func grantAuthor(g store.Grant) string {
 
 // AllowedByGrant is the one thread line that stands for the card of a
 // request a grant allowed: a rule's run, not its author's tap.
-func AllowedByGrant(r store.Request, g store.Grant) Message {
+func AllowedByGrant(r store.Request, g store.Standing) Message {
 	what := boldText(r.ToolName, 100)
 	if arg := toolArg(r.ToolName, maskJSON(r.Input)); arg != "" {
 		what = inlineCode(arg, toolLine)
@@ -221,7 +221,7 @@ func AllowedByGrant(r store.Request, g store.Grant) Message {
 }
 
 // GrantAdded tells the approver who just added g what happens from now on.
-func GrantAdded(g store.Grant) string {
+func GrantAdded(g store.Standing) string {
 	return "Approved. slackgate now allows " + GrantWords(g) + " without a card. The App Home lists it, with Forget."
 }
 
@@ -231,7 +231,7 @@ const maxHomeGrants = 20
 // homeGrants is the Home view's "Rules you allowed": each live grant with
 // what it allows where, who added it and until when, and Forget for
 // approvers.
-func homeGrants(grants []store.Grant, canForget bool) []slack.Block {
+func homeGrants(grants []store.Standing, canForget bool) []slack.Block {
 	bs := []slack.Block{slack.NewHeaderBlock(plain("Rules you allowed")), slack.NewContextBlock("", mrkdwn(
 		"Added with *Approve and allow…* on a card: slackgate allows these without a card, where no policy rule decides."))}
 	if len(grants) == 0 {

@@ -81,14 +81,14 @@ func TestHomeWithAHundredWaitingAndEveryOtherSectionFullStaysWithinSlacksLimits(
 		r := request(fmt.Sprintf("req-%03d", i), store.KindTool, "Bash", `{"command":"echo `+strings.Repeat("x", 500)+`"}`)
 		items = append(items, Waiting{Request: r, Session: session, CardLink: fmt.Sprintf("https://fake.slack.com/archives/C0CHAN/p17000000000%05d", i)})
 	}
-	var answers []store.RememberedAnswer
+	var answers []store.Standing
 	for i := range 60 {
-		answers = append(answers, store.RememberedAnswer{ID: fmt.Sprintf("ans-%d", i), Scope: store.AnswerScope{Kind: store.ScopeRepo, Value: "/srv/repo"},
+		answers = append(answers, store.Standing{Kind: store.StandingAnswer, ID: fmt.Sprintf("ans-%d", i), Scope: store.Scope{Kind: store.ScopeRepo, Value: "/srv/repo"},
 			Questions: []store.RememberedQuestion{{Question: "Which?", Options: []string{"A", "B"}}}, Answers: map[string]string{"Which?": "A"}, By: "U0ALICE", At: t0})
 	}
-	var grants []store.Grant
+	var grants []store.Standing
 	for i := range 60 {
-		grants = append(grants, store.Grant{ID: fmt.Sprintf("gr-%d", i), Scope: store.GrantScope{Kind: store.GrantRepo, Value: "/srv/repo"},
+		grants = append(grants, store.Standing{Kind: store.StandingGrant, ID: fmt.Sprintf("gr-%d", i), Scope: store.Scope{Kind: store.ScopeRepo, Value: "/srv/repo"},
 			Rules: []string{"Bash(npm test:*)"}, By: "U0ALICE", At: t0})
 	}
 	view := HomeView(answers, HomeOptions{CanForget: true, Notice: "✅ done", Waiting: HomeWaiting("U0ALICE", items), Grants: grants})

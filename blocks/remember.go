@@ -18,7 +18,7 @@ const (
 	// menu: choosing changes nothing yet; the answer given next (a button,
 	// Submit or the form) is remembered for the chosen scope.
 	ActionRemember ActionKind = Prefix + "remember"
-	// ActionForget is the App Home's Forget button (Action.AnswerID).
+	// ActionForget is the App Home's Forget button (Action.StandingID).
 	ActionForget ActionKind = Prefix + "forget"
 
 	blockRemember = Prefix + "remember"
@@ -82,7 +82,7 @@ func RememberChoice(r store.Request, cb *slack.InteractionCallback) store.ScopeK
 }
 
 // ScopeWords says where a remembered answer applies, for people.
-func ScopeWords(s store.AnswerScope) string {
+func ScopeWords(s store.Scope) string {
 	switch s.Kind {
 	case store.ScopeChannel:
 		return "in <#" + Escape(s.Value) + ">"
@@ -98,7 +98,7 @@ func ScopeWords(s store.AnswerScope) string {
 
 // answerLines lists a remembered answer's questions and answers, one line
 // each: "*Header* → answer".
-func answerLines(a store.RememberedAnswer, max int) string {
+func answerLines(a store.Standing, max int) string {
 	var lines []string
 	for _, q := range a.Questions {
 		name := cmpNonEmpty(q.Header, q.Question)
@@ -116,7 +116,7 @@ func cmpNonEmpty(a, b string) string {
 
 // AnsweredFromMemory is the one thread line that replaces a question's
 // card when the bot answered it with a remembered answer.
-func AnsweredFromMemory(a store.RememberedAnswer) Message {
+func AnsweredFromMemory(a store.Standing) Message {
 	// A name, not a mention: the one who remembered it is not notified
 	// each time their answer is used.
 	who := codeSafe(oneLine(cmpNonEmpty(cmpNonEmpty(a.ByName, a.By), "someone")))
@@ -128,7 +128,7 @@ func AnsweredFromMemory(a store.RememberedAnswer) Message {
 }
 
 // plainAnswers is "header → answer; …" without markup, for a fallback.
-func plainAnswers(a store.RememberedAnswer) string {
+func plainAnswers(a store.Standing) string {
 	var parts []string
 	for _, q := range a.Questions {
 		parts = append(parts, cmpNonEmpty(q.Header, q.Question)+" → "+a.Answers[q.Question])
@@ -138,7 +138,7 @@ func plainAnswers(a store.RememberedAnswer) string {
 
 // Remembered tells the approver who just remembered a what happens from
 // now on.
-func Remembered(a store.RememberedAnswer) Message {
+func Remembered(a store.Standing) Message {
 	return Ephemeral("🧠 Remembered. The next time this question comes from a session " + ScopeWords(a.Scope) +
 		", it is answered this way without a card:\n" + answerLines(a, 300) +
 		"\nForget it in slackgate's App Home, or with `slackgate answers forget " + codeSafe(a.ID) + "`.")
@@ -156,7 +156,7 @@ type HomeOptions struct {
 	Waiting []slack.Block
 	// Grants are the live grants, newest first ("Rules you allowed";
 	// CanForget gives each a Forget button too).
-	Grants []store.Grant
+	Grants []store.Standing
 }
 
 // maxHomeAnswers bounds the answers the Home view lists, so it stays far
@@ -166,7 +166,7 @@ const maxHomeAnswers = 40
 // HomeView is the App Home tab: the remembered answers, newest first, each
 // with where it applies, the question and answer, who remembered it and
 // when, and a Forget button for approvers.
-func HomeView(answers []store.RememberedAnswer, o HomeOptions) slack.HomeTabViewRequest {
+func HomeView(answers []store.Standing, o HomeOptions) slack.HomeTabViewRequest {
 	bs := []slack.Block{slack.NewHeaderBlock(plain("Remembered answers"))}
 	if n := strings.TrimSpace(o.Notice); n != "" {
 		bs = append(bs, section(cutSafe(n, MaxText)))
@@ -203,7 +203,7 @@ func HomeClosed(why string) slack.HomeTabViewRequest {
 }
 
 // homeAnswer is one remembered answer in the Home view.
-func homeAnswer(a store.RememberedAnswer, canForget bool) slack.Block {
+func homeAnswer(a store.Standing, canForget bool) slack.Block {
 	who := codeSafe(cmpNonEmpty(a.ByName, a.By))
 	if a.By != "" {
 		who = "<@" + Escape(a.By) + ">"

@@ -92,7 +92,7 @@ func TestTheAnswerModalCarriesTheRememberChoice(t *testing.T) {
 }
 
 func TestHomeViewStaysWithinLimitsWithManyAnswers(t *testing.T) {
-	var answers []store.RememberedAnswer
+	var answers []store.Standing
 	for i := range 500 {
 		a := rememberedChannel()
 		a.ID = fmt.Sprintf("ans-%04d", i)
@@ -115,7 +115,7 @@ func TestHomeViewStaysWithinLimitsWithManyAnswers(t *testing.T) {
 		t.Error("the view offers Forget to someone who may not forget")
 	}
 	a, ok := ParseAction(&slack.BlockAction{ActionID: string(ActionForget), Value: value(0, 0, "ans-0001")})
-	if !ok || a.Kind != ActionForget || a.AnswerID != "ans-0001" {
+	if !ok || a.Kind != ActionForget || a.StandingID != "ans-0001" || a.Forget != store.StandingAnswer {
 		t.Errorf("ParseAction(forget) = %+v, %v", a, ok)
 	}
 }

@@ -333,7 +333,7 @@ func TestApproveAndAllowAsksForHowLongInEachScopesOwnWordsAndOffersOnlyWhatAppli
 
 // teamLines are the team's thread lines, status line and audit lines.
 func teamLines() map[string][]Message {
-	grant := store.Grant{ID: "grant-0001", Scope: store.GrantScope{Kind: store.GrantSession, Value: payments.ID}, Rules: []string{"Bash(npm test:*)"},
+	grant := store.Standing{Kind: store.StandingGrant, ID: "grant-0001", Scope: store.Scope{Kind: store.ScopeSession, Value: payments.ID}, Rules: []string{"Bash(npm test:*)"},
 		By: "U0ALICE", ByName: "alice", At: t0, Expires: t0.Add(time.Hour)}
 	npm := request("req-npm", store.KindTool, "Bash", `{"command":"npm test -- --watch"}`)
 	running := payments

@@ -28,21 +28,21 @@ import (
 
 // answerScope is the scope of kind that s belongs to; false when s has
 // none (a session without a directory has no repository).
-func answerScope(s store.Session, kind store.ScopeKind) (store.AnswerScope, bool) {
+func answerScope(s store.Session, kind store.ScopeKind) (store.Scope, bool) {
 	switch kind {
 	case store.ScopeChannel:
 		// A channel's answers answer the sessions slackgate runs there;
 		// an API session's questions are its token's word, so it neither
 		// meets them nor adds to them (its repository scope is its own).
 		if s.Thread.Channel == "" || isAPISession(s.ID) {
-			return store.AnswerScope{}, false
+			return store.Scope{}, false
 		}
-		return store.AnswerScope{Kind: kind, Value: s.Thread.Channel}, true
+		return store.Scope{Kind: kind, Value: s.Thread.Channel}, true
 	case store.ScopeRepo:
 		if strings.TrimSpace(s.WorkDir) == "" {
-			return store.AnswerScope{}, false
+			return store.Scope{}, false
 		}
-		sc := store.AnswerScope{Kind: kind, Value: filepath.Clean(s.WorkDir)}
+		sc := store.Scope{Kind: kind, Value: filepath.Clean(s.WorkDir)}
 		if isAPISession(s.ID) {
 			// The directory is the client's word: it meets only answers
 			// remembered for sessions of the same token.
@@ -50,7 +50,7 @@ func answerScope(s store.Session, kind store.ScopeKind) (store.AnswerScope, bool
 		}
 		return sc, true
 	}
-	return store.AnswerScope{}, false
+	return store.Scope{}, false
 }
 
 // remember keeps the answer d gave r for the scope the approver chose,
@@ -76,13 +76,13 @@ func (p *decision) remember(ctx context.Context, r store.Request, d store.Decisi
 		p.tell(ctx, "Your answer was sent, but there is nothing to remember it for (this session has no repository, a session of the approval API has no channel's answers, or the question has no form).")
 		return
 	}
-	a := store.RememberedAnswer{
+	a := store.Standing{Kind: store.StandingAnswer,
 		ID: "ans-" + uuid.NewString(), Scope: scope, Fingerprint: fp, Tool: r.ToolName, Questions: qs, Answers: d.Answers,
 		By: d.By, ByName: d.ByName, Channel: s.Thread.Channel, RequestID: r.ID, SessionID: r.SessionID, At: d.At,
 	}
-	err = store.SignAnswer(p.c.key, &a)
+	err = store.SignStanding(p.c.key, &a)
 	if err == nil {
-		a, err = p.c.st.Remember(ctx, a)
+		a, err = p.c.st.Keep(ctx, a)
 	}
 	switch {
 	case errors.Is(err, store.ErrInvalid):
@@ -113,17 +113,17 @@ func notRemembered(err error) string {
 // still an approver (bot/decide answers in their name). false means the
 // card is to be posted as usual (no answer, or anything in the way, which
 // is logged).
-func (b *Bot) answerFor(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) (store.RememberedAnswer, bool) {
+func (b *Bot) answerFor(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) (store.Standing, bool) {
 	if r.Kind != store.KindQuestion || !r.Pending() {
-		return store.RememberedAnswer{}, false
+		return store.Standing{}, false
 	}
 	fp, _, err := store.QuestionFingerprint(r.ToolName, r.Input)
 	if err != nil {
-		return store.RememberedAnswer{}, false
+		return store.Standing{}, false
 	}
-	forgotten, ok := b.graves.buried(ctx, log, store.TombAnswer)
+	forgotten, ok := b.graves.buried(ctx, log, store.StandingAnswer)
 	if !ok {
-		return store.RememberedAnswer{}, false
+		return store.Standing{}, false
 	}
 	for _, kind := range []store.ScopeKind{store.ScopeRepo, store.ScopeChannel} {
 		scope, ok := answerScope(s, kind)
@@ -143,7 +143,7 @@ func (b *Bot) answerFor(ctx context.Context, log zerolog.Logger, r store.Request
 			log.Warn().Msg("remembered answer not used: it was forgotten (its record was written back)")
 			continue
 		}
-		if err := store.VerifyAnswer(b.cfg.SigningKey.Public().(ed25519.PublicKey), a); err != nil {
+		if err := store.VerifyStanding(b.cfg.SigningKey.Public().(ed25519.PublicKey), a); err != nil {
 			b.refuseAnswer(ctx, log, r, a, err)
 			continue
 		}
@@ -153,13 +153,13 @@ func (b *Bot) answerFor(ctx context.Context, log zerolog.Logger, r store.Request
 		}
 		return a, true
 	}
-	return store.RememberedAnswer{}, false
+	return store.Standing{}, false
 }
 
 // refuseAnswer logs and audits a remembered answer that did not verify
 // (err): remembered before answers were signed, or written into the store
 // by someone without a bot's key. It counts as no answer: a card asks.
-func (b *Bot) refuseAnswer(ctx context.Context, log zerolog.Logger, r store.Request, a store.RememberedAnswer, err error) {
+func (b *Bot) refuseAnswer(ctx context.Context, log zerolog.Logger, r store.Request, a store.Standing, err error) {
 	log.Error().Err(err).Str("claimed_by", a.By).Msg("remembered answer not used: it does not verify")
 	why := "it does not verify: " + err.Error()
 	if errors.Is(err, store.ErrUnsigned) {
@@ -183,9 +183,6 @@ func bounded(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
-
-// forgetAnswers guards forgetting a remembered answer: approvers only.
-var forgetAnswers = guarded{verb: "forget remembered answers", can: "forget remembered answers", refused: "forget by a non-approver refused"}
 
 // onHomeOpened publishes the App Home tab for the person who opened it.
 func (b *Bot) onHomeOpened(ctx context.Context, user, tab string) {
@@ -211,14 +208,14 @@ func (b *Bot) publishHome(ctx context.Context, user, notice string) {
 		log.Warn().Err(err).Msg("home: check approvers")
 		notice = strings.TrimSpace(notice + "\nI could not check whether you may forget answers, so no Forget buttons are shown.")
 	}
-	answers, err := b.st.ListAnswers(ctx)
+	answers, err := b.st.Kept(ctx, store.StandingAnswer)
 	if err != nil {
 		log.Error().Err(err).Msg("home: list remembered answers")
 		_, reason := storeFailure(err)
 		notice = strings.TrimSpace(notice + "\n⚠️ The remembered answers could not be read (" + reason + "). Open the tab again later.")
 	}
-	if forgotten, ok := b.graves.buried(ctx, log, store.TombAnswer); ok {
-		answers = slices.DeleteFunc(answers, func(a store.RememberedAnswer) bool { return forgotten(a.ID) })
+	if forgotten, ok := b.graves.buried(ctx, log, store.StandingAnswer); ok {
+		answers = slices.DeleteFunc(answers, func(a store.Standing) bool { return forgotten(a.ID) })
 	}
 	grants, gerr := b.liveGrants(ctx)
 	if gerr != nil {
@@ -233,32 +230,57 @@ func (b *Bot) publishHome(ctx context.Context, user, notice string) {
 	}
 }
 
-// onForgetClick forgets a remembered answer from the App Home, for an
-// approver, and shows the tab again saying what happened.
+// forgetting is what forgetting each kind of standing rule from the App
+// Home says: approvers only.
+var forgetting = map[store.StandingKind]struct {
+	guard guarded
+	what  string
+	again func(store.Scope) string // what forgetting one from scope means
+}{
+	store.StandingAnswer: {
+		guard: guarded{verb: "forget remembered answers", can: "forget remembered answers", refused: "forget by a non-approver refused"},
+		what:  "answer",
+		again: func(sc store.Scope) string {
+			return "the next time that question comes " + blocks.ScopeWords(sc) + ", a card asks a person again"
+		},
+	},
+	store.StandingGrant: {
+		guard: guarded{verb: "forget allowed rules", can: "forget allowed rules", refused: "forget of a grant by a non-approver refused"},
+		what:  "rule",
+		again: func(store.Scope) string { return "requests it allowed get a card again" },
+	},
+}
+
+// onForgetClick forgets a grant or a remembered answer from the App Home,
+// for an approver, and shows the tab again saying what happened.
 func (b *Bot) onForgetClick(ctx context.Context, cb *slack.InteractionCallback, a blocks.Action) {
-	user := cb.User.ID
-	log := b.log.With().Str("user", user).Str("answer_id", a.AnswerID).Logger()
+	user, kind := cb.User.ID, a.Forget
+	say, ok := forgetting[kind]
+	if !ok {
+		return
+	}
+	log := b.log.With().Str("user", user).Str(string(kind)+"_id", a.StandingID).Logger()
 	var notice string
-	if !b.may(ctx, log, user, forgetAnswers, func(text string) { notice = text }) {
+	if !b.may(ctx, log, user, say.guard, func(text string) { notice = text }) {
 		b.homes.tell(ctx, user, notice)
 		return
 	}
 	who := who(ctx, b.api, cb)
-	if err := b.graves.bury(ctx, store.TombAnswer, a.AnswerID, who); err != nil {
-		log.Error().Err(err).Msg("bury answer")
-		b.homes.tell(ctx, user, sorry("forget that answer", err))
+	if err := b.graves.bury(ctx, kind, a.StandingID, who); err != nil {
+		log.Error().Err(err).Msg("bury " + string(kind))
+		b.homes.tell(ctx, user, sorry("forget that "+say.what, err))
 		return
 	}
-	gone, err := b.st.ForgetAnswer(ctx, a.AnswerID, who.ID, who.Name)
+	gone, err := b.st.Forget(ctx, kind, a.StandingID, who.ID, who.Name)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		notice = "That answer was forgotten already."
+		notice = "That " + say.what + " was forgotten already."
 	case err != nil:
-		log.Error().Err(err).Msg("forget answer")
-		notice = sorry("forget that answer", err)
+		log.Error().Err(err).Msg("forget " + string(kind))
+		notice = sorry("forget that "+say.what, err)
 	default:
-		log.Info().Str("scope", gone.Scope.Key()).Msg("answer forgotten")
-		notice = "✅ Forgotten: the next time that question comes " + blocks.ScopeWords(gone.Scope) + ", a card asks a person again."
+		log.Info().Str("scope", gone.Scope.Key()).Msg(string(kind) + " forgotten")
+		notice = "✅ Forgotten: " + say.again(gone.Scope) + "."
 	}
 	b.homes.tell(ctx, user, notice)
 }

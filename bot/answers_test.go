@@ -15,26 +15,26 @@ const dbForm = `{"questions":[{"question":"Which database?","header":"Database",
 	`"options":[{"label":"Postgres"},{"label":"SQLite"}]}]}`
 
 // rememberFor stores an answer to dbForm remembered by by in scope.
-func rememberFor(t testing.TB, st store.Store, scope store.AnswerScope, by, choice string) store.RememberedAnswer {
+func rememberFor(t testing.TB, st store.Store, scope store.Scope, by, choice string) store.Standing {
 	t.Helper()
 	fp, qs, err := store.QuestionFingerprint("AskUserQuestion", json.RawMessage(dbForm))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rememberSigned(t, st, store.RememberedAnswer{ID: "ans-" + by + "-" + choice, Scope: scope, Fingerprint: fp, Tool: "AskUserQuestion",
+	return rememberSigned(t, st, store.Standing{Kind: store.StandingAnswer, ID: "ans-" + by + "-" + choice, Scope: scope, Fingerprint: fp, Tool: "AskUserQuestion",
 		Questions: qs, Answers: map[string]string{"Which database?": choice}, By: by, ByName: by, Channel: "C1", At: time.Now()}, testSigningKey)
 }
 
 // rememberSigned stores a signed with key (nil: unsigned), as a bot (or
 // someone writing into the store) would.
-func rememberSigned(t testing.TB, st store.Store, a store.RememberedAnswer, key ed25519.PrivateKey) store.RememberedAnswer {
+func rememberSigned(t testing.TB, st store.Store, a store.Standing, key ed25519.PrivateKey) store.Standing {
 	t.Helper()
 	if key != nil {
-		if err := store.SignAnswer(key, &a); err != nil {
+		if err := store.SignStanding(key, &a); err != nil {
 			t.Fatal(err)
 		}
 	}
-	a, err := st.Remember(testCtx(t), a)
+	a, err := st.Keep(testCtx(t), a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestAnAnswerIsUsedOnlyWhileWhoRememberedItIsAnApprover(t *testing.T) {
 	ctx := testCtx(t)
 	// U3 is no approver (any more): their answer for the repository is
 	// not used, and a card asks.
-	rememberFor(t, h.st, store.AnswerScope{Kind: store.ScopeRepo, Value: testWorkDir}, "U3", "SQLite")
+	rememberFor(t, h.st, store.Scope{Kind: store.ScopeRepo, Value: testWorkDir}, "U3", "SQLite")
 	s := h.newSession(t, "sess-former")
 	q := store.Request{ID: "req-former", Kind: store.KindQuestion, ToolCall: store.ToolCall{ToolName: "AskUserQuestion", Input: json.RawMessage(dbForm)}}
 	h.createRequest(t, s, q, "Postgres")
@@ -60,7 +60,7 @@ func TestAnAnswerIsUsedOnlyWhileWhoRememberedItIsAnApprover(t *testing.T) {
 
 	// U2's answer for the channel is used: no card, one thread line, a
 	// decision signed like a person's, naming the answer.
-	a := rememberFor(t, h.st, store.AnswerScope{Kind: store.ScopeChannel, Value: "C1"}, "U2", "Postgres")
+	a := rememberFor(t, h.st, store.Scope{Kind: store.ScopeChannel, Value: "C1"}, "U2", "Postgres")
 	s2 := h.newSession(t, "sess-memory")
 	q2 := store.Request{ID: "req-memory", SessionID: s2.ID, CLIRequestID: "cli-memory", Kind: store.KindQuestion,
 		ToolCall: store.ToolCall{ToolName: "AskUserQuestion", Input: json.RawMessage(dbForm)}, CreatedAt: time.Now()}
@@ -93,7 +93,7 @@ func TestAStaleForgetButtonOfAFormerApproverForgetsNothing(t *testing.T) {
 	}})
 	h.fake.AddUserGroup("S0OPS", "U3")
 	ctx := testCtx(t)
-	a := rememberFor(t, h.st, store.AnswerScope{Kind: store.ScopeChannel, Value: "C1"}, "U3", "Postgres")
+	a := rememberFor(t, h.st, store.Scope{Kind: store.ScopeChannel, Value: "C1"}, "U3", "Postgres")
 	if err := h.fake.OpenHome(ctx, "U3"); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestAStaleForgetButtonOfAFormerApproverForgetsNothing(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("the former approver was not told, or still sees Forget: %v", err)
 	}
-	if list, err := h.st.ListAnswers(ctx); err != nil || len(list) != 1 {
+	if list, err := h.st.Kept(ctx, store.StandingAnswer); err != nil || len(list) != 1 {
 		t.Fatalf("answers after a refused forget = %+v, %v; want the one", list, err)
 	}
 
@@ -147,13 +147,13 @@ func TestARememberedAnswerThatDoesNotVerifyIsNotUsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	answer := func(id string, scope store.AnswerScope, by string) store.RememberedAnswer {
-		return store.RememberedAnswer{ID: id, Scope: scope, Fingerprint: fp, Tool: "AskUserQuestion", Questions: qs,
+	answer := func(id string, scope store.Scope, by string) store.Standing {
+		return store.Standing{Kind: store.StandingAnswer, ID: id, Scope: scope, Fingerprint: fp, Tool: "AskUserQuestion", Questions: qs,
 			Answers: map[string]string{"Which database?": "SQLite"}, By: by, ByName: by, Channel: "C1", At: time.Now()}
 	}
-	unsigned := rememberSigned(t, h.st, answer("ans-unsigned", store.AnswerScope{Kind: store.ScopeRepo, Value: testWorkDir}, "U2"), nil)
-	reattributed := answer("ans-reattributed", store.AnswerScope{Kind: store.ScopeChannel, Value: "C1"}, "U3")
-	if err := store.SignAnswer(testSigningKey, &reattributed); err != nil {
+	unsigned := rememberSigned(t, h.st, answer("ans-unsigned", store.Scope{Kind: store.ScopeRepo, Value: testWorkDir}, "U2"), nil)
+	reattributed := answer("ans-reattributed", store.Scope{Kind: store.ScopeChannel, Value: "C1"}, "U3")
+	if err := store.SignStanding(testSigningKey, &reattributed); err != nil {
 		t.Fatal(err)
 	}
 	reattributed.By, reattributed.ByName = "U2", "U2"
@@ -175,14 +175,14 @@ func TestARememberedAnswerThatDoesNotVerifyIsNotUsed(t *testing.T) {
 			refused[e.AnswerID] = e
 		}
 	}
-	for _, a := range []store.RememberedAnswer{unsigned, reattributed} {
+	for _, a := range []store.Standing{unsigned, reattributed} {
 		if e, ok := refused[a.ID]; !ok || e.RequestID != q.ID || e.By != "U2" || e.Message == "" {
 			t.Errorf("refusal of %s audited as %+v (found %v), want naming the request, U2 and why", a.ID, e, ok)
 		}
 	}
 
 	// Remembered again (signed), the channel's answer is used.
-	good := rememberFor(t, h.st, store.AnswerScope{Kind: store.ScopeChannel, Value: "C1"}, "U2", "Postgres")
+	good := rememberFor(t, h.st, store.Scope{Kind: store.ScopeChannel, Value: "C1"}, "U2", "Postgres")
 	s2 := h.newSession(t, "sess-good-answer")
 	q2 := store.Request{ID: "req-good-answer", SessionID: s2.ID, CLIRequestID: "cli-good", Kind: store.KindQuestion,
 		ToolCall: store.ToolCall{ToolName: "AskUserQuestion", Input: json.RawMessage(dbForm)}, CreatedAt: time.Now()}

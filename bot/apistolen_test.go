@@ -117,7 +117,7 @@ func TestAStolenHookTokenCanDoNoMoreThanAHook(t *testing.T) {
 // own word, from anyone holding it) meets none of them and gets a card.
 func TestAnAPIQuestionDoesNotMeetTheChannelsRememberedAnswers(t *testing.T) {
 	h, base := newAPIHarness(t, transportSocket)
-	rememberFor(t, h.st, store.AnswerScope{Kind: store.ScopeChannel, Value: "C1"}, "U2", "Postgres")
+	rememberFor(t, h.st, store.Scope{Kind: store.ScopeChannel, Value: "C1"}, "U2", "Postgres")
 	body := fmt.Appendf(nil, `{"tool_name":"AskUserQuestion","input":%s,"session":{"id":"sess-q","cwd":"/srv/repo"}}`, dbForm)
 	created := apiCall(t, http.MethodPost, base+"/v1/requests", apiTokenA, body)
 	if created.code != http.StatusCreated {

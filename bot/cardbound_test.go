@@ -120,7 +120,7 @@ func TestAnApproveAndAllowChoiceSwappedInTheStoreIsRefused(t *testing.T) {
 	if err != nil || !got.Pending() {
 		t.Fatalf("request %+v (%v), want it still pending", got.Decision, err)
 	}
-	if grants, err := h.st.ListGrants(ctx); err != nil || len(grants) != 0 {
+	if grants, err := h.st.Kept(ctx, store.StandingGrant); err != nil || len(grants) != 0 {
 		t.Errorf("grants %+v (%v): a swapped choice kept a rule", grants, err)
 	}
 	if m, _ := h.fake.Message(card.Ref()); !hasButton(m, "Approve") {

@@ -58,8 +58,8 @@ type cards struct {
 	shown          func(store.Request) store.Request
 	renderCard     func(store.Request, store.Session) renderedCard
 	renderCardWith func(store.Request, store.Session, blocks.CardOptions) renderedCard
-	grantFor       func(context.Context, zerolog.Logger, store.Request, store.Session) (store.Grant, bool)
-	answerFor      func(context.Context, zerolog.Logger, store.Request, store.Session) (store.RememberedAnswer, bool)
+	grantFor       func(context.Context, zerolog.Logger, store.Request, store.Session) (store.Standing, bool)
+	answerFor      func(context.Context, zerolog.Logger, store.Request, store.Session) (store.Standing, bool)
 
 	mu      sync.Mutex
 	posting map[string]bool // requests whose card this bot is posting
@@ -230,9 +230,9 @@ func (c *cards) standing(ctx context.Context, log zerolog.Logger, r store.Reques
 	case decide.ByRule:
 		line = blocks.DecidedByRule(out.Request, out.Decision)
 	case decide.ByGrant:
-		line = blocks.AllowedByGrant(r, out.Grant)
+		line = blocks.AllowedByGrant(r, out.Kept)
 	case decide.ByAnswer:
-		line = blocks.AnsweredFromMemory(out.Answer)
+		line = blocks.AnsweredFromMemory(out.Kept)
 	default:
 		return true, nil // settled first elsewhere: its own event shows it
 	}

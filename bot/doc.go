@@ -180,7 +180,7 @@
 // (grants.go): for 1 hour in this session, or in this repository until
 // forgotten, which confirms first. Only scopes that will apply are
 // offered: no grants where a policy rule matches the request. A grant is
-// signed by the bot (store.Grant) and, while live, decides a tool call one
+// signed by the bot (a store.Standing of kind grant) and, while live, decides a tool call one
 // of its rules allows (matched as a policy allow rule) before any card:
 // a signed allow naming the grant, audited, and one thread line. Only
 // where no policy rule matched: a deny rule always wins, and a rule's
@@ -250,7 +250,8 @@
 //	cards.go         every request's card: posted once (a claim on its request),
 //	                 found in its thread, adopted at a click, its outcome
 //	                 shown; who acknowledges what, and when
-//	answers.go       remembered answers, the App Home and Forget
+//	answers.go       remembered answers, the App Home and its Forget of
+//	                 either kind of standing rule
 //	reach.go         reacher: copies of a card where approvers look, one
 //	                 reminder, one escalation, and who it was escalated to
 //	                 may decide

@@ -68,12 +68,12 @@ func TestAnHourGrantAllowsItsSessionUntilItExpiresAndNotAfter(t *testing.T) {
 	if _, err := h.fake.WaitView(ctx, "U2", func(v fakeslack.View) bool { return v.HasText("without a card") }); err != nil {
 		t.Fatalf("the approver is not told what the grant allows, in the modal: %v", err)
 	}
-	grants, err := h.st.ListGrants(ctx)
+	grants, err := h.st.Kept(ctx, store.StandingGrant)
 	if err != nil || len(grants) != 1 {
 		t.Fatalf("grants %+v, %v; want one", grants, err)
 	}
 	g := grants[0]
-	if g.Scope != (store.GrantScope{Kind: store.GrantSession, Value: s.ID}) || g.By != "U2" || !g.Expires.Equal(g.At.Add(time.Hour)) {
+	if g.Scope != (store.Scope{Kind: store.ScopeSession, Value: s.ID}) || g.By != "U2" || !g.Expires.Equal(g.At.Add(time.Hour)) {
 		t.Errorf("grant %+v: want session scope, by U2, for an hour", g)
 	}
 
@@ -110,12 +110,12 @@ func TestAForgedGrantIsIgnored(t *testing.T) {
 	h := newHarness(t, transportSocket, harnessOpts{useClock: true, cfg: func(c *Config) { c.Approvers = People{IDs: []string{"U2"}} }})
 	ctx := testCtx(t)
 	_, mallory, _ := ed25519.GenerateKey(nil)
-	g := store.Grant{ID: "grant-forged", Scope: store.GrantScope{Kind: store.GrantRepo, Value: testWorkDir},
+	g := store.Standing{Kind: store.StandingGrant, ID: "grant-forged", Scope: store.Scope{Kind: store.ScopeRepo, Value: testWorkDir},
 		Rules: []string{"Bash"}, By: "U2", At: h.clock.Now()}
-	if err := store.SignGrant(mallory, &g); err != nil {
+	if err := store.SignStanding(mallory, &g); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.st.AddGrant(ctx, g); err != nil {
+	if _, err := h.st.Keep(ctx, g); err != nil {
 		t.Fatal(err)
 	}
 	h.createRequest(t, h.newSession(t, "sess-forged"), npmTest("req-f1", "rm -rf /"), "Approve")
@@ -124,12 +124,12 @@ func TestAForgedGrantIsIgnored(t *testing.T) {
 func TestTheAppHomeListsGrantsAndForgetsThem(t *testing.T) {
 	h := newHarness(t, transportSocket, harnessOpts{cfg: func(c *Config) { c.Approvers = People{IDs: []string{"U2"}} }})
 	ctx := testCtx(t)
-	g := store.Grant{ID: "grant-home", Scope: store.GrantScope{Kind: store.GrantRepo, Value: testWorkDir},
+	g := store.Standing{Kind: store.StandingGrant, ID: "grant-home", Scope: store.Scope{Kind: store.ScopeRepo, Value: testWorkDir},
 		Rules: []string{"Bash(npm test:*)"}, By: "U2", At: time.Now()}
-	if err := store.SignGrant(testSigningKey, &g); err != nil {
+	if err := store.SignStanding(testSigningKey, &g); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.st.AddGrant(ctx, g); err != nil {
+	if _, err := h.st.Keep(ctx, g); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.fake.OpenHome(ctx, "U2"); err != nil {
@@ -144,7 +144,7 @@ func TestTheAppHomeListsGrantsAndForgetsThem(t *testing.T) {
 	if _, err := h.fake.WaitHome(ctx, "U2", func(v fakeslack.View) bool { return v.HasText("Forgotten") && v.HasText("No rules are allowed") }); err != nil {
 		t.Fatal(err)
 	}
-	if grants, err := h.st.ListGrants(ctx); err != nil || len(grants) != 0 {
+	if grants, err := h.st.Kept(ctx, store.StandingGrant); err != nil || len(grants) != 0 {
 		t.Errorf("grants after Forget: %+v, %v; want none", grants, err)
 	}
 }
@@ -156,12 +156,12 @@ func TestAGrantNeverStandsInForARulesApprovers(t *testing.T) {
 	h := approvalsHarness(t)
 	ctx := testCtx(t)
 	s := h.newSession(t, "sess-grant-rule")
-	g := store.Grant{ID: "grant-deploy", Scope: store.GrantScope{Kind: store.GrantRepo, Value: testWorkDir},
+	g := store.Standing{Kind: store.StandingGrant, ID: "grant-deploy", Scope: store.Scope{Kind: store.ScopeRepo, Value: testWorkDir},
 		Rules: []string{"Bash(make deploy:*)"}, By: "U9", ByName: "erin", At: time.Now()}
-	if err := store.SignGrant(testSigningKey, &g); err != nil {
+	if err := store.SignStanding(testSigningKey, &g); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.st.AddGrant(ctx, g); err != nil {
+	if _, err := h.st.Keep(ctx, g); err != nil {
 		t.Fatal(err)
 	}
 	in, _ := json.Marshal(map[string]string{"command": "make deploy"})

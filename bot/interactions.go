@@ -38,10 +38,8 @@ func (b *Bot) onInteraction(cb *slack.InteractionCallback) any {
 			}
 			handle := func(ctx context.Context) { b.clicks.onAction(ctx, cb, act) }
 			switch act.Kind {
-			case blocks.ActionForget: // the App Home's, names an answer
+			case blocks.ActionForget, blocks.ActionForgetGrant: // the App Home's, name a standing rule
 				handle = func(ctx context.Context) { b.onForgetClick(ctx, cb, act) }
-			case blocks.ActionForgetGrant: // the App Home's, names a grant
-				handle = func(ctx context.Context) { b.onForgetGrantClick(ctx, cb, act) }
 			case blocks.ActionStop: // names a session, not a request
 				handle = func(ctx context.Context) { b.stops.onClick(ctx, cb, act) }
 			case blocks.ActionMode: // the status line's menu, names a session
@@ -110,8 +108,7 @@ type clickStore interface {
 	GetRequest(ctx context.Context, id string) (store.Request, error)
 	GetSession(ctx context.Context, id string) (store.Session, error)
 	Approve(ctx context.Context, id string, a store.Approval, need int) (store.Request, bool, error)
-	AddGrant(ctx context.Context, g store.Grant) error
-	Remember(ctx context.Context, a store.RememberedAnswer) (store.RememberedAnswer, error)
+	Keep(ctx context.Context, s store.Standing) (store.Standing, error)
 }
 
 // A click and a modal submission decide a request the same way: load it,
@@ -149,7 +146,7 @@ type decision struct {
 	// grantKind and grantRules are the grant the person asked slackgate
 	// to keep ("Approve and allow… for 1 hour in this session" or "… in
 	// this repository"); "" for none. Set by decode.
-	grantKind  store.GrantScopeKind
+	grantKind  store.ScopeKind
 	grantRules []string
 }
 

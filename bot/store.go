@@ -44,21 +44,13 @@ type Store interface {
 	AddCopy(ctx context.Context, id string, ref store.MessageRef) (pending bool, err error)
 	MarkReach(ctx context.Context, id string, m store.ReachMark) (bool, error)
 
-	// Remembered answers ("Always answer this way") and the App Home.
-	Remember(ctx context.Context, a store.RememberedAnswer) (store.RememberedAnswer, error)
-	LookupAnswer(ctx context.Context, scope store.AnswerScope, fingerprint string) (store.RememberedAnswer, error)
-	ListAnswers(ctx context.Context) ([]store.RememberedAnswer, error)
-	ForgetAnswer(ctx context.Context, id, by, byName string) (store.RememberedAnswer, error)
-
-	// Grants ("Approve and allow… for 1 hour in this session", "… in
-	// this repository") and the App Home.
-	AddGrant(ctx context.Context, g store.Grant) error
-	ListGrants(ctx context.Context) ([]store.Grant, error)
-	ForgetGrant(ctx context.Context, id, by, byName string) (store.Grant, error)
+	// Standing rules an approver keeps from a card (grants, remembered
+	// answers) and the App Home that lists them.
+	store.Standings
 
 	// Tombstones of forgotten grants and answers (tombstones.go).
 	Bury(ctx context.Context, t store.Tombstone) error
-	Tombstones(ctx context.Context, kind store.TombstoneKind) ([]store.Tombstone, error)
+	Tombstones(ctx context.Context, kind store.StandingKind) ([]store.Tombstone, error)
 
 	// The audit trail: the entries no transition writes, and what the
 	// sealer reads and writes (auditsink.SealStore).

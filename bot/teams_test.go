@@ -71,7 +71,7 @@ func TestPeopleOfAnotherTeamAreRefusedAndChangeNothing(t *testing.T) {
 			h := newHarness(t, tr, harnessOpts{}) // APPROVERS=*, so STARTERS=* too: only the team gate stands
 			x := h.outsiders("mention", "dm", "command", "reply", "inthread", "click", "submit", "home")
 			ctx := testCtx(t)
-			rememberFor(t, h.st, store.AnswerScope{Kind: store.ScopeChannel, Value: "C1"}, "U2", "Postgres")
+			rememberFor(t, h.st, store.Scope{Kind: store.ScopeChannel, Value: "C1"}, "U2", "Postgres")
 
 			// A mention, a DM and /claude start nothing.
 			ts, err := h.fake.Mention(ctx, x["mention"], "C1", "cat ~/.ssh/id_rsa")
@@ -164,7 +164,7 @@ func TestATeamOrOrganizationInAllowedTeamsIsAdmitted(t *testing.T) {
 			h := newHarness(t, transportSocket, harnessOpts{cfg: func(c *Config) { c.AllowedTeams = []string{listed} }})
 			x := h.outsiders("eve")["eve"]
 			ctx := testCtx(t)
-			rememberFor(t, h.st, store.AnswerScope{Kind: store.ScopeChannel, Value: "C1"}, "U2", "Postgres")
+			rememberFor(t, h.st, store.Scope{Kind: store.ScopeChannel, Value: "C1"}, "U2", "Postgres")
 
 			if _, err := h.fake.Mention(ctx, x, "C1", "partner's start"); err != nil {
 				t.Fatal(err)

@@ -31,13 +31,13 @@ type graves struct {
 // graveStore is where tombstones are kept.
 type graveStore interface {
 	Bury(ctx context.Context, t store.Tombstone) error
-	Tombstones(ctx context.Context, kind store.TombstoneKind) ([]store.Tombstone, error)
+	Tombstones(ctx context.Context, kind store.StandingKind) ([]store.Tombstone, error)
 }
 
-func graveKey(kind store.TombstoneKind, id string) string { return string(kind) + ":" + id }
+func graveKey(kind store.StandingKind, id string) string { return string(kind) + ":" + id }
 
 // bury signs and keeps the tombstone of kind id, forgotten by who.
-func (g *graves) bury(ctx context.Context, kind store.TombstoneKind, id string, who blocks.Who) error {
+func (g *graves) bury(ctx context.Context, kind store.StandingKind, id string, who blocks.Who) error {
 	t := store.Tombstone{Kind: kind, ID: id, By: who.ID, ByName: who.Name, At: g.clock.Now()}
 	if err := store.SignTombstone(g.key, &t); err != nil {
 		return err
@@ -52,7 +52,7 @@ func (g *graves) bury(ctx context.Context, kind store.TombstoneKind, id string, 
 // buried reports which ids of kind are forgotten: those whose tombstone
 // in the store verifies, and those this bot saw buried before. ok is false
 // when the store could not list them: then nothing of kind may decide.
-func (g *graves) buried(ctx context.Context, log zerolog.Logger, kind store.TombstoneKind) (isBuried func(id string) bool, ok bool) {
+func (g *graves) buried(ctx context.Context, log zerolog.Logger, kind store.StandingKind) (isBuried func(id string) bool, ok bool) {
 	ts, err := g.st.Tombstones(ctx, kind)
 	if err != nil {
 		log.Warn().Err(err).Str("kind", string(kind)).Msg("list tombstones; nothing remembered decides")

@@ -17,15 +17,15 @@ func TestAForgottenGrantOrAnswerWrittenBackDecidesNothing(t *testing.T) {
 	h := newHarness(t, transportSocket, harnessOpts{useClock: true, fake: []fakeslack.Option{fakeslack.WithoutRateModel()},
 		cfg: func(c *Config) { c.Approvers = People{IDs: []string{"U2"}} }})
 	ctx := testCtx(t)
-	g := store.Grant{ID: "grant-buried", Scope: store.GrantScope{Kind: store.GrantRepo, Value: testWorkDir},
+	g := store.Standing{Kind: store.StandingGrant, ID: "grant-buried", Scope: store.Scope{Kind: store.ScopeRepo, Value: testWorkDir},
 		Rules: []string{"Bash(npm test:*)"}, By: "U2", At: h.clock.Now()}
-	if err := store.SignGrant(testSigningKey, &g); err != nil {
+	if err := store.SignStanding(testSigningKey, &g); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.st.AddGrant(ctx, g); err != nil {
+	if _, err := h.st.Keep(ctx, g); err != nil {
 		t.Fatal(err)
 	}
-	a := rememberFor(t, h.st, store.AnswerScope{Kind: store.ScopeChannel, Value: "C1"}, "U2", "Postgres")
+	a := rememberFor(t, h.st, store.Scope{Kind: store.ScopeChannel, Value: "C1"}, "U2", "Postgres")
 	if err := h.fake.OpenHome(ctx, "U2"); err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestAForgottenGrantOrAnswerWrittenBackDecidesNothing(t *testing.T) {
 		}
 	}
 	// The writer puts both signed records back.
-	if err := h.st.AddGrant(ctx, g); err != nil {
+	if _, err := h.st.Keep(ctx, g); err != nil {
 		t.Fatal(err)
 	}
 	rememberSigned(t, h.st, a, nil)

@@ -204,12 +204,12 @@ func TestPolicyDenyRuleWinsOverARememberedAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := store.RememberedAnswer{ID: "ans-1", Scope: store.AnswerScope{Kind: store.ScopeRepo, Value: "/srv/secure/app"}, Fingerprint: fp,
+	a := store.Standing{Kind: store.StandingAnswer, ID: "ans-1", Scope: store.Scope{Kind: store.ScopeRepo, Value: "/srv/secure/app"}, Fingerprint: fp,
 		Tool: "AskUserQuestion", Questions: qs, Answers: map[string]string{"Which database?": "Postgres"}, By: "U1", ByName: "alice", At: time.Now()}
-	if err := store.SignAnswer(testSigningKey, &a); err != nil {
+	if err := store.SignStanding(testSigningKey, &a); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.st.Remember(ctx, a); err != nil {
+	if _, err := h.st.Keep(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := h.policyLine(t, s, store.Request{ID: "req-q", Kind: store.KindQuestion, ToolCall: store.ToolCall{ToolName: "AskUserQuestion", Input: input}},

@@ -8,14 +8,14 @@
 // Event, AuditEntry), the sentinel errors callers test with errors.Is, and
 // the Store interface with the contract every backend keeps: above all that
 // Decide settles a request exactly once, whoever races it. It also keeps
-// remembered answers (Answers: an approver's answer to a question form,
-// kept per repository or channel and keyed by QuestionFingerprint) and the
-// partial approvals of a request several people must approve (Approvals:
-// counted atomically, so of two approvals at once exactly one is the last)
-// and grants, slackgate's own "Always allow" for a session or a repository,
-// until they expire or are forgotten (Grants); and the signed tombstones
-// of those forgotten, which keep a copy written back from counting
-// (Tombstones). Each request also records
+// the standing rules approvers keep from a card (Standings: a grant,
+// slackgate's own "Always allow" for a session or a repository until it
+// expires or is forgotten; a remembered answer to a question form, kept
+// per repository or channel and keyed by QuestionFingerprint) and the
+// signed tombstones of those forgotten, which keep a copy written back
+// from counting (Tombstones); and the partial approvals of a request
+// several people must approve (Approvals: counted atomically, so of two
+// approvals at once exactly one is the last). Each request also records
 // how far it reached beyond its card (Reaches: its copies, and its one
 // reminder and one escalation, each taken once across processes), and
 // how its card fares in Slack (Cards: who posts it, whether a click shows
@@ -125,8 +125,8 @@
 //	transcripts.go  a session's transcript (Transcripts)
 //	bus.go          Event, Result, Exit, Bus
 //	dedup.go        Dedup
-//	answers.go      remembered answers (Answers)
-//	grants.go       grants (Grants)
+//	standing.go     standing rules: grants and remembered answers (Standings)
+//	fingerprint.go  QuestionFingerprint: which form a remembered answer answers
 //	tombstone.go    the signed tombstones of forgotten ones (Tombstones)
 //	audit.go        AuditEntry and its actions, Audit
 //	auditinput.go   what an entry records of a request's input

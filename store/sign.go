@@ -21,7 +21,7 @@ var (
 
 // A bot signs, with one Ed25519 key, every record that decides what a
 // worker runs or who acted: decisions, sessions, queued inputs and
-// remembered answers. Each kind's payload starts with a domain string of
+// standing rules (standing.go). Each kind's payload starts with a domain string of
 // its own, which also names the payload's version, so a signature of one
 // kind never verifies as another, and the rest of the payload is the
 // kind's fields in a fixed JSON form.
@@ -30,7 +30,6 @@ const (
 	decisionDomainV1 = "slackgate decision v1\n" // verified, no longer signed
 	sessionDomain    = "slackgate session v1\n"
 	inputDomain      = "slackgate input v1\n"
-	answerDomain     = "slackgate answer v1\n"
 )
 
 // payloadOf is domain followed by v as JSON.
@@ -379,64 +378,4 @@ func SignInput(key ed25519.PrivateKey, in *Input) error {
 // ErrBadSignature when in must not be delivered.
 func VerifyInput(pub ed25519.PublicKey, in Input) error {
 	return verifyPayload(pub, "input "+in.ID, in.Signature, func() ([]byte, error) { return inputPayloadOf(in) })
-}
-
-// answerPayload is what a remembered answer's signature covers: all of
-// it, so neither what it answers (scope, form, tool), nor the answer, nor
-// in whose name it answers (By) can change.
-type answerPayload struct {
-	ID          string               `json:"id"`
-	Scope       AnswerScope          `json:"scope"`
-	Fingerprint string               `json:"fingerprint"`
-	Tool        string               `json:"tool"`
-	Questions   []RememberedQuestion `json:"questions"`
-	Answers     map[string]string    `json:"answers"`
-	By          string               `json:"by"`
-	ByName      string               `json:"by_name"`
-	Channel     string               `json:"channel"`
-	RequestID   string               `json:"request_id"`
-	SessionID   string               `json:"session_id"`
-	At          string               `json:"at"`
-}
-
-func answerPayloadOf(a RememberedAnswer) ([]byte, error) {
-	// An empty list or map reads back from a store as it was written,
-	// but sign both forms the same way all the same.
-	qs := make([]RememberedQuestion, len(a.Questions))
-	for i, q := range a.Questions {
-		if len(q.Options) == 0 {
-			q.Options = nil
-		}
-		qs[i] = q
-	}
-	answers := a.Answers
-	if len(answers) == 0 {
-		answers = nil
-	}
-	return payloadOf(answerDomain, answerPayload{
-		ID: a.ID, Scope: a.Scope, Fingerprint: a.Fingerprint, Tool: a.Tool, Questions: qs, Answers: answers,
-		By: a.By, ByName: a.ByName, Channel: a.Channel, RequestID: a.RequestID, SessionID: a.SessionID, At: stamp(a.At),
-	})
-}
-
-// SignAnswer signs a with key and stores the signature in a.Signature.
-// The bot that remembers a signs it, after setting its id and At (Remember
-// then keeps both). ErrInvalid for an answer without either.
-func SignAnswer(key ed25519.PrivateKey, a *RememberedAnswer) error {
-	if a.ID == "" || a.At.IsZero() {
-		return fmt.Errorf("store: sign remembered answer %q: %w", a.ID, invalid("a signed answer needs its id and time set"))
-	}
-	sig, err := signPayload(key, "remembered answer "+a.ID, func() ([]byte, error) { return answerPayloadOf(*a) })
-	if err != nil {
-		return err
-	}
-	a.Signature = sig
-	return nil
-}
-
-// VerifyAnswer checks that a carries a signature by pub's private key
-// over all of it. It returns an error wrapping ErrUnsigned or
-// ErrBadSignature when a must not answer anything.
-func VerifyAnswer(pub ed25519.PublicKey, a RememberedAnswer) error {
-	return verifyPayload(pub, "remembered answer "+a.ID, a.Signature, func() ([]byte, error) { return answerPayloadOf(a) })
 }

@@ -230,15 +230,15 @@ func signedInput(t *testing.T, priv ed25519.PrivateKey) store.Input {
 	return in
 }
 
-func signedAnswer(t *testing.T, priv ed25519.PrivateKey) store.RememberedAnswer {
+func signedAnswer(t *testing.T, priv ed25519.PrivateKey) store.Standing {
 	t.Helper()
-	a := store.RememberedAnswer{ID: "ans-1", Scope: store.AnswerScope{Kind: store.ScopeRepo, Value: "/srv/repo", Token: "ci"},
+	a := store.Standing{Kind: store.StandingAnswer, ID: "ans-1", Scope: store.Scope{Kind: store.ScopeRepo, Value: "/srv/repo", Token: "ci"},
 		Fingerprint: "f00d", Tool: "AskUserQuestion",
 		Questions: []store.RememberedQuestion{{Header: "DB", Question: "Which?", Options: []string{"A", "B"}}},
 		Answers:   map[string]string{"Which?": "A"}, By: "U1", ByName: "Ada", Channel: "C1", RequestID: "req-1", SessionID: "sess-1",
 		At: time.Date(2026, 1, 2, 3, 4, 5, 6, time.FixedZone("CET", 3600))}
-	if err := store.SignAnswer(priv, &a); err != nil {
-		t.Fatalf("SignAnswer: %v", err)
+	if err := store.SignStanding(priv, &a); err != nil {
+		t.Fatalf("SignStanding: %v", err)
 	}
 	return a
 }
@@ -265,8 +265,8 @@ func TestSignedSessionsInputsAndAnswersVerifyAfterTheStoresEncoding(t *testing.T
 	if err := store.VerifyInput(pub, roundTrip(t, signedInput(t, priv))); err != nil {
 		t.Errorf("VerifyInput: %v", err)
 	}
-	if err := store.VerifyAnswer(pub, roundTrip(t, signedAnswer(t, priv))); err != nil {
-		t.Errorf("VerifyAnswer: %v", err)
+	if err := store.VerifyStanding(pub, roundTrip(t, signedAnswer(t, priv))); err != nil {
+		t.Errorf("VerifyStanding: %v", err)
 	}
 	// What a worker changes as a session runs is not covered.
 	s := signedSession(t, priv)
@@ -322,27 +322,27 @@ func TestAnyChangeBreaksAnInputsSignature(t *testing.T) {
 
 func TestAnyChangeBreaksAnAnswersSignature(t *testing.T) {
 	pub, priv := testKey(1)
-	for name, change := range map[string]func(a *store.RememberedAnswer){
-		"ID":          func(a *store.RememberedAnswer) { a.ID = "ans-2" },
-		"ScopeKind":   func(a *store.RememberedAnswer) { a.Scope.Kind = store.ScopeChannel },
-		"ScopeValue":  func(a *store.RememberedAnswer) { a.Scope.Value = "/srv/other" },
-		"ScopeToken":  func(a *store.RememberedAnswer) { a.Scope.Token = "" },
-		"Fingerprint": func(a *store.RememberedAnswer) { a.Fingerprint = "beef" },
-		"Tool":        func(a *store.RememberedAnswer) { a.Tool = "mcp__x__ask" },
-		"Questions":   func(a *store.RememberedAnswer) { a.Questions[0].Options = []string{"A", "C"} },
-		"Answers":     func(a *store.RememberedAnswer) { a.Answers["Which?"] = "B" },
-		"By":          func(a *store.RememberedAnswer) { a.By = "U6" },
-		"ByName":      func(a *store.RememberedAnswer) { a.ByName = "Eve" },
-		"Channel":     func(a *store.RememberedAnswer) { a.Channel = "C2" },
-		"RequestID":   func(a *store.RememberedAnswer) { a.RequestID = "req-2" },
-		"SessionID":   func(a *store.RememberedAnswer) { a.SessionID = "sess-2" },
-		"At":          func(a *store.RememberedAnswer) { a.At = a.At.Add(time.Nanosecond) },
-		"Signature":   func(a *store.RememberedAnswer) { a.Signature[0] ^= 1 },
+	for name, change := range map[string]func(a *store.Standing){
+		"ID":          func(a *store.Standing) { a.ID = "ans-2" },
+		"ScopeKind":   func(a *store.Standing) { a.Scope.Kind = store.ScopeChannel },
+		"ScopeValue":  func(a *store.Standing) { a.Scope.Value = "/srv/other" },
+		"ScopeToken":  func(a *store.Standing) { a.Scope.Token = "" },
+		"Fingerprint": func(a *store.Standing) { a.Fingerprint = "beef" },
+		"Tool":        func(a *store.Standing) { a.Tool = "mcp__x__ask" },
+		"Questions":   func(a *store.Standing) { a.Questions[0].Options = []string{"A", "C"} },
+		"Answers":     func(a *store.Standing) { a.Answers["Which?"] = "B" },
+		"By":          func(a *store.Standing) { a.By = "U6" },
+		"ByName":      func(a *store.Standing) { a.ByName = "Eve" },
+		"Channel":     func(a *store.Standing) { a.Channel = "C2" },
+		"RequestID":   func(a *store.Standing) { a.RequestID = "req-2" },
+		"SessionID":   func(a *store.Standing) { a.SessionID = "sess-2" },
+		"At":          func(a *store.Standing) { a.At = a.At.Add(time.Nanosecond) },
+		"Signature":   func(a *store.Standing) { a.Signature[0] ^= 1 },
 	} {
 		a := signedAnswer(t, priv)
 		change(&a)
-		if err := store.VerifyAnswer(pub, a); !errors.Is(err, store.ErrBadSignature) {
-			t.Errorf("VerifyAnswer after changing %s: err = %v, want ErrBadSignature", name, err)
+		if err := store.VerifyStanding(pub, a); !errors.Is(err, store.ErrBadSignature) {
+			t.Errorf("VerifyStanding after changing %s: err = %v, want ErrBadSignature", name, err)
 		}
 	}
 }
@@ -359,10 +359,10 @@ func TestUnsignedOrOtherKeysRecordsFail(t *testing.T) {
 	}{
 		"unsigned session":        {store.VerifySession(pub, s), store.ErrUnsigned},
 		"unsigned input":          {store.VerifyInput(pub, in), store.ErrUnsigned},
-		"unsigned answer":         {store.VerifyAnswer(pub, a), store.ErrUnsigned},
+		"unsigned answer":         {store.VerifyStanding(pub, a), store.ErrUnsigned},
 		"session of another key":  {store.VerifySession(pub, forged), store.ErrBadSignature},
 		"input of another key":    {store.VerifyInput(pub, forgedIn), store.ErrBadSignature},
-		"answer of another key":   {store.VerifyAnswer(pub, forgedA), store.ErrBadSignature},
+		"answer of another key":   {store.VerifyStanding(pub, forgedA), store.ErrBadSignature},
 		"session, no verify key":  {store.VerifySession(nil, signedSession(t, priv)), store.ErrBadSignature},
 		"input, short verify key": {store.VerifyInput(pub[:8], signedInput(t, priv)), store.ErrBadSignature},
 	} {
@@ -380,10 +380,10 @@ func TestASignatureOfOneKindNeverVerifiesAsAnother(t *testing.T) {
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	s := store.Session{ID: "x", CreatedAt: at}
 	in := store.Input{ID: "x", At: at}
-	a := store.RememberedAnswer{ID: "x", At: at}
+	a := store.Standing{Kind: store.StandingAnswer, ID: "x", At: at}
 	r := store.Request{ID: "x"}
 	d := store.Decision{Outcome: store.OutcomeAllow, At: at}
-	for _, err := range []error{store.SignSession(priv, &s), store.SignInput(priv, &in), store.SignAnswer(priv, &a), store.SignDecision(priv, r, &d)} {
+	for _, err := range []error{store.SignSession(priv, &s), store.SignInput(priv, &in), store.SignStanding(priv, &a), store.SignDecision(priv, r, &d)} {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -393,7 +393,7 @@ func TestASignatureOfOneKindNeverVerifiesAsAnother(t *testing.T) {
 		for to, verify := range map[string]func([]byte) error{
 			"session":  func(sig []byte) error { x := s; x.Signature = sig; return store.VerifySession(pub, x) },
 			"input":    func(sig []byte) error { x := in; x.Signature = sig; return store.VerifyInput(pub, x) },
-			"answer":   func(sig []byte) error { x := a; x.Signature = sig; return store.VerifyAnswer(pub, x) },
+			"answer":   func(sig []byte) error { x := a; x.Signature = sig; return store.VerifyStanding(pub, x) },
 			"decision": func(sig []byte) error { x := d; x.Signature = sig; return store.VerifyDecision(pub, r, x) },
 		} {
 			err := verify(sig)
@@ -415,8 +415,8 @@ func TestSigningNeedsTheIDsAndTimesTheStoreWouldFillIn(t *testing.T) {
 		"session without a time": store.SignSession(priv, &store.Session{ID: "s"}),
 		"input without an id":    store.SignInput(priv, &store.Input{SessionID: "s", At: now}),
 		"input without a time":   store.SignInput(priv, &store.Input{ID: "i", SessionID: "s"}),
-		"answer without an id":   store.SignAnswer(priv, &store.RememberedAnswer{At: now}),
-		"answer without a time":  store.SignAnswer(priv, &store.RememberedAnswer{ID: "a"}),
+		"answer without an id":   store.SignStanding(priv, &store.Standing{Kind: store.StandingAnswer, At: now}),
+		"answer without a time":  store.SignStanding(priv, &store.Standing{Kind: store.StandingAnswer, ID: "a"}),
 		"session with a bad key": store.SignSession(priv[:10], &store.Session{ID: "s", CreatedAt: now}),
 	} {
 		if !errors.Is(err, store.ErrInvalid) {
@@ -456,7 +456,7 @@ func TestTheDecisionPayloadIsV2(t *testing.T) {
 
 func TestATombstoneIsSignedWhole(t *testing.T) {
 	pub, priv := testKey(1)
-	ts := store.Tombstone{Kind: store.TombGrant, ID: "grant-1", By: "U1", ByName: "Ada", At: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)}
+	ts := store.Tombstone{Kind: store.StandingGrant, ID: "grant-1", By: "U1", ByName: "Ada", At: time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)}
 	if err := store.SignTombstone(priv, &ts); err != nil {
 		t.Fatal(err)
 	}
@@ -464,7 +464,7 @@ func TestATombstoneIsSignedWhole(t *testing.T) {
 		t.Fatalf("a tombstone read back does not verify: %v", err)
 	}
 	for name, change := range map[string]func(*store.Tombstone){
-		"Kind": func(x *store.Tombstone) { x.Kind = store.TombAnswer },
+		"Kind": func(x *store.Tombstone) { x.Kind = store.StandingAnswer },
 		"ID":   func(x *store.Tombstone) { x.ID = "grant-2" },
 		"By":   func(x *store.Tombstone) { x.By = "U2" },
 		"At":   func(x *store.Tombstone) { x.At = x.At.Add(time.Second) },

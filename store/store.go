@@ -87,8 +87,7 @@ type Store interface {
 	Counts
 	Workers
 	Transcripts
-	Answers
-	Grants
+	Standings
 	Tombstones
 	AuditChain
 	AuditSinks

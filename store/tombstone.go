@@ -15,21 +15,13 @@ import (
 // write the store can delete a tombstone too; the bot then still remembers
 // the ones it has seen, and the audit log keeps the forgetting.
 
-// TombstoneKind says what a tombstone buries.
-type TombstoneKind string
-
-const (
-	TombGrant  TombstoneKind = "grant"  // a Grant, by its id
-	TombAnswer TombstoneKind = "answer" // a RememberedAnswer, by its id
-)
-
 // Tombstone says who forgot a grant or remembered answer, and when.
 type Tombstone struct {
-	Kind   TombstoneKind `json:"kind"`
-	ID     string        `json:"id"` // the grant's or answer's id
-	By     string        `json:"by"` // a Slack user id, or cli:<OS user>
-	ByName string        `json:"by_name,omitempty"`
-	At     time.Time     `json:"at"`
+	Kind   StandingKind `json:"kind"`
+	ID     string       `json:"id"` // the grant's or answer's id
+	By     string       `json:"by"` // a Slack user id, or cli:<OS user>
+	ByName string       `json:"by_name,omitempty"`
+	At     time.Time    `json:"at"`
 	// Signature is the bot's (SignTombstone); one that does not verify
 	// buries nothing.
 	Signature []byte `json:"signature,omitempty"`
@@ -38,7 +30,7 @@ type Tombstone struct {
 // Validate checks t as Bury takes it.
 func (t Tombstone) Validate() error {
 	switch {
-	case t.Kind != TombGrant && t.Kind != TombAnswer:
+	case t.Kind != StandingGrant && t.Kind != StandingAnswer:
 		return invalid("tombstone of unknown kind %q", t.Kind)
 	case t.ID == "":
 		return invalid("%s tombstone without an id", t.Kind)
@@ -55,18 +47,18 @@ type Tombstones interface {
 	// nothing: the first stands. ErrInvalid when t fails Validate.
 	Bury(ctx context.Context, t Tombstone) error
 	// Tombstones returns every tombstone of kind, in no order.
-	Tombstones(ctx context.Context, kind TombstoneKind) ([]Tombstone, error)
+	Tombstones(ctx context.Context, kind StandingKind) ([]Tombstone, error)
 }
 
 // tombstoneDomain starts a tombstone's signed payload (see sign.go).
 const tombstoneDomain = "slackgate tombstone v1\n"
 
 type tombstonePayload struct {
-	Kind   TombstoneKind `json:"kind"`
-	ID     string        `json:"id"`
-	By     string        `json:"by"`
-	ByName string        `json:"by_name"`
-	At     string        `json:"at"`
+	Kind   StandingKind `json:"kind"`
+	ID     string       `json:"id"`
+	By     string       `json:"by"`
+	ByName string       `json:"by_name"`
+	At     string       `json:"at"`
 }
 
 func tombstonePayloadOf(t Tombstone) ([]byte, error) {

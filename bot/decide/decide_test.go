@@ -72,13 +72,13 @@ func (h harness) request(t *testing.T, id string, kind store.Kind, tool, input s
 // answer for every question; each counts the times it was asked.
 func records(grants, answers *int) decide.Records {
 	return decide.Records{
-		Grant: func(context.Context, zerolog.Logger, store.Request, store.Session) (store.Grant, bool) {
+		Grant: func(context.Context, zerolog.Logger, store.Request, store.Session) (store.Standing, bool) {
 			*grants++
-			return store.Grant{ID: "grant-1", By: "U2", ByName: "bea"}, true
+			return store.Standing{Kind: store.StandingGrant, ID: "grant-1", By: "U2", ByName: "bea"}, true
 		},
-		Answer: func(context.Context, zerolog.Logger, store.Request, store.Session) (store.RememberedAnswer, bool) {
+		Answer: func(context.Context, zerolog.Logger, store.Request, store.Session) (store.Standing, bool) {
 			*answers++
-			return store.RememberedAnswer{ID: "ans-1", By: "U3", ByName: "cy", Answers: map[string]string{"Which?": "A"}}, true
+			return store.Standing{Kind: store.StandingAnswer, ID: "ans-1", By: "U3", ByName: "cy", Answers: map[string]string{"Which?": "A"}}, true
 		},
 	}
 }
@@ -114,7 +114,7 @@ func TestAGrantAllowsAToolCallNoRuleMatched(t *testing.T) {
 	r := h.request(t, "req-ls", store.KindTool, "Bash", `{"command":"ls"}`)
 	var grants, answers int
 	out, ok := h.x.Standing(context.Background(), zerolog.Nop(), r, h.s, records(&grants, &answers))
-	if !ok || out.By != decide.ByGrant || out.Grant.ID != "grant-1" {
+	if !ok || out.By != decide.ByGrant || out.Kept.ID != "grant-1" {
 		t.Fatalf("Standing = %+v, %v; want settled by the grant", out, ok)
 	}
 	if d := out.Request.Decision; d == nil || d.Grant != "grant-1" || d.By != "U2" || store.VerifyDecision(h.pub, r, *d) != nil {
@@ -130,7 +130,7 @@ func TestARememberedAnswerAnswersAQuestion(t *testing.T) {
 	r := h.request(t, "req-q", store.KindQuestion, "AskUserQuestion", `{"questions":[]}`)
 	var grants, answers int
 	out, ok := h.x.Standing(context.Background(), zerolog.Nop(), r, h.s, records(&grants, &answers))
-	if !ok || out.By != decide.ByAnswer || out.Answer.ID != "ans-1" {
+	if !ok || out.By != decide.ByAnswer || out.Kept.ID != "ans-1" {
 		t.Fatalf("Standing = %+v, %v; want answered from memory", out, ok)
 	}
 	if grants != 0 {

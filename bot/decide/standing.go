@@ -46,17 +46,16 @@ const (
 // approver is Slack's to say; false means none (anything in the way is
 // theirs to log).
 type Records struct {
-	Grant  func(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) (store.Grant, bool)
-	Answer func(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) (store.RememberedAnswer, bool)
+	Grant  func(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) (store.Standing, bool)
+	Answer func(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session) (store.Standing, bool)
 }
 
 // Settled is a request a standing decider settled.
 type Settled struct {
 	By       By
-	Request  store.Request          // as settled
-	Decision store.Decision         // as made (unsigned)
-	Grant    store.Grant            // ByGrant
-	Answer   store.RememberedAnswer // ByAnswer
+	Request  store.Request  // as settled
+	Decision store.Decision // as made (unsigned)
+	Kept     store.Standing // the grant (ByGrant) or remembered answer (ByAnswer)
 }
 
 // Judge is what the policy applied now does with r, a request of session
@@ -131,7 +130,7 @@ func (x *Decider) byRule(ctx context.Context, log zerolog.Logger, r store.Reques
 // grant, its adder as who decided. Only a tool call, and only where no
 // policy rule matched (v): a deny rule always wins, and a rule's approvers
 // are never stood in for.
-func (x *Decider) byGrant(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, v policy.Verdict, find func(context.Context, zerolog.Logger, store.Request, store.Session) (store.Grant, bool)) (Settled, bool) {
+func (x *Decider) byGrant(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, v policy.Verdict, find func(context.Context, zerolog.Logger, store.Request, store.Session) (store.Standing, bool)) (Settled, bool) {
 	if v.Rule != nil || v.Action != policy.Ask || r.Kind != store.KindTool || find == nil {
 		return Settled{}, false
 	}
@@ -143,7 +142,7 @@ func (x *Decider) byGrant(ctx context.Context, log zerolog.Logger, r store.Reque
 	d := store.Decision{Outcome: store.OutcomeAllow, By: g.By, ByName: g.ByName, At: x.clock.Now(), Grant: g.ID}
 	out, ok := x.settleStanding(ctx, log, r, d, "decide by grant; a card asks")
 	if ok && out.By == ByGrant {
-		out.Grant = g
+		out.Kept = g
 		log.Info().Msg("request allowed by a grant")
 	}
 	return out, ok
@@ -153,7 +152,7 @@ func (x *Decider) byGrant(ctx context.Context, log zerolog.Logger, r store.Reque
 // decided like a person's answer, in the name of the approver who
 // remembered it. When the store says r was settled first, a card still
 // shows the outcome unless a standing decider settled it.
-func (x *Decider) byAnswer(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, find func(context.Context, zerolog.Logger, store.Request, store.Session) (store.RememberedAnswer, bool)) (Settled, bool) {
+func (x *Decider) byAnswer(ctx context.Context, log zerolog.Logger, r store.Request, s store.Session, find func(context.Context, zerolog.Logger, store.Request, store.Session) (store.Standing, bool)) (Settled, bool) {
 	if r.Kind != store.KindQuestion || find == nil {
 		return Settled{}, false
 	}
@@ -170,7 +169,7 @@ func (x *Decider) byAnswer(ctx context.Context, log zerolog.Logger, r store.Requ
 	case out.By == Nobody:
 		return out, withoutCard(out.Request.Decision)
 	}
-	out.Answer = a
+	out.Kept = a
 	log.Info().Msg("question answered from memory")
 	return out, true
 }

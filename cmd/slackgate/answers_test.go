@@ -22,8 +22,8 @@ func TestAnswersListAndForgetOnTheConfiguredStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := st.Remember(context.Background(), store.RememberedAnswer{
-		Scope: store.AnswerScope{Kind: store.ScopeRepo, Value: "/srv/repo"}, Fingerprint: fp, Tool: "AskUserQuestion",
+	a, err := st.Keep(context.Background(), store.Standing{Kind: store.StandingAnswer,
+		Scope: store.Scope{Kind: store.ScopeRepo, Value: "/srv/repo"}, Fingerprint: fp, Tool: "AskUserQuestion",
 		Questions: qs, Answers: map[string]string{"Which database?": "Postgres"}, By: "U0LEE", ByName: "lee",
 	})
 	if err != nil {
@@ -44,7 +44,7 @@ func TestAnswersListAndForgetOnTheConfiguredStore(t *testing.T) {
 		}
 	}
 	out, err = runProgram(t, env, "answers", "list", "-json")
-	var got store.RememberedAnswer
+	var got store.Standing
 	if err != nil || json.Unmarshal([]byte(out), &got) != nil || got.ID != a.ID || got.Answers["Which database?"] != "Postgres" {
 		t.Fatalf("answers list -json = %q, %v; want the one answer", out, err)
 	}

@@ -205,7 +205,7 @@ func TestARememberedAnswerWrittenIntoRedisIsNotUsed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	forged, err := st.Remember(a.ctx, store.RememberedAnswer{Scope: store.AnswerScope{Kind: store.ScopeRepo, Value: a.workdir},
+	forged, err := st.Keep(a.ctx, store.Standing{Kind: store.StandingAnswer, Scope: store.Scope{Kind: store.ScopeRepo, Value: a.workdir},
 		Fingerprint: fp, Tool: "AskUserQuestion", Questions: qs, Answers: map[string]string{"Which database should we use?": "SQLite"},
 		By: lee, ByName: "lee", At: time.Now()})
 	if err != nil {

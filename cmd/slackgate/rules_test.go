@@ -26,9 +26,9 @@ func TestRulesListAndForgetOnTheConfiguredStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	at := time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC)
-	g := store.Grant{ID: "grant-1", Scope: store.GrantScope{Kind: store.GrantRepo, Value: "/srv/repo"}, Rules: []string{"Bash(npm test:*)"},
+	g := store.Standing{Kind: store.StandingGrant, ID: "grant-1", Scope: store.Scope{Kind: store.ScopeRepo, Value: "/srv/repo"}, Rules: []string{"Bash(npm test:*)"},
 		By: "U0LEE", ByName: "lee", At: at, Expires: at.Add(time.Hour)}
-	if err := st.AddGrant(context.Background(), g); err != nil {
+	if _, err := st.Keep(context.Background(), g); err != nil {
 		t.Fatal(err)
 	}
 	if err := st.Close(); err != nil {
@@ -64,7 +64,7 @@ func TestRulesListAndForgetOnTheConfiguredStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	graves, err := st.Tombstones(context.Background(), store.TombGrant)
+	graves, err := st.Tombstones(context.Background(), store.StandingGrant)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,7 +48,7 @@ var errNothing = errors.New("boltstore: nothing to do")
 //	expiry, expiryof, auditmarks: retention (retention.go)
 //	heartbeats: liveness (workers.go)
 //	transcripts  session id → the session's transcript as the worker saved it (transcripts.go)
-//	answers, answeridx: remembered answers (answers.go)
+//	grants, answers, answeridx: standing rules (standing.go)
 //	auditsinks   sink name → its claim and cursor (auditsink.go)
 var (
 	bktRequests    = []byte("requests")

@@ -35,7 +35,7 @@ func (s *Store) Bury(ctx context.Context, t store.Tombstone) error {
 }
 
 // Tombstones implements store.Tombstones.
-func (s *Store) Tombstones(ctx context.Context, kind store.TombstoneKind) ([]store.Tombstone, error) {
+func (s *Store) Tombstones(ctx context.Context, kind store.StandingKind) ([]store.Tombstone, error) {
 	var out []store.Tombstone
 	prefix := []byte(string(kind) + ":")
 	err := s.db.View(func(tx *bolt.Tx) error {

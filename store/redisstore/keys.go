@@ -241,7 +241,7 @@ func oneSlot(keys []string) error {
 // scripts append to: they are few, written at the pace people click, and
 // remembering one replaces another atomically.
 
-// answer is a remembered answer's JSON (store.RememberedAnswer).
+// answer is a remembered answer's JSON (store.Standing).
 func (k keys) answer(id string) string { return k.global("answer:" + id) }
 
 // answerIndex maps a scope and a question form's fingerprint to the id of
@@ -256,7 +256,7 @@ func (k keys) answers() string { return k.global("answers") }
 
 // Grants and tombstones live in the global slot too, for the same reasons.
 
-// grant is a grant's JSON (store.Grant); it expires with the grant.
+// grant is a grant's JSON (store.Standing); it expires with the grant.
 func (k keys) grant(id string) string { return k.global("grant:" + id) }
 
 // grants is a sorted set of grant ids scored by when they were added (unix

@@ -25,7 +25,7 @@ func (s *Store) Bury(ctx context.Context, t store.Tombstone) error {
 }
 
 // Tombstones implements store.Tombstones.
-func (s *Store) Tombstones(ctx context.Context, kind store.TombstoneKind) ([]store.Tombstone, error) {
+func (s *Store) Tombstones(ctx context.Context, kind store.StandingKind) ([]store.Tombstone, error) {
 	vals, err := s.rdb.HVals(ctx, s.keys.tombstones(string(kind))).Result()
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: tombstones of %s: %w", kind, err)

@@ -13,11 +13,11 @@ const questionForm = `{"questions":[{"question":"Which database?","header":"Data
 	`"options":[{"label":"Postgres","description":"Relational"},{"label":"SQLite"}]}]}`
 
 // rememberedAnswer builds a valid answer to questionForm in scope.
-func rememberedAnswer(t *testing.T, scope store.AnswerScope, choice string) store.RememberedAnswer {
+func rememberedAnswer(t *testing.T, scope store.Scope, choice string) store.Standing {
 	t.Helper()
 	fp, qs, err := store.QuestionFingerprint("AskUserQuestion", json.RawMessage(questionForm))
 	requireNoError(t, err, "QuestionFingerprint")
-	return store.RememberedAnswer{
+	return store.Standing{Kind: store.StandingAnswer,
 		Scope: scope, Fingerprint: fp, Tool: "AskUserQuestion", Questions: qs,
 		Answers: map[string]string{"Which database?": choice}, By: "U1", ByName: "Lee", Channel: "C1",
 		RequestID: uniq("req"), SessionID: uniq("sess"), At: base,
@@ -35,21 +35,21 @@ func (h *harness) testAnswers(t *testing.T) {
 func (h *harness) testRememberLookup(t *testing.T) {
 	s, s2 := h.pair(t)
 	ctx := h.ctx(t)
-	repo := store.AnswerScope{Kind: store.ScopeRepo, Value: "/srv/repo"}
-	a, err := s.Remember(ctx, rememberedAnswer(t, repo, "Postgres"))
-	requireNoError(t, err, "Remember")
+	repo := store.Scope{Kind: store.ScopeRepo, Value: "/srv/repo"}
+	a, err := s.Keep(ctx, rememberedAnswer(t, repo, "Postgres"))
+	requireNoError(t, err, "Keep")
 	if a.ID == "" {
-		t.Fatal("Remember returned no id")
+		t.Fatal("Keep returned no id")
 	}
 	got, err := s2.LookupAnswer(ctx, repo, a.Fingerprint)
 	requireNoError(t, err, "LookupAnswer")
-	if got.ID != a.ID || got.Answers["Which database?"] != "Postgres" || got.By != "U1" || !got.At.Equal(base) ||
+	if got.ID != a.ID || got.Kind != store.StandingAnswer || got.Answers["Which database?"] != "Postgres" || got.By != "U1" || !got.At.Equal(base) ||
 		got.Scope != repo || !slices.Equal(got.Questions[0].Options, []string{"Postgres", "SQLite"}) {
 		t.Errorf("LookupAnswer = %+v, want %+v", got, a)
 	}
 	// Another scope, another form, the same path through an API token:
 	// none of them is this answer's.
-	for _, sc := range []store.AnswerScope{
+	for _, sc := range []store.Scope{
 		{Kind: store.ScopeChannel, Value: "/srv/repo"},
 		{Kind: store.ScopeRepo, Value: "/srv/other"},
 		{Kind: store.ScopeRepo, Value: "/srv/repo", Token: "ci"},
@@ -60,26 +60,26 @@ func (h *harness) testRememberLookup(t *testing.T) {
 	_, err = s.LookupAnswer(ctx, repo, "0000")
 	requireIs(t, err, store.ErrNotFound, "LookupAnswer of another form")
 
-	channel := store.AnswerScope{Kind: store.ScopeChannel, Value: "C1"}
+	channel := store.Scope{Kind: store.ScopeChannel, Value: "C1"}
 	b := rememberedAnswer(t, channel, "SQLite")
 	b.At = base.Add(time.Minute)
-	b, err = s.Remember(ctx, b)
-	requireNoError(t, err, "Remember in a channel")
-	list, err := s2.ListAnswers(ctx)
-	requireNoError(t, err, "ListAnswers")
-	if len(list) != 2 || list[0].ID != b.ID || list[1].ID != a.ID {
-		t.Errorf("ListAnswers = %+v, want the channel's answer, then the repository's (newest first)", list)
+	b, err = s.Keep(ctx, b)
+	requireNoError(t, err, "Keep in a channel")
+	list, err := s2.Kept(ctx, store.StandingAnswer)
+	requireNoError(t, err, "Kept")
+	if len(list) != 2 || list[0].ID != b.ID || list[1].ID != a.ID || list[1].Kind != store.StandingAnswer {
+		t.Errorf("Kept = %+v, want the channel's answer, then the repository's (newest first)", list)
 	}
 }
 
 func (h *harness) testRememberReplaces(t *testing.T) {
 	s := h.newStore(t)
 	ctx := h.ctx(t)
-	repo := store.AnswerScope{Kind: store.ScopeRepo, Value: "/srv/repo"}
-	first, err := s.Remember(ctx, rememberedAnswer(t, repo, "Postgres"))
-	requireNoError(t, err, "Remember")
-	second, err := s.Remember(ctx, rememberedAnswer(t, repo, "SQLite"))
-	requireNoError(t, err, "Remember again")
+	repo := store.Scope{Kind: store.ScopeRepo, Value: "/srv/repo"}
+	first, err := s.Keep(ctx, rememberedAnswer(t, repo, "Postgres"))
+	requireNoError(t, err, "Keep")
+	second, err := s.Keep(ctx, rememberedAnswer(t, repo, "SQLite"))
+	requireNoError(t, err, "Keep again")
 	if first.ID == second.ID {
 		t.Fatalf("both answers got id %s", first.ID)
 	}
@@ -88,35 +88,35 @@ func (h *harness) testRememberReplaces(t *testing.T) {
 	if got.ID != second.ID || got.Answers["Which database?"] != "SQLite" {
 		t.Errorf("LookupAnswer = %+v, want the newer answer %s", got, second.ID)
 	}
-	list, err := s.ListAnswers(ctx)
-	requireNoError(t, err, "ListAnswers")
+	list, err := s.Kept(ctx, store.StandingAnswer)
+	requireNoError(t, err, "Kept")
 	if len(list) != 1 || list[0].ID != second.ID {
-		t.Errorf("ListAnswers = %+v, want only the newer answer", list)
+		t.Errorf("Kept = %+v, want only the newer answer", list)
 	}
-	_, err = s.ForgetAnswer(ctx, first.ID, "U2", "Ann")
-	requireIs(t, err, store.ErrNotFound, "ForgetAnswer of the replaced answer")
+	_, err = s.Forget(ctx, store.StandingAnswer, first.ID, "U2", "Ann")
+	requireIs(t, err, store.ErrNotFound, "Forget of the replaced answer")
 }
 
 func (h *harness) testForget(t *testing.T) {
 	s := h.newStore(t)
 	ctx := h.ctx(t)
-	repo := store.AnswerScope{Kind: store.ScopeRepo, Value: "/srv/repo"}
-	a, err := s.Remember(ctx, rememberedAnswer(t, repo, "Postgres"))
-	requireNoError(t, err, "Remember")
-	gone, err := s.ForgetAnswer(ctx, a.ID, "U2", "Ann")
-	requireNoError(t, err, "ForgetAnswer")
+	repo := store.Scope{Kind: store.ScopeRepo, Value: "/srv/repo"}
+	a, err := s.Keep(ctx, rememberedAnswer(t, repo, "Postgres"))
+	requireNoError(t, err, "Keep")
+	gone, err := s.Forget(ctx, store.StandingAnswer, a.ID, "U2", "Ann")
+	requireNoError(t, err, "Forget")
 	if gone.ID != a.ID || gone.Answers["Which database?"] != "Postgres" {
-		t.Errorf("ForgetAnswer returned %+v, want the answer it removed", gone)
+		t.Errorf("Forget returned %+v, want the answer it removed", gone)
 	}
 	_, err = s.LookupAnswer(ctx, repo, a.Fingerprint)
 	requireIs(t, err, store.ErrNotFound, "LookupAnswer after ForgetAnswer")
-	list, err := s.ListAnswers(ctx)
-	requireNoError(t, err, "ListAnswers")
+	list, err := s.Kept(ctx, store.StandingAnswer)
+	requireNoError(t, err, "Kept")
 	if len(list) != 0 {
-		t.Errorf("ListAnswers after forgetting = %+v, want none", list)
+		t.Errorf("Kept after forgetting = %+v, want none", list)
 	}
-	_, err = s.ForgetAnswer(ctx, a.ID, "U2", "Ann")
-	requireIs(t, err, store.ErrNotFound, "ForgetAnswer twice")
+	_, err = s.Forget(ctx, store.StandingAnswer, a.ID, "U2", "Ann")
+	requireIs(t, err, store.ErrNotFound, "Forget twice")
 
 	log, err := s.AuditLog(ctx, "", 0)
 	requireNoError(t, err, "AuditLog")
@@ -162,30 +162,30 @@ func (h *harness) testAnsweredFromMemory(t *testing.T) {
 func (h *harness) testAnswersValidation(t *testing.T) {
 	s := h.newStore(t)
 	ctx := h.ctx(t)
-	repo := store.AnswerScope{Kind: store.ScopeRepo, Value: "/srv/repo"}
-	for name, mutate := range map[string]func(*store.RememberedAnswer){
-		"UnknownScope":     func(a *store.RememberedAnswer) { a.Scope.Kind = "team" },
-		"EmptyScope":       func(a *store.RememberedAnswer) { a.Scope.Value = " " },
-		"NoFingerprint":    func(a *store.RememberedAnswer) { a.Fingerprint = "" },
-		"NoQuestions":      func(a *store.RememberedAnswer) { a.Questions = nil },
-		"MissingAnswer":    func(a *store.RememberedAnswer) { a.Answers = map[string]string{"Other?": "x"} },
-		"ExtraAnswer":      func(a *store.RememberedAnswer) { a.Answers["Other?"] = "x" },
-		"NobodyRemembered": func(a *store.RememberedAnswer) { a.By = "" },
+	repo := store.Scope{Kind: store.ScopeRepo, Value: "/srv/repo"}
+	for name, mutate := range map[string]func(*store.Standing){
+		"UnknownScope":     func(a *store.Standing) { a.Scope.Kind = "team" },
+		"EmptyScope":       func(a *store.Standing) { a.Scope.Value = " " },
+		"NoFingerprint":    func(a *store.Standing) { a.Fingerprint = "" },
+		"NoQuestions":      func(a *store.Standing) { a.Questions = nil },
+		"MissingAnswer":    func(a *store.Standing) { a.Answers = map[string]string{"Other?": "x"} },
+		"ExtraAnswer":      func(a *store.Standing) { a.Answers["Other?"] = "x" },
+		"NobodyRemembered": func(a *store.Standing) { a.By = "" },
 	} {
 		a := rememberedAnswer(t, repo, "Postgres")
 		mutate(&a)
-		_, err := s.Remember(ctx, a)
-		requireIs(t, err, store.ErrInvalid, "Remember "+name)
+		_, err := s.Keep(ctx, a)
+		requireIs(t, err, store.ErrInvalid, "Keep "+name)
 	}
-	a, err := s.Remember(ctx, rememberedAnswer(t, repo, "Postgres"))
-	requireNoError(t, err, "Remember")
-	_, err = s.ForgetAnswer(ctx, a.ID, "", "")
-	requireIs(t, err, store.ErrInvalid, "ForgetAnswer by nobody")
-	_, err = s.ForgetAnswer(ctx, "ans-unknown", "U2", "")
-	requireIs(t, err, store.ErrNotFound, "ForgetAnswer of an unknown id")
-	list, err := s.ListAnswers(ctx)
-	requireNoError(t, err, "ListAnswers")
+	a, err := s.Keep(ctx, rememberedAnswer(t, repo, "Postgres"))
+	requireNoError(t, err, "Keep")
+	_, err = s.Forget(ctx, store.StandingAnswer, a.ID, "", "")
+	requireIs(t, err, store.ErrInvalid, "Forget by nobody")
+	_, err = s.Forget(ctx, store.StandingAnswer, "ans-unknown", "U2", "")
+	requireIs(t, err, store.ErrNotFound, "Forget of an unknown id")
+	list, err := s.Kept(ctx, store.StandingAnswer)
+	requireNoError(t, err, "Kept")
 	if len(list) != 1 {
-		t.Errorf("ListAnswers = %+v, want the one valid answer", list)
+		t.Errorf("Kept = %+v, want the one valid answer", list)
 	}
 }

@@ -70,12 +70,12 @@ func (h *harness) testAuditChain(t *testing.T) {
 	requireNoError(t, err, "Refuse")
 	requireNoError(t, s.AppendAudit(ctx, store.AuditEntry{Action: store.AuditToolRan, SessionID: sess.ID, Tool: "Bash", ReportedBy: "api:laptop",
 		Result: store.ToolSucceeded, At: base}), "AppendAudit")
-	a := rememberedAnswer(t, store.AnswerScope{Kind: store.ScopeChannel, Value: "C1"}, "Postgres")
+	a := rememberedAnswer(t, store.Scope{Kind: store.ScopeChannel, Value: "C1"}, "Postgres")
 	a.SessionID = sess.ID
-	a, err = s.Remember(ctx, a)
-	requireNoError(t, err, "Remember")
-	_, err = s.ForgetAnswer(ctx, a.ID, "U2", "Ann")
-	requireNoError(t, err, "ForgetAnswer")
+	a, err = s.Keep(ctx, a)
+	requireNoError(t, err, "Keep")
+	_, err = s.Forget(ctx, store.StandingAnswer, a.ID, "U2", "Ann")
+	requireNoError(t, err, "Forget")
 	elsewhere := createRequest(t, ctx, s) // its session does not exist: no thread
 
 	entries, err := s.AuditLog(ctx, "", 0)

@@ -63,38 +63,38 @@ func (h *harness) testSignedRecords(t *testing.T) {
 	t.Run("Answer", func(t *testing.T) {
 		s, s2 := h.pair(t)
 		ctx := h.ctx(t)
-		a := rememberedAnswer(t, store.AnswerScope{Kind: store.ScopeRepo, Value: "/srv/repo"}, "Postgres")
+		a := rememberedAnswer(t, store.Scope{Kind: store.ScopeRepo, Value: "/srv/repo"}, "Postgres")
 		a.ID = uniq("ans")
-		requireNoError(t, store.SignAnswer(signingKey, &a), "SignAnswer")
-		stored, err := s.Remember(ctx, a)
-		requireNoError(t, err, "Remember")
+		requireNoError(t, store.SignStanding(signingKey, &a), "SignStanding")
+		stored, err := s.Keep(ctx, a)
+		requireNoError(t, err, "Keep")
 		if stored.ID != a.ID {
-			t.Fatalf("Remember changed the signed answer's id to %s, want %s", stored.ID, a.ID)
+			t.Fatalf("Keep changed the signed answer's id to %s, want %s", stored.ID, a.ID)
 		}
 		got, err := s2.LookupAnswer(ctx, a.Scope, a.Fingerprint)
 		requireNoError(t, err, "LookupAnswer")
-		requireNoError(t, store.VerifyAnswer(pub, got), "VerifyAnswer of the stored answer")
-		listed, err := s2.ListAnswers(ctx)
-		requireNoError(t, err, "ListAnswers")
-		if len(listed) != 1 || store.VerifyAnswer(pub, listed[0]) != nil {
-			t.Errorf("ListAnswers = %+v, want the one answer, still verifying", listed)
+		requireNoError(t, store.VerifyStanding(pub, got), "VerifyStanding of the stored answer")
+		listed, err := s2.Kept(ctx, store.StandingAnswer)
+		requireNoError(t, err, "Kept")
+		if len(listed) != 1 || store.VerifyStanding(pub, listed[0]) != nil {
+			t.Errorf("Kept = %+v, want the one answer, still verifying", listed)
 		}
 	})
 	t.Run("AnAnswerIDNamingAnotherAnswerIsRefused", func(t *testing.T) {
 		s := h.newStore(t)
 		ctx := h.ctx(t)
-		a := rememberedAnswer(t, store.AnswerScope{Kind: store.ScopeRepo, Value: "/srv/repo"}, "Postgres")
+		a := rememberedAnswer(t, store.Scope{Kind: store.ScopeRepo, Value: "/srv/repo"}, "Postgres")
 		a.ID = uniq("ans")
-		_, err := s.Remember(ctx, a)
-		requireNoError(t, err, "Remember")
+		_, err := s.Keep(ctx, a)
+		requireNoError(t, err, "Keep")
 		// The same id again for the same form and scope replaces it.
 		a.Answers = map[string]string{"Which database?": "SQLite"}
-		_, err = s.Remember(ctx, a)
-		requireNoError(t, err, "Remember again under the same id")
-		other := rememberedAnswer(t, store.AnswerScope{Kind: store.ScopeChannel, Value: "C9"}, "Postgres")
+		_, err = s.Keep(ctx, a)
+		requireNoError(t, err, "Keep again under the same id")
+		other := rememberedAnswer(t, store.Scope{Kind: store.ScopeChannel, Value: "C9"}, "Postgres")
 		other.ID = a.ID
-		_, err = s.Remember(ctx, other)
-		requireIs(t, err, store.ErrExists, "Remember of another scope's answer under a taken id")
+		_, err = s.Keep(ctx, other)
+		requireIs(t, err, store.ErrExists, "Keep of another scope's answer under a taken id")
 		got, err := s.LookupAnswer(ctx, a.Scope, a.Fingerprint)
 		requireNoError(t, err, "LookupAnswer")
 		if got.ID != a.ID || got.Answers["Which database?"] != "SQLite" {
