@@ -145,6 +145,8 @@ func (s Standing) validateAnswer() error {
 		return invalid("remembered answer without questions")
 	case len(s.Rules) > 0:
 		return invalid("remembered answer with permission rules")
+	case !s.Expires.IsZero():
+		return invalid("a remembered answer does not expire")
 	}
 	for _, q := range s.Questions {
 		if _, ok := s.Answers[q.Question]; !ok {

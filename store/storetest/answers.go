@@ -171,6 +171,8 @@ func (h *harness) testAnswersValidation(t *testing.T) {
 		"MissingAnswer":    func(a *store.Standing) { a.Answers = map[string]string{"Other?": "x"} },
 		"ExtraAnswer":      func(a *store.Standing) { a.Answers["Other?"] = "x" },
 		"NobodyRemembered": func(a *store.Standing) { a.By = "" },
+		"Expires":          func(a *store.Standing) { a.Expires = a.At.Add(time.Hour) },
+		"WithRules":        func(a *store.Standing) { a.Rules = []string{"Bash"} },
 	} {
 		a := rememberedAnswer(t, repo, "Postgres")
 		mutate(&a)
