@@ -208,26 +208,32 @@ func (b *Bot) publishHome(ctx context.Context, user, notice string) {
 		log.Warn().Err(err).Msg("home: check approvers")
 		notice = strings.TrimSpace(notice + "\nI could not check whether you may forget answers, so no Forget buttons are shown.")
 	}
-	answers, err := b.st.Kept(ctx, store.StandingAnswer)
-	if err != nil {
-		log.Error().Err(err).Msg("home: list remembered answers")
-		_, reason := storeFailure(err)
-		notice = strings.TrimSpace(notice + "\n⚠️ The remembered answers could not be read (" + reason + "). Open the tab again later.")
-	}
-	if forgotten, ok := b.graves.buried(ctx, log, store.StandingAnswer); ok {
-		answers = slices.DeleteFunc(answers, func(a store.Standing) bool { return forgotten(a.ID) })
-	}
-	grants, gerr := b.liveGrants(ctx)
-	if gerr != nil {
-		log.Error().Err(gerr).Msg("home: list grants")
-		_, reason := storeFailure(gerr)
-		notice = strings.TrimSpace(notice + "\n⚠️ The rules you allowed could not be read (" + reason + "). Open the tab again later.")
-	}
+	answers := b.listed(ctx, log, store.StandingAnswer, "The remembered answers", &notice)
+	grants := b.listed(ctx, log, store.StandingGrant, "The rules you allowed", &notice)
 	view := blocks.HomeView(answers, blocks.HomeOptions{CanForget: canForget, Notice: notice, Grants: grants,
 		Waiting: b.homes.waitingFor(ctx, log, user)})
 	if _, err := b.api.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: view}); err != nil {
 		log.Error().Err(err).Msg("views.publish")
 	}
+}
+
+// listed are the standing rules of kind the App Home lists: those that
+// still apply (live, not forgotten), newest first. When they cannot be
+// read, notice says so, naming them as what.
+func (b *Bot) listed(ctx context.Context, log zerolog.Logger, kind store.StandingKind, what string, notice *string) []store.Standing {
+	all, err := b.st.Kept(ctx, kind)
+	if err != nil {
+		log.Error().Err(err).Msg("home: list " + string(kind) + "s")
+		_, reason := storeFailure(err)
+		*notice = strings.TrimSpace(*notice + "\n⚠️ " + what + " could not be read (" + reason + "). Open the tab again later.")
+		return nil
+	}
+	forgotten, ok := b.graves.buried(ctx, log, kind)
+	if !ok {
+		forgotten = func(string) bool { return false } // listed, not used: deciding checks again
+	}
+	now := b.clock.Now()
+	return slices.DeleteFunc(all, func(s store.Standing) bool { return !s.Live(now) || forgotten(s.ID) })
 }
 
 // forgetting is what forgetting each kind of standing rule from the App

@@ -106,24 +106,3 @@ func grantAllows(g store.Standing, r store.Request, s store.Session) bool {
 	}
 	return p.Evaluate(policyRequest(r, s), g.At).Action == policy.Allow
 }
-
-// liveGrants are the grants that still apply (live, not forgotten),
-// newest first, for the App Home.
-func (b *Bot) liveGrants(ctx context.Context) ([]store.Standing, error) {
-	all, err := b.st.Kept(ctx, store.StandingGrant)
-	if err != nil {
-		return nil, err
-	}
-	forgotten, ok := b.graves.buried(ctx, b.log, store.StandingGrant)
-	if !ok {
-		forgotten = func(string) bool { return false } // listed, not used: grantFor decides
-	}
-	now := b.clock.Now()
-	var out []store.Standing
-	for _, g := range all {
-		if g.Live(now) && !forgotten(g.ID) {
-			out = append(out, g)
-		}
-	}
-	return out, nil
-}
