@@ -66,7 +66,8 @@ func (s Scope) Key() string {
 type Standing struct {
 	// ID is set by Keep when empty; a bot sets it before signing.
 	ID string `json:"id"`
-	// Kind is set by the store as it reads the record back.
+	// Kind is the caller's to set for Keep; reading a record back, a
+	// store sets it from where the record lives, never from its JSON.
 	Kind  StandingKind `json:"kind,omitempty"`
 	Scope Scope        `json:"scope"`
 
