@@ -121,10 +121,6 @@ func (b *Bot) answerFor(ctx context.Context, log zerolog.Logger, r store.Request
 	if err != nil {
 		return store.Standing{}, false
 	}
-	forgotten, ok := b.graves.buried(ctx, log, store.StandingAnswer)
-	if !ok {
-		return store.Standing{}, false
-	}
 	for _, kind := range []store.ScopeKind{store.ScopeRepo, store.ScopeChannel} {
 		scope, ok := answerScope(s, kind)
 		if !ok {
@@ -139,6 +135,10 @@ func (b *Bot) answerFor(ctx context.Context, log zerolog.Logger, r store.Request
 			return a, false
 		}
 		log = log.With().Str("answer_id", a.ID).Logger()
+		forgotten, ok := b.graves.buried(ctx, log, store.StandingAnswer) // read once an answer is found
+		if !ok {
+			return store.Standing{}, false
+		}
 		if forgotten(a.ID) {
 			log.Warn().Msg("remembered answer not used: it was forgotten (its record was written back)")
 			continue

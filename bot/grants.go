@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/ed25519"
 	"encoding/json"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/rs/zerolog"
@@ -55,14 +56,18 @@ func (b *Bot) grantFor(ctx context.Context, log zerolog.Logger, r store.Request,
 		log.Warn().Err(err).Msg("list grants; a card asks")
 		return store.Standing{}, false
 	}
+	now := b.clock.Now()
+	grants = slices.DeleteFunc(grants, func(g store.Standing) bool { return !g.Live(now) || !grantApplies(g, s) })
+	if len(grants) == 0 {
+		return store.Standing{}, false // most tool calls: no tombstones to read
+	}
 	forgotten, ok := b.graves.buried(ctx, log, store.StandingGrant)
 	if !ok {
 		return store.Standing{}, false
 	}
-	now := b.clock.Now()
 	pub := b.cfg.SigningKey.Public().(ed25519.PublicKey)
 	for _, g := range grants {
-		if !g.Live(now) || !grantApplies(g, s) || forgotten(g.ID) {
+		if forgotten(g.ID) {
 			continue
 		}
 		if err := store.VerifyStanding(pub, g); err != nil {

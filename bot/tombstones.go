@@ -60,8 +60,8 @@ func (g *graves) buried(ctx context.Context, log zerolog.Logger, kind store.Stan
 	}
 	pub := g.key.Public().(ed25519.PublicKey)
 	for _, t := range ts {
-		if t.Kind != kind {
-			continue
+		if _, known := g.seen.Load(graveKey(kind, t.ID)); known || t.Kind != kind {
+			continue // verified before, or not of kind
 		}
 		if err := store.VerifyTombstone(pub, t); err != nil {
 			log.Warn().Err(err).Str("kind", string(kind)).Str("id", t.ID).Msg("a tombstone that does not verify buries nothing")

@@ -109,18 +109,7 @@ func parseMatcher(s string) (Matcher, error) {
 	return m, err
 }
 
-func validToolName(s string) bool {
-	if s == "" || s[0] < 'A' || s[0] > 'Z' {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') {
-			return false
-		}
-	}
-	return true
-}
+func validToolName(s string) bool { return s != "" && s[0] >= 'A' && s[0] <= 'Z' && wordChars(s) }
 
 // parseMCP reads mcp__server, mcp__server__* and mcp__server__tool.
 func (m *Matcher) parseMCP(rest string) error {

@@ -282,10 +282,11 @@ func assignment(w word) bool {
 	return validName(name)
 }
 
-func validName(s string) bool {
-	if s == "" || (s[0] >= '0' && s[0] <= '9') {
-		return false
-	}
+// validName reports whether s is a shell variable's name.
+func validName(s string) bool { return s != "" && (s[0] < '0' || s[0] > '9') && wordChars(s) }
+
+// wordChars reports whether s holds only ASCII letters, digits and '_'.
+func wordChars(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		if c != '_' && (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') {

@@ -2,7 +2,6 @@ package storetest
 
 import (
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -77,27 +76,7 @@ func (h *harness) testCardRace(t *testing.T) {
 			s1, s2 := h.pair(t)
 			ctx := h.ctx(t)
 			r := createRequest(t, ctx, s1)
-			var wg sync.WaitGroup
-			var mu sync.Mutex
-			won := 0
-			for i := range n {
-				s := s1
-				if i%2 == 1 {
-					s = s2
-				}
-				wg.Go(func() {
-					took, err := s.MoveCard(ctx, r.ID, m)
-					if err != nil {
-						t.Errorf("MoveCard: %v", err)
-					}
-					if took {
-						mu.Lock()
-						won++
-						mu.Unlock()
-					}
-				})
-			}
-			wg.Wait()
+			won := racing(t, n, s1, s2, func(s store.Store, _ int) (bool, error) { return s.MoveCard(ctx, r.ID, m) }, "MoveCard")
 			if won != 1 {
 				t.Errorf("%d of %d racing %s steps took, want exactly 1", won, n, m.Step)
 			}

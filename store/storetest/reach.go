@@ -111,6 +111,18 @@ func (h *harness) testMarkReachRace(t *testing.T) {
 	s1, s2 := h.pair(t)
 	ctx := h.ctx(t)
 	r := createRequest(t, ctx, s1)
+	won := racing(t, n, s1, s2, func(s store.Store, i int) (bool, error) {
+		return s.MarkReach(ctx, r.ID, store.ReachMark{Step: store.StepEscalated, At: base.Add(time.Duration(i) * time.Second), To: []string{"U1"}})
+	}, "MarkReach")
+	if won != 1 {
+		t.Errorf("%d of %d racing MarkReach calls took the step, want exactly 1", won, n)
+	}
+}
+
+// racing makes n calls of take at once, alternating between s1 and s2,
+// and returns how many of them took what they raced for; an error fails
+// t, naming the call what.
+func racing(t *testing.T, n int, s1, s2 store.Store, take func(s store.Store, i int) (bool, error), what string) int {
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	won := 0
@@ -120,9 +132,9 @@ func (h *harness) testMarkReachRace(t *testing.T) {
 			s = s2
 		}
 		wg.Go(func() {
-			took, err := s.MarkReach(ctx, r.ID, store.ReachMark{Step: store.StepEscalated, At: base.Add(time.Duration(i) * time.Second), To: []string{"U1"}})
+			took, err := take(s, i)
 			if err != nil {
-				t.Errorf("MarkReach: %v", err)
+				t.Errorf("%s: %v", what, err)
 			}
 			if took {
 				mu.Lock()
@@ -132,7 +144,5 @@ func (h *harness) testMarkReachRace(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if won != 1 {
-		t.Errorf("%d of %d racing MarkReach calls took the step, want exactly 1", won, n)
-	}
+	return won
 }
