@@ -882,14 +882,14 @@ func TestWorkerClaimsOnlyWithinCapacity(t *testing.T) {
 	if err := h.st.Release(h.ctx, b, "other-worker"); err != nil {
 		t.Fatal(err)
 	}
-	// Once a's process is stopped the worker has room and takes b.
-	h.sessID = a
+	// Once a's process is stopped the worker has room and takes b. b may
+	// start before a's exit event is out, so each is looked for among all
+	// the events, in either order.
 	if err := h.worker.StopSession(h.ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	h.waitEvent("first exit", ofType(store.EventExit))
-	h.sessID = b
-	h.waitEvent("second start", ofType(store.EventSessionStarted))
+	h.waitEventOf(a, "first exit", ofType(store.EventExit))
+	h.waitEventOf(b, "second start", ofType(store.EventSessionStarted))
 }
 
 func TestWorkerCountsMalformedLinesAndTheSessionGoesOn(t *testing.T) {
